@@ -1,0 +1,26 @@
+PYTHON ?= python3
+GENOME_A = data/sars-cov-2_wuhan-hu-1_MN908947.fasta
+GENOME_B = data/batcov_RaTG13.fasta
+
+.PHONY: install demo test bench-cpu clean
+
+install:
+	$(PYTHON) -m pip install -q -e .
+
+# The main job on shipped real data: SARS-CoV-2 against bat coronavirus RaTG13, full global alignment.
+demo: install
+	nwalign pair -v $(GENOME_A) $(GENOME_B) --format pair -o demo_alignment.txt
+	head -n 40 demo_alignment.txt
+	nwalign pair $(GENOME_A) $(GENOME_B) --format tsv
+
+test:
+	$(PYTHON) -m pip install -q -e ".[test]"
+	$(PYTHON) -m pytest -q
+
+bench-cpu:
+	$(PYTHON) -m pip install -q -e ".[test,bench]"
+	$(PYTHON) benchmarks/cpu_pair.py --sizes 10000,30000
+
+clean:
+	rm -rf build *.egg-info .pytest_cache demo_alignment.txt
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,209 @@
+"""The ``nwalign`` command line: parse options, call the library, write results. Nothing else."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import sys
+import tempfile
+from contextlib import contextmanager
+
+import click
+
+from . import __version__
+from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
+from .errors import NwalignError
+from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
+from .scoring import MODES, make_scoring
+from .sequences import ALPHABETS, detect_alphabet, parse_lengths, random_records, read_fasta
+
+log = logging.getLogger("nwalign")
+
+
+def parse_size(text: str) -> int:
+    """'4G', '512M', '64k' or a byte count -> bytes."""
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    raw = text.strip().lower().rstrip("ib").rstrip("b") if text.strip().lower() not in ("", "b") else text
+    scale = 1
+    if raw and raw[-1] in units:
+        scale, raw = units[raw[-1]], raw[:-1]
+    try:
+        value = int(float(raw) * scale)
+    except ValueError:
+        raise NwalignError(f"--max-memory: {text!r} is not a size such as 4G or 512M") from None
+    if value <= 0:
+        raise NwalignError(f"--max-memory: {text!r} must be positive")
+    return value
+
+
+@contextmanager
+def output_stream(path: str | None):
+    """stdout, or a file written atomically: a temporary file beside it, renamed only on success."""
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise NwalignError(f"{path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("nwalign: %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO if verbose and not quiet else logging.WARNING)
+    log.propagate = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nwalign")
+def cli():
+    """Exact pairwise sequence alignment (Needleman-Wunsch, Smith-Waterman, semi-global).
+
+    Reads FASTA (plain, gzip, bzip2 or xz; '-' for stdin), writes results to stdout, logs to stderr.
+    Run 'nwalign COMMAND --help' for a command's options.
+    """
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.argument("target", required=False)
+@click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
+              help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both).")
+@click.option("--matrix", metavar="NAME|PATH",
+              help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
+                   "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA.")
+@click.option("--match", type=int, help="DNA/RNA score for identical letters  [default: 5]")
+@click.option("--mismatch", type=int, help="DNA/RNA score for different letters  [default: -4]")
+@click.option("--gap-open", type=int, metavar="N",
+              help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]")
+@click.option("--gap-extend", type=int, metavar="N",
+              help="Penalty of each further gap position (>= 0); a gap of length L costs "
+                   "open + (L-1)*extend  [default: 1]")
+@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
+              help="Residue alphabet; auto detects nucleotides vs protein from the letters.")
+@click.option("--random", "random_lengths", metavar="LEN[,LEN]",
+              help="Align seeded random sequences of these lengths instead of files (e.g. 10k,10k).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --random.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="pair", show_default=True,
+              help="pair: EMBOSS-like report; sam: CIGAR with =/X; json: one object per line; "
+                   "tsv: one row per pair; fasta: gapped sequences.")
+@click.option("--score-only", is_flag=True, help="Report only the optimal score (linear memory, fastest).")
+@click.option("--no-header", is_flag=True, help="Omit the header line (tsv) or header lines (sam).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="Engine: auto picks the fastest available (the CPU engine for now).")
+@click.option("--max-memory", default="4G", show_default=True, metavar="SIZE",
+              help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
+                   "(checkpointed bands, about twice the work) is used.")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Pairs aligned at once on the CPU (0 = all cores).")
+@click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
+         seed, fmt, score_only, no_header, output, backend, max_memory, threads, verbose, quiet):
+    """Align QUERY against TARGET (FASTA files, '-' for stdin).
+
+    Pairing: if QUERY has one record it is aligned against every TARGET record; if TARGET has one
+    record, every QUERY record is aligned against it; otherwise record i of QUERY is aligned against
+    record i of TARGET (both files must then hold the same number of records).
+
+    Coordinates are 1-based and inclusive; identity is BLAST's (identical columns / all columns,
+    gap columns included).
+
+    \b
+    Examples:
+      nwalign pair data/sars-cov-2_wuhan-hu-1_MN908947.fasta data/batcov_RaTG13.fasta
+      nwalign pair --mode local --format json q.fa.gz db.fa
+      nwalign pair --random 10k,10k --score-only
+    """
+    _setup_logging(verbose, quiet)
+    memory = parse_size(max_memory)
+    if threads == 0:
+        threads = os.cpu_count() or 1
+    if score_only and fmt in NEEDS_ALIGNMENT:
+        raise NwalignError(f"--format {fmt} needs the alignment; drop --score-only or use pair/json/tsv")
+    if random_lengths:
+        if query or target:
+            raise NwalignError("give either --random or QUERY and TARGET files, not both")
+        kind = "dna" if alphabet == "auto" else alphabet
+        lengths = parse_lengths(random_lengths)
+        records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed)
+        queries, targets, qname, tname = records[:1], records[1:], "--random", "--random"
+    else:
+        if not query or not target:
+            raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
+        if query == "-" and target == "-":
+            raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
+        queries, targets, qname, tname = read_fasta(query), read_fasta(target), query, target
+        kind = detect_alphabet(queries + targets) if alphabet == "auto" else alphabet
+    log.info("alphabet: %s", kind)
+    scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+    log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
+             scoring.gap_extend, mode)
+    qenc = encode_all(queries, scoring, qname)
+    tenc = encode_all(targets, scoring, tname)
+    plan = pair_plan(qenc, tenc)
+    for qi, ti in plan:
+        scoring.check_lengths(len(qenc[qi].codes), len(tenc[ti].codes))
+    choose_backend(backend)
+    command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
+    with output_stream(output) as out:
+        kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
+        writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
+                  else WRITERS[fmt](out, scoring, **kwargs))
+        writer.begin()
+        for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads):
+            writer.write(aln)
+            if output is None:
+                out.flush()
+        writer.end()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 success, 2 bad input or usage, 1 other failure)."""
+    try:
+        cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
+        return 0
+    except NwalignError as exc:
+        click.echo(f"nwalign: error: {exc}", err=True)
+        return 2
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
+        return 2
+    except click.UsageError as exc:
+        click.echo(f"nwalign: error: {exc.format_message()}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"nwalign: error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        click.echo("nwalign: interrupted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("nwalign: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. '| head'): stop quietly, as the Python docs' SIGPIPE note advises.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except MemoryError:
+        click.echo("nwalign: error: out of memory; lower --max-memory or align smaller pieces", err=True)
+        return 2
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Numba kernels of the CPU engine: Gotoh's affine-gap recurrence over row bands, and traceback.
+
+Recurrence (Gotoh 1982), query residues along rows i, target residues along columns j, penalties
+positive, a gap of length L costing ``go + (L-1) * ge``::
+
+    E[i,j] = max(H[i,j-1] - go, E[i,j-1] - ge)        gap in the query  (CIGAR D: target residue)
+    F[i,j] = max(H[i-1,j] - go, F[i-1,j] - ge)        gap in the target (CIGAR I: query residue)
+    H[i,j] = max(H[i-1,j-1] + S[q_i, t_j], E[i,j], F[i,j] [, 0 if local])
+
+One routine, :func:`fill_band`, advances rows ``i0+1 .. i1`` from the H/F values of row ``i0``; the
+whole matrix is one band. With ``store`` it writes one direction byte per cell, which the traceback
+reads: bits 0-1 where H came from (0 diagonal, 1 E, 2 F, 3 local start), bit 2 E extended, bit 3 F
+extended. Linear-space traceback keeps H/F rows at band boundaries and recomputes one band at a time
+in reverse (checkpointing, as CUDAlign and Myers-Miller style methods do).
+"""
+
+import numpy as np
+from numba import njit
+
+NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64
+GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
+OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
+FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
+E_EXTENDED, F_EXTENDED = 4, 8
+
+
+@njit(cache=True, nogil=True)
+def init_row0(H, F, mode, go, ge):
+    """Row 0 of H and F (F is minus infinity: no vertical gap can end on row 0)."""
+    H[0] = 0
+    for j in range(1, H.shape[0]):
+        H[j] = -(go + (j - 1) * ge) if mode == GLOBAL else 0
+        F[j] = NEG
+    F[0] = NEG
+
+
+@njit(cache=True, nogil=True)
+def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
+    """Advance H and F (int64 arrays, length >= ncols + 1) from row i0 to row i1 over columns 0..ncols.
+
+    dirs: uint8 array of shape (i1 - i0, ncols + 1) written when ``store`` is true.
+    best: int64 array [score, i, j] updated in place with the best end cell for local mode (any cell)
+    and semiglobal mode (last column when ncols == len(t), and the last row when i1 == len(q)).
+    Strictly greater scores replace the best, so ties keep the earliest cell in row order.
+    """
+    n_full = t.shape[0]
+    m_full = q.shape[0]
+    for i in range(i0 + 1, i1 + 1):
+        row = S[q[i - 1]]
+        diag = H[0]
+        h_left = -(go + (i - 1) * ge) if mode == GLOBAL else 0
+        H[0] = h_left
+        e = NEG
+        r = i - i0 - 1
+        for j in range(1, ncols + 1):
+            h_up = H[j]
+            f_open = h_up - go
+            f_ext = F[j] - ge
+            flags = 0
+            if f_ext > f_open:
+                f = f_ext
+                flags = F_EXTENDED
+            else:
+                f = f_open
+            e_open = h_left - go
+            e_ext = e - ge
+            if e_ext > e_open:
+                e = e_ext
+                flags |= E_EXTENDED
+            else:
+                e = e_open
+            h = diag + row[t[j - 1]]
+            src = FROM_DIAG
+            if e > h:
+                h = e
+                src = FROM_E
+            if f > h:
+                h = f
+                src = FROM_F
+            if mode == LOCAL:
+                if h <= 0:
+                    h = 0
+                    src = FROM_START
+                elif h > best[0]:
+                    best[0] = h
+                    best[1] = i
+                    best[2] = j
+            if store:
+                dirs[r, j] = src | flags
+            diag = h_up
+            H[j] = h
+            F[j] = f
+            h_left = h
+        if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best[0]:
+            best[0] = H[ncols]
+            best[1] = i
+            best[2] = ncols
+    if mode == SEMIGLOBAL and i1 == m_full:
+        for j in range(ncols + 1):
+            if H[j] > best[0]:
+                best[0] = H[j]
+                best[1] = m_full
+                best[2] = j
+
+
+@njit(cache=True, nogil=True)
+def trace_band(dirs, i0, i, j, state, ops, nops):
+    """Walk back from cell (i, j) in ``state`` (0 H, 1 E, 2 F) until row i0 or column 0 or a local start.
+
+    dirs holds rows i0+1 .. of the band. Alignment columns are appended to ``ops`` in reverse order.
+    Returns (i, j, state, nops, stopped) where ``stopped`` marks a local-alignment start.
+    """
+    while i > i0 and j > 0:
+        d = dirs[i - i0 - 1, j]
+        if state == 0:
+            src = d & 3
+            if src == FROM_DIAG:
+                ops[nops] = OP_MATCH
+                nops += 1
+                i -= 1
+                j -= 1
+            elif src == FROM_E:
+                state = 1
+            elif src == FROM_F:
+                state = 2
+            else:
+                return i, j, state, nops, True
+        elif state == 1:
+            ops[nops] = OP_DEL
+            nops += 1
+            if not (d & E_EXTENDED):
+                state = 0
+            j -= 1
+        else:
+            ops[nops] = OP_INS
+            nops += 1
+            if not (d & F_EXTENDED):
+                state = 0
+            i -= 1
+    return i, j, state, nops, False

@@ -1,0 +1,145 @@
+"""Run alignments: pick the backend, plan memory, call the kernels, and build result records."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cpu
+from .errors import NwalignError
+from .results import Alignment, finish
+from .scoring import Scoring
+from .sequences import Record
+
+log = logging.getLogger("nwalign")
+
+BACKENDS = ("auto", "cpu")
+DEFAULT_MAX_MEMORY = 4 << 30
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A record and its residue codes (uint8, shape (len,))."""
+
+    record: Record
+    codes: np.ndarray
+
+
+def encode_all(records: list[Record], scoring: Scoring, source: str) -> list[Encoded]:
+    """Encode every record, raising NwalignError on the first letter outside the alphabet."""
+    out = []
+    for rec in records:
+        out.append(Encoded(rec, scoring.encode(rec, source)))
+    return out
+
+
+def pair_plan(queries: list, targets: list) -> list[tuple[int, int]]:
+    """Which records to align: one query against every target, every query against one target, or
+    query i against target i when both files hold the same number of records.
+
+    Raises:
+        NwalignError: the record counts differ and neither side has exactly one record.
+    """
+    if len(queries) == 1:
+        return [(0, k) for k in range(len(targets))]
+    if len(targets) == 1:
+        return [(k, 0) for k in range(len(queries))]
+    if len(queries) == len(targets):
+        return [(k, k) for k in range(len(queries))]
+    raise NwalignError(
+        f"cannot pair {len(queries)} query records with {len(targets)} target records: give one "
+        "record on one side, or the same number on both"
+    )
+
+
+def choose_backend(name: str) -> str:
+    """Resolve ``auto`` to a concrete backend (only the CPU engine exists so far)."""
+    if name not in BACKENDS:
+        raise NwalignError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
+    log.info("backend: cpu (%s)", "requested" if name == "cpu" else "auto: the CPU engine is the only one built")
+    return "cpu"
+
+
+def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bool = False,
+               max_memory: int = DEFAULT_MAX_MEMORY, band_rows: int | None = None) -> Alignment:
+    """Align one query against one target on the CPU engine.
+
+    Arguments:
+        query, target: encoded records (see :func:`encode_all`).
+        scoring: the scoring scheme (mode, matrix, gaps).
+        score_only: return the optimal score without traceback (linear memory, fastest).
+        max_memory: byte budget for the traceback; beyond it the checkpointed linear-space traceback runs.
+        band_rows: force the linear-space band height (for tests).
+
+    Returns:
+        An :class:`~nwalign.results.Alignment` with statistics filled in.
+
+    Raises:
+        NwalignError: scores could overflow, or the traceback cannot fit in ``max_memory``.
+    """
+    q, t = query.codes, target.codes
+    scoring.check_lengths(len(q), len(t))
+    base = dict(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode,
+                query_length=len(q), target_length=len(t))
+    if score_only:
+        score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
+        return Alignment(score=score, **base)
+    score, qs, qe, ts, te, ops = cpu.align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend,
+                                                 scoring.mode_code, max_memory, band_rows)
+    aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
+                    query_seq=query.record.seq, target_seq=target.record.seq, **base)
+    return finish(aln, q, t, scoring.matrix)
+
+
+def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, score_only: bool = False,
+                max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1) -> Iterator[Alignment]:
+    """Align many pairs, yielding results in input order.
+
+    The Numba kernels release the GIL, so ``threads`` > 1 aligns several pairs at once; each thread
+    gets ``max_memory / threads`` for its traceback.
+    """
+    pairs = list(pairs)
+    if threads <= 1 or len(pairs) <= 1:
+        for q, t in pairs:
+            yield align_pair(q, t, scoring, score_only, max_memory)
+        return
+    budget = max(1, max_memory // threads)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        # A bounded window keeps memory flat while results still come out in order.
+        window = []
+        for q, t in pairs:
+            window.append(pool.submit(align_pair, q, t, scoring, score_only, budget))
+            if len(window) >= 2 * threads:
+                yield window.pop(0).result()
+        for fut in window:
+            yield fut.result()
+
+
+def align(query: str, target: str, mode: str = "global", alphabet: str | None = None,
+          matrix: str | None = None, match: int | None = None, mismatch: int | None = None,
+          gap_open: int | None = None, gap_extend: int | None = None, score_only: bool = False,
+          max_memory: int = DEFAULT_MAX_MEMORY) -> Alignment:
+    """Align two sequences given as strings, with the command line's defaults.
+
+    >>> aln = align("GATTACA", "GATCACA", mode="global")
+    >>> aln.score, aln.cigar()
+    (26, '3=1X3=')
+
+    Raises:
+        NwalignError: bad letters, unknown matrix or mode, negative penalties.
+    """
+    from .scoring import make_scoring
+    from .sequences import detect_alphabet
+
+    q = Record("query", "query", query.upper())
+    t = Record("target", "target", target.upper())
+    if not q.seq or not t.seq:
+        raise NwalignError("empty sequence")
+    scoring = make_scoring(alphabet or detect_alphabet([q, t]), mode, matrix, match, mismatch,
+                           gap_open, gap_extend)
+    return align_pair(Encoded(q, scoring.encode(q)), Encoded(t, scoring.encode(t)), scoring, score_only,
+                      max_memory)

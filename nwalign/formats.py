@@ -1,0 +1,185 @@
+"""Writers for alignment results: pair (EMBOSS needle-like), sam, json (JSON Lines), tsv, fasta.
+
+Every writer prints coordinates 1-based and inclusive; an empty alignment (a local alignment of score 0)
+prints start and end as 0.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from . import __version__
+from .results import Alignment
+from .scoring import Scoring
+
+FORMATS = ("pair", "sam", "json", "tsv", "fasta")
+NEEDS_ALIGNMENT = ("sam", "fasta")
+TSV_COLUMNS = ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
+               "target_end", "length", "identity", "similarity", "gaps", "cigar")
+TSV_SCORE_COLUMNS = ("query_id", "target_id", "mode", "score")
+
+
+def coordinates(aln: Alignment) -> tuple[int, int, int, int]:
+    """(query_start, query_end, target_start, target_end), 1-based inclusive; zeros when empty."""
+    if aln.length == 0:
+        return 0, 0, 0, 0
+    return aln.query_start + 1, aln.query_end, aln.target_start + 1, aln.target_end
+
+
+def to_dict(aln: Alignment) -> dict:
+    """The JSON object of one result (coordinates 1-based inclusive, identity as a fraction)."""
+    out = {"query_id": aln.query_id, "target_id": aln.target_id, "mode": aln.mode, "score": aln.score,
+           "query_length": aln.query_length, "target_length": aln.target_length}
+    if aln.score_only:
+        return out
+    qs, qe, ts, te = coordinates(aln)
+    out.update(query_start=qs, query_end=qe, target_start=ts, target_end=te, length=aln.length,
+               nident=aln.nident, mismatch=aln.mismatch, identity=round(aln.identity, 6),
+               similarity=round(aln.similarity, 6), gaps=aln.gaps, gap_opens=aln.gap_opens,
+               cigar=aln.cigar())
+    return out
+
+
+class Writer:
+    """Base writer: ``begin`` once, ``write`` per result, ``end`` once."""
+
+    def __init__(self, out: TextIO, scoring: Scoring, targets: list | None = None, header: bool = True,
+                 command: str = ""):
+        self.out = out
+        self.scoring = scoring
+        self.targets = targets or []
+        self.header = header
+        self.command = command
+
+    def begin(self) -> None:
+        pass
+
+    def write(self, aln: Alignment) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        pass
+
+
+class JsonWriter(Writer):
+    def write(self, aln: Alignment) -> None:
+        self.out.write(json.dumps(to_dict(aln)) + "\n")
+
+
+class TsvWriter(Writer):
+    def __init__(self, *args, score_only: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.columns = TSV_SCORE_COLUMNS if score_only else TSV_COLUMNS
+
+    def begin(self) -> None:
+        if self.header:
+            self.out.write("\t".join(self.columns) + "\n")
+
+    def write(self, aln: Alignment) -> None:
+        row = to_dict(aln)
+        row["identity"] = f"{aln.identity:.4f}"
+        row["similarity"] = f"{aln.similarity:.4f}"
+        self.out.write("\t".join(str(row.get(c, "")) for c in self.columns) + "\n")
+
+
+class FastaWriter(Writer):
+    WIDTH = 60
+
+    def write(self, aln: Alignment) -> None:
+        qrow, trow = aln.gapped()
+        qs, qe, ts, te = coordinates(aln)
+        for name, (s, e), row in ((aln.query_id, (qs, qe), qrow), (aln.target_id, (ts, te), trow)):
+            self.out.write(f">{name} {s}-{e} score={aln.score} mode={aln.mode}\n")
+            for k in range(0, len(row), self.WIDTH):
+                self.out.write(row[k:k + self.WIDTH] + "\n")
+            if not row:
+                self.out.write("\n")
+
+
+class SamWriter(Writer):
+    """SAM 1.6: the target is the reference; query overhangs are soft-clipped; AS:i score, NM:i edits."""
+
+    def begin(self) -> None:
+        if not self.header:
+            return
+        self.out.write("@HD\tVN:1.6\tSO:unsorted\n")
+        seen = set()
+        for rec in self.targets:
+            if rec.id not in seen:
+                seen.add(rec.id)
+                self.out.write(f"@SQ\tSN:{rec.id}\tLN:{len(rec.seq)}\n")
+        cl = f"\tCL:{self.command}" if self.command else ""
+        self.out.write(f"@PG\tID:nwalign\tPN:nwalign\tVN:{__version__}{cl}\n")
+
+    def write(self, aln: Alignment) -> None:
+        if aln.length == 0:
+            self.out.write(f"{aln.query_id}\t4\t*\t0\t0\t*\t*\t0\t0\t{aln.query_seq}\t*\tAS:i:{aln.score}\n")
+            return
+        left = aln.query_start
+        right = aln.query_length - aln.query_end
+        cigar = (f"{left}S" if left else "") + aln.cigar() + (f"{right}S" if right else "")
+        edits = aln.length - aln.nident
+        self.out.write(
+            f"{aln.query_id}\t0\t{aln.target_id}\t{aln.target_start + 1}\t255\t{cigar}\t*\t0\t0\t"
+            f"{aln.query_seq}\t*\tAS:i:{aln.score}\tNM:i:{edits}\n"
+        )
+
+
+class PairWriter(Writer):
+    """EMBOSS needle-like report: a header of statistics, then 50-column blocks with a match line."""
+
+    WIDTH = 50
+    NAME = 13
+
+    def begin(self) -> None:
+        self.out.write("########################################\n")
+        self.out.write(f"# Program: nwalign {__version__}\n")
+        if self.command:
+            self.out.write(f"# Commandline: {self.command}\n")
+        self.out.write("########################################\n")
+
+    def write(self, aln: Alignment) -> None:
+        sc = self.scoring
+        w = self.out.write
+        w("\n#=======================================\n#\n")
+        w(f"# Aligned_sequences: 2\n# 1: {aln.query_id}\n# 2: {aln.target_id}\n")
+        w(f"# Mode: {aln.mode}\n# Matrix: {sc.matrix_name}\n")
+        w(f"# Gap_penalty: {sc.gap_open} (open)\n# Extend_penalty: {sc.gap_extend}\n#\n")
+        if not aln.score_only:
+            n = aln.length
+            pct = (lambda k: f"({100.0 * k / n:5.1f}%)") if n else (lambda k: "(  0.0%)")
+            qs, qe, ts, te = coordinates(aln)
+            w(f"# Length: {n}\n")
+            w(f"# Identity:   {aln.nident:>7}/{n} {pct(aln.nident)}\n")
+            w(f"# Similarity: {aln.npositive:>7}/{n} {pct(aln.npositive)}\n")
+            w(f"# Gaps:       {aln.gaps:>7}/{n} {pct(aln.gaps)}\n")
+            w(f"# Query:  {qs}-{qe} of {aln.query_length}\n# Target: {ts}-{te} of {aln.target_length}\n")
+        w(f"# Score: {aln.score}\n#\n#=======================================\n")
+        if not aln.score_only:
+            self._blocks(aln)
+
+    def _blocks(self, aln: Alignment) -> None:
+        qrow, trow = aln.gapped()
+        match_line = aln.match_line()
+        qi, ti = aln.query_start, aln.target_start
+        qname = aln.query_id[: self.NAME]
+        tname = aln.target_id[: self.NAME]
+        for k in range(0, len(qrow), self.WIDTH):
+            qb, tb, mb = qrow[k:k + self.WIDTH], trow[k:k + self.WIDTH], match_line[k:k + self.WIDTH]
+            q_used = len(qb) - qb.count("-")
+            t_used = len(tb) - tb.count("-")
+            q_first = qi + 1 if q_used else qi
+            t_first = ti + 1 if t_used else ti
+            qi += q_used
+            ti += t_used
+            self.out.write("\n")
+            self.out.write(f"{qname:<{self.NAME}} {q_first:>7} {qb} {qi:>7}\n")
+            self.out.write(f"{'':<{self.NAME}} {'':>7} {mb}\n")
+            self.out.write(f"{tname:<{self.NAME}} {t_first:>7} {tb} {ti:>7}\n")
+
+    def end(self) -> None:
+        self.out.write("\n#---------------------------------------\n")
+
+
+WRITERS = {"pair": PairWriter, "sam": SamWriter, "json": JsonWriter, "tsv": TsvWriter, "fasta": FastaWriter}

@@ -1,0 +1,146 @@
+"""Alignment records and the statistics derived from an alignment's columns.
+
+Definitions (BLAST's, see docs/scoring.md): ``length`` counts alignment columns including gap columns;
+``identity = nident / length``; ``similarity`` counts columns whose substitution score is positive;
+``gaps`` counts gap columns; ``gap_opens`` counts gap runs; ``mismatch = length - nident - gaps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .cpu.dp import OP_DEL, OP_INS, OP_MATCH
+
+_CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
+
+
+@dataclass
+class Alignment:
+    """One pairwise alignment (or score only).
+
+    Coordinates are 0-based half-open in the API (``query[query_start:query_end]`` is aligned);
+    writers print them 1-based inclusive. ``ops`` is None for score-only results, else uint8 column
+    codes of shape (length,): 0 residue pair, 1 query residue against a gap (I), 2 target residue
+    against a gap (D).
+    """
+
+    query_id: str
+    target_id: str
+    mode: str
+    score: int
+    query_length: int
+    target_length: int
+    query_start: int = 0
+    query_end: int = 0
+    target_start: int = 0
+    target_end: int = 0
+    ops: np.ndarray | None = None
+    query_seq: str = field(default="", repr=False)
+    target_seq: str = field(default="", repr=False)
+    # Derived statistics, filled by :func:`finish`.
+    length: int = 0
+    nident: int = 0
+    npositive: int = 0
+    gaps: int = 0
+    gap_opens: int = 0
+    columns: np.ndarray | None = field(default=None, repr=False)  # 0 '=', 1 'X', 2 'I', 3 'D'
+    positive: np.ndarray | None = field(default=None, repr=False)  # bool: residue pair scoring > 0
+
+    @property
+    def score_only(self) -> bool:
+        return self.ops is None
+
+    @property
+    def identity(self) -> float:
+        return self.nident / self.length if self.length else 0.0
+
+    @property
+    def similarity(self) -> float:
+        return self.npositive / self.length if self.length else 0.0
+
+    @property
+    def mismatch(self) -> int:
+        return self.length - self.nident - self.gaps
+
+    def cigar(self) -> str:
+        """Extended CIGAR (``=``, ``X``, ``I``, ``D``) of the aligned region; ``""`` when empty."""
+        if self.columns is None or self.columns.size == 0:
+            return ""
+        cols = self.columns
+        change = np.flatnonzero(np.diff(cols)) + 1
+        starts = np.concatenate(([0], change))
+        ends = np.concatenate((change, [cols.size]))
+        return "".join(f"{e - s}{_CIGAR_SYMBOL[int(cols[s])]}" for s, e in zip(starts, ends))
+
+    def match_line(self) -> str:
+        """EMBOSS symbols per column: '|' identical, ':' positive score, '.' other pair, ' ' gap."""
+        sym = np.full(self.length, ord(" "), dtype=np.uint8)
+        sym[self.columns == 1] = ord(".")
+        sym[(self.columns == 1) & self.positive] = ord(":")
+        sym[self.columns == 0] = ord("|")
+        return sym.tobytes().decode()
+
+    def gapped(self) -> tuple[str, str]:
+        """The aligned region as two equal-length strings with ``-`` for gaps."""
+        if self.ops is None:
+            raise ValueError("a score-only result has no alignment")
+        q = np.frombuffer(self.query_seq[self.query_start:self.query_end].encode(), dtype=np.uint8)
+        t = np.frombuffer(self.target_seq[self.target_start:self.target_end].encode(), dtype=np.uint8)
+        ops = self.ops
+        qrow = np.full(ops.size, ord("-"), dtype=np.uint8)
+        trow = np.full(ops.size, ord("-"), dtype=np.uint8)
+        qmask = ops != OP_DEL
+        tmask = ops != OP_INS
+        qrow[qmask] = q
+        trow[tmask] = t
+        return qrow.tobytes().decode(), trow.tobytes().decode()
+
+
+def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray) -> Alignment:
+    """Fill the derived statistics of an alignment from its columns and the encoded sequences."""
+    if aln.ops is None:
+        return aln
+    ops = aln.ops
+    n = ops.size
+    qi = aln.query_start + np.cumsum(ops != OP_DEL) - 1
+    ti = aln.target_start + np.cumsum(ops != OP_INS) - 1
+    pair = ops == OP_MATCH
+    cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
+    qa = q_codes[qi[pair]]
+    ta = t_codes[ti[pair]]
+    same = qa == ta
+    cols[pair] = np.where(same, 0, 1)
+    aln.columns = cols
+    aln.length = n
+    aln.nident = int(same.sum())
+    positive = np.zeros(n, dtype=bool)
+    positive[pair] = matrix[qa, ta] > 0
+    aln.positive = positive
+    aln.npositive = int(positive.sum())
+    aln.gaps = int((~pair).sum())
+    gap = ~pair
+    # A gap run starts where the column type changes to I or D.
+    starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
+    aln.gap_opens = int(starts.sum())
+    return aln
+
+
+def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,
+            gap_open: int, gap_extend: int) -> int:
+    """Score of the reported columns with every gap penalised (the test oracle for tracebacks)."""
+    i, j, total, prev = aln.query_start, aln.target_start, 0, -1
+    for op in aln.ops.tolist():
+        if op == OP_MATCH:
+            total += int(matrix[q_codes[i], t_codes[j]])
+            i += 1
+            j += 1
+        elif op == OP_INS:
+            total -= gap_extend if prev == OP_INS else gap_open
+            i += 1
+        else:
+            total -= gap_extend if prev == OP_DEL else gap_open
+            j += 1
+        prev = op
+    return total

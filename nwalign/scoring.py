@@ -1,0 +1,181 @@
+"""Scoring schemes: substitution matrix, affine gap penalties and alignment mode, plus encoding.
+
+Gap model (Gotoh, affine): a gap of length L costs ``gap_open + (L - 1) * gap_extend``, both given as
+non-negative integers, so the first gap position costs ``gap_open``. This is the convention of Biopython
+(``open_gap_score=-gap_open``, ``extend_gap_score=-gap_extend``), parasail, EMBOSS and CUDASW++.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from Bio.Align import substitution_matrices
+
+from .errors import NwalignError
+from .sequences import NUCLEOTIDE_LETTERS, Record
+
+MODES = ("global", "local", "semiglobal")
+MODE_CODES = {"global": 0, "local": 1, "semiglobal": 2}
+
+DEFAULTS = {
+    "protein": {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1},
+    "dna": {"match": 5, "mismatch": -4, "gap_open": 10, "gap_extend": 1},
+}
+# Rare amino acids that most matrices lack; scored as X when the matrix has no row for them (as BLAST does).
+_RARE_AS_X = "UOJ"
+# Scores must stay far from int32 limits in every engine (the engines use -2**30 as minus infinity).
+_SCORE_LIMIT = 2**29
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """A complete scoring scheme.
+
+    Attributes:
+        mode: ``global`` (Needleman-Wunsch), ``local`` (Smith-Waterman) or ``semiglobal`` (end gaps free
+            on both sequences, parasail's ``sg``).
+        matrix: int32 array of shape (A, A), substitution scores indexed by residue code.
+        alphabet: the A letters, in code order.
+        gap_open, gap_extend: positive penalties; a gap of length L costs open + (L-1) * extend.
+        matrix_name: a label for reports (``BLOSUM62``, ``match=5,mismatch=-4``, a file name).
+    """
+
+    mode: str
+    matrix: np.ndarray
+    alphabet: str
+    gap_open: int
+    gap_extend: int
+    matrix_name: str
+    _lut: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def mode_code(self) -> int:
+        return MODE_CODES[self.mode]
+
+    def encode(self, record: Record, source: str = "") -> np.ndarray:
+        """Encode a record's letters as uint8 residue codes (shape (len,), dtype uint8).
+
+        Raises:
+            NwalignError: a letter the scoring alphabet does not have (names file, record and position).
+        """
+        raw = np.frombuffer(record.seq.encode("ascii"), dtype=np.uint8)
+        codes = self._lut[raw]
+        bad = np.flatnonzero(codes == 255)
+        if bad.size:
+            pos = int(bad[0])
+            where = f"{source}: " if source else ""
+            raise NwalignError(
+                f"{where}record {record.id}: letter {record.seq[pos]!r} at position {pos + 1} is not in "
+                f"the alphabet of {self.matrix_name} ({self.alphabet})"
+            )
+        return codes
+
+    def max_abs_score(self) -> int:
+        return int(max(np.abs(self.matrix).max(), self.gap_open, self.gap_extend))
+
+    def check_lengths(self, m: int, n: int) -> None:
+        """Refuse sizes whose scores could leave the safe int32 range of the engines."""
+        if (m + n + 1) * self.max_abs_score() >= _SCORE_LIMIT:
+            raise NwalignError(
+                f"sequences of {m} and {n} residues with scores up to {self.max_abs_score()} could overflow "
+                "32-bit scores; align shorter pieces"
+            )
+
+
+def _lookup(alphabet: str, aliases: dict[str, str]) -> np.ndarray:
+    lut = np.full(256, 255, dtype=np.uint8)
+    for code, letter in enumerate(alphabet):
+        lut[ord(letter)] = code
+    for letter, target in aliases.items():
+        if lut[ord(letter)] == 255 and target in alphabet:
+            lut[ord(letter)] = alphabet.index(target)
+    return lut
+
+
+def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
+    """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
+    if os.path.exists(name):
+        try:
+            mat = substitution_matrices.read(name)
+        except Exception as exc:  # Biopython raises several types for malformed files
+            raise NwalignError(f"{name}: not a readable substitution matrix ({exc})") from None
+        label = os.path.basename(name)
+    else:
+        try:
+            mat = substitution_matrices.load(name.upper())
+        except (FileNotFoundError, ValueError, OSError):
+            known = ", ".join(substitution_matrices.load())
+            raise NwalignError(f"unknown matrix {name!r} (not a file; known names: {known})") from None
+        label = name.upper()
+    alphabet = "".join(mat.alphabet)
+    values = np.asarray(mat, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] != values.shape[1]:
+        raise NwalignError(f"matrix {label}: not a square substitution matrix")
+    if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+        raise NwalignError(f"matrix {label}: scores must be integers")
+    if len(alphabet) != values.shape[0] or any(len(a) != 1 for a in mat.alphabet):
+        raise NwalignError(f"matrix {label}: alphabet must be single letters")
+    return values.astype(np.int32), alphabet.upper(), label
+
+
+def make_scoring(
+    alphabet: str,
+    mode: str = "global",
+    matrix: str | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+) -> Scoring:
+    """Build a scoring scheme with the project defaults filled in.
+
+    Arguments:
+        alphabet: ``dna``, ``rna`` or ``protein``.
+        mode: ``global``, ``local`` or ``semiglobal``.
+        matrix: a name known to ``Bio.Align.substitution_matrices.load`` or a path to an NCBI-format file;
+            default BLOSUM62 for protein, and ``match``/``mismatch`` for nucleotides.
+        match, mismatch: nucleotide scores for identical / different letters (default +5 / -4); only
+            without ``matrix``.
+        gap_open, gap_extend: non-negative penalties (defaults protein 11/1, nucleotides 10/1).
+
+    Raises:
+        NwalignError: unknown mode or matrix, negative penalties, match/mismatch with a matrix or protein.
+    """
+    if mode not in MODES:
+        raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    nucleotide = alphabet in ("dna", "rna")
+    defaults = DEFAULTS["dna" if nucleotide else "protein"]
+    gap_open = defaults["gap_open"] if gap_open is None else gap_open
+    gap_extend = defaults["gap_extend"] if gap_extend is None else gap_extend
+    for label, value in (("--gap-open", gap_open), ("--gap-extend", gap_extend)):
+        if int(value) != value or value < 0:
+            raise NwalignError(f"{label} must be a non-negative integer penalty, got {value}")
+        if value >= 1_000_000:
+            raise NwalignError(f"{label} {value} is unreasonably large (limit 999999)")
+    if matrix is not None and (match is not None or mismatch is not None):
+        raise NwalignError("give either --matrix or --match/--mismatch, not both")
+    if matrix is None and nucleotide:
+        match = DEFAULTS["dna"]["match"] if match is None else match
+        mismatch = DEFAULTS["dna"]["mismatch"] if mismatch is None else mismatch
+        # U and T share one code, so RNA aligns against DNA; reports print the letters as read.
+        letters_code = NUCLEOTIDE_LETTERS.replace("U", "")
+        size = len(letters_code)
+        values = np.full((size, size), mismatch, dtype=np.int32)
+        np.fill_diagonal(values, match)
+        lut = _lookup(letters_code, {"U": "T"})
+        return Scoring(mode, values, letters_code, int(gap_open), int(gap_extend),
+                       f"match={match},mismatch={mismatch}", lut)
+    if match is not None or mismatch is not None:
+        raise NwalignError("--match/--mismatch apply to DNA/RNA; use --matrix for protein")
+    name = matrix or defaults["matrix"]
+    values, letters, label = _load_matrix(name)
+    if np.abs(values).max() >= 1_000_000:
+        raise NwalignError(f"matrix {label}: scores are unreasonably large")
+    aliases = {c: "X" for c in _RARE_AS_X}
+    if nucleotide:
+        aliases = {"U": "T"}
+    lut = _lookup(letters, aliases)
+    # Lower-case letters in a matrix file map like upper-case ones (input is upper-cased on reading).
+    return Scoring(mode, values, letters, int(gap_open), int(gap_extend), label, lut)

@@ -1,0 +1,161 @@
+"""Read, check and encode sequences: FASTA (plain, gzip, bzip2, xz, stdin) and seeded random input.
+
+Reading goes through Bio.SeqIO; compression is detected from the magic bytes, not the file name.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import sys
+import zlib
+from dataclasses import dataclass
+from io import StringIO
+
+import numpy as np
+from Bio import SeqIO
+
+from .errors import NwalignError
+
+#: Nucleotide letters accepted: ACGT/U and the IUPAC ambiguity codes.
+NUCLEOTIDE_LETTERS = "ACGTURYSWKMBDHVN"
+#: Letters that may occur in a protein sequence (20 standard, ambiguity codes, rare residues, stop).
+PROTEIN_LETTERS = "ACDEFGHIKLMNPQRSTVWYBZXJUO*"
+ALPHABETS = ("dna", "rna", "protein")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One sequence: ``id`` is the first word of the FASTA header, ``seq`` upper-case letters."""
+
+    id: str
+    description: str
+    seq: str
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+
+def _read_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise NwalignError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise NwalignError(f"{path}: is a directory, not a FASTA file") from None
+    except PermissionError:
+        raise NwalignError(f"{path}: permission denied") from None
+
+
+def _decompress(data: bytes, name: str) -> bytes:
+    """Undo gzip/bzip2/xz compression recognised by magic bytes; a truncated stream is an error."""
+    try:
+        if data[:2] == b"\x1f\x8b":
+            return gzip.decompress(data)
+        if data[:3] == b"BZh":
+            return bz2.decompress(data)
+        if data[:6] == b"\xfd7zXZ\x00":
+            return lzma.decompress(data)
+    except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
+        raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
+    return data
+
+
+def read_fasta(path: str) -> list[Record]:
+    """Read every record of a FASTA file.
+
+    Arguments:
+        path: a file name, or ``-`` for standard input. gzip, bzip2 and xz are detected from the bytes.
+
+    Returns:
+        The records in file order, sequences upper-cased, whitespace removed.
+
+    Raises:
+        NwalignError: missing/unreadable file, corrupt compression, binary or non-FASTA content,
+            no records, or a record with an empty sequence.
+    """
+    name = "<stdin>" if path == "-" else path
+    data = _decompress(_read_bytes(path), name)
+    if b"\x00" in data:
+        raise NwalignError(f"{name}: binary data, not a FASTA file")
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise NwalignError(f"{name}: non-ASCII bytes, not a FASTA file") from None
+    stripped = text.lstrip()
+    if not stripped:
+        raise NwalignError(f"{name}: empty file, no FASTA records")
+    if not stripped.startswith(">"):
+        first = stripped.splitlines()[0][:40]
+        raise NwalignError(f"{name}: not a FASTA file (first line {first!r} does not start with '>')")
+    records = []
+    for number, rec in enumerate(SeqIO.parse(StringIO(stripped), "fasta"), start=1):
+        seq = "".join(str(rec.seq).split()).upper()
+        rid = rec.id or f"record{number}"
+        if not seq:
+            raise NwalignError(f"{name}: record {number} ({rid}) has an empty sequence")
+        records.append(Record(rid, rec.description, seq))
+    if not records:
+        raise NwalignError(f"{name}: no FASTA records")
+    return records
+
+
+def detect_alphabet(records: list[Record]) -> str:
+    """Guess ``dna``, ``rna`` or ``protein`` from the letters of all records together.
+
+    Only nucleotide letters (ACGTU and IUPAC codes) means nucleotide: ``rna`` when U occurs and T does not.
+    Anything else is protein. ``--alphabet`` overrides the guess.
+    """
+    letters: set[str] = set()
+    for rec in records:
+        letters.update(rec.seq)
+    if letters <= set(NUCLEOTIDE_LETTERS):
+        return "rna" if "U" in letters and "T" not in letters else "dna"
+    return "protein"
+
+
+def random_records(lengths: list[int], alphabet: str, seed: int | None) -> list[Record]:
+    """Seeded uniform random sequences (the papers' random ACGT input), one record per length.
+
+    Raises:
+        NwalignError: a length below 1.
+    """
+    letters = {"dna": "ACGT", "rna": "ACGU", "protein": "ACDEFGHIKLMNPQRSTVWY"}[alphabet]
+    rng = np.random.default_rng(seed)
+    pool = np.frombuffer(letters.encode(), dtype=np.uint8)
+    out = []
+    for k, length in enumerate(lengths, start=1):
+        if length < 1:
+            raise NwalignError(f"--random: length {length} must be at least 1")
+        seq = pool[rng.integers(0, len(pool), size=length)].tobytes().decode()
+        out.append(Record(f"random{k}_len{length}", f"random {alphabet} seed={seed}", seq))
+    return out
+
+
+def parse_lengths(text: str) -> list[int]:
+    """Parse ``LEN[,LEN]`` (with optional k/M suffixes) into integers."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        scale = 1
+        if part.endswith("k"):
+            scale, part = 1_000, part[:-1]
+        elif part.endswith("m"):
+            scale, part = 1_000_000, part[:-1]
+        try:
+            value = int(float(part) * scale)
+        except ValueError:
+            raise NwalignError(f"--random: {text!r} is not LEN or LEN,LEN") from None
+        out.append(value)
+    if not 1 <= len(out) <= 2:
+        raise NwalignError(f"--random: {text!r} is not LEN or LEN,LEN")
+    return out
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else os.path.basename(path)
