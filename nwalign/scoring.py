@@ -138,10 +138,12 @@ def make_scoring(
             default BLOSUM62 for protein, and ``match``/``mismatch`` for nucleotides.
         match, mismatch: nucleotide scores for identical / different letters (default +5 / -4); only
             without ``matrix``.
-        gap_open, gap_extend: non-negative penalties (defaults protein 11/1, nucleotides 10/1).
+        gap_open, gap_extend: non-negative penalties with gap_open >= gap_extend (defaults protein 11/1,
+            nucleotides 10/1).
 
     Raises:
-        NwalignError: unknown mode or matrix, negative penalties, match/mismatch with a matrix or protein.
+        NwalignError: unknown mode or matrix, negative penalties, extend > open, match/mismatch with a
+            matrix or with protein.
     """
     if mode not in MODES:
         raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -154,6 +156,10 @@ def make_scoring(
             raise NwalignError(f"{label} must be a non-negative integer penalty, got {value}")
         if value >= 1_000_000:
             raise NwalignError(f"{label} {value} is unreasonably large (limit 999999)")
+    if gap_extend > gap_open:
+        # With extend > open, Gotoh's recurrence prices two adjacent gaps below one longer gap, which
+        # no gap-run model describes; every engine here (and parasail, CUDASW++) assumes open >= extend.
+        raise NwalignError(f"--gap-extend ({gap_extend}) must not exceed --gap-open ({gap_open})")
     if matrix is not None and (match is not None or mismatch is not None):
         raise NwalignError("give either --matrix or --match/--mismatch, not both")
     if matrix is None and nucleotide:

@@ -34,42 +34,40 @@ def init_row0(H, F, mode, go, ge):
     F[0] = NEG
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, boundscheck=False)
 def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
-    """Advance H and F (int64 arrays, length >= ncols + 1) from row i0 to row i1 over columns 0..ncols.
+    """Advance H and F (int32 arrays, length >= ncols + 1) from row i0 to row i1 over columns 0..ncols.
 
-    dirs: uint8 array of shape (i1 - i0, ncols + 1) written when ``store`` is true.
+    dirs: uint8 array of shape (i1 - i0, ncols + 1) when ``store`` is true; otherwise a scratch array
+    of shape (1, >= ncols + 1) that every row overwrites (an unconditional store is faster than a branch).
     best: int64 array [score, i, j] updated in place with the best end cell for local mode (any cell)
     and semiglobal mode (last column when ncols == len(t), and the last row when i1 == len(q)).
     Strictly greater scores replace the best, so ties keep the earliest cell in row order.
     """
     n_full = t.shape[0]
     m_full = q.shape[0]
+    tt = t.astype(np.intp)
+    local = mode == LOCAL
+    best_score, best_i, best_j = best[0], best[1], best[2]
     for i in range(i0 + 1, i1 + 1):
         row = S[q[i - 1]]
-        diag = H[0]
+        diag = np.int64(H[0])
         h_left = -(go + (i - 1) * ge) if mode == GLOBAL else 0
         H[0] = h_left
-        e = NEG
-        r = i - i0 - 1
+        e = np.int64(NEG)
+        # A row view with unsigned flags lets LLVM keep the store branch-free (2-3x faster).
+        drow = dirs[i - i0 - 1 if store else 0]
         for j in range(1, ncols + 1):
-            h_up = H[j]
+            h_up = np.int64(H[j])
             f_open = h_up - go
-            f_ext = F[j] - ge
-            flags = 0
-            if f_ext > f_open:
-                f = f_ext
-                flags = F_EXTENDED
-            else:
-                f = f_open
+            f_ext = np.int64(F[j]) - ge
+            f_extended = f_ext > f_open
+            f = f_ext if f_extended else f_open
             e_open = h_left - go
             e_ext = e - ge
-            if e_ext > e_open:
-                e = e_ext
-                flags |= E_EXTENDED
-            else:
-                e = e_open
-            h = diag + row[t[j - 1]]
+            e_extended = e_ext > e_open
+            e = e_ext if e_extended else e_open
+            h = diag + row[tt[j - 1]]
             src = FROM_DIAG
             if e > h:
                 h = e
@@ -77,30 +75,27 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
             if f > h:
                 h = f
                 src = FROM_F
-            if mode == LOCAL:
+            if local:
                 if h <= 0:
                     h = 0
                     src = FROM_START
-                elif h > best[0]:
-                    best[0] = h
-                    best[1] = i
-                    best[2] = j
-            if store:
-                dirs[r, j] = src | flags
+                elif h > best_score:
+                    best_score, best_i, best_j = h, i, j
+            drow[j] = (src | (np.uint8(E_EXTENDED) if e_extended else np.uint8(0))
+                           | (np.uint8(F_EXTENDED) if f_extended else np.uint8(0)))
             diag = h_up
             H[j] = h
             F[j] = f
             h_left = h
-        if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best[0]:
-            best[0] = H[ncols]
-            best[1] = i
-            best[2] = ncols
+        if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best_score:
+            best_score, best_i, best_j = H[ncols], i, ncols
     if mode == SEMIGLOBAL and i1 == m_full:
         for j in range(ncols + 1):
-            if H[j] > best[0]:
-                best[0] = H[j]
-                best[1] = m_full
-                best[2] = j
+            if H[j] > best_score:
+                best_score, best_i, best_j = H[j], m_full, j
+    best[0] = best_score
+    best[1] = best_i
+    best[2] = best_j
 
 
 @njit(cache=True, nogil=True)

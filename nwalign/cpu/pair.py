@@ -10,7 +10,6 @@ from ..errors import NwalignError
 from .antidiagonal import fits_float32, score_antidiagonal
 from .dp import GLOBAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
-_NO_DIRS = np.zeros((0, 0), dtype=np.uint8)
 
 
 def _start_best(mode: int, n: int) -> np.ndarray:
@@ -53,7 +52,8 @@ def score_rows(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, 
     F = np.empty(n + 1, dtype=np.int32)
     init_row0(H, F, mode, gap_open, gap_extend)
     best = _start_best(mode, n)
-    fill_band(q, t, matrix, gap_open, gap_extend, mode, 0, m, n, H, F, _NO_DIRS, False, best)
+    fill_band(q, t, matrix, gap_open, gap_extend, mode, 0, m, n, H, F, np.empty((1, n + 1), np.uint8), False,
+              best)
     if mode == GLOBAL:
         return int(H[n]), m, n
     return int(best[0]), int(best[1]), int(best[2])
@@ -126,10 +126,11 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
         i, j, state, nops, stopped = trace_band(dirs, 0, i, j, 0, ops, 0)
     else:
         checkpoints = []
+        scratch_row = np.empty((1, n + 1), dtype=np.uint8)
         for b in range(len(bounds) - 1):
             checkpoints.append((H.copy(), F.copy()))
             fill_band(q, t, matrix, gap_open, gap_extend, mode, bounds[b], bounds[b + 1], n, H, F,
-                      _NO_DIRS, False, best)
+                      scratch_row, False, best)
         score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
         state, nops, stopped = 0, 0, False

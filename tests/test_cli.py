@@ -1,0 +1,174 @@
+"""The command line: every format, pairing rules, errors (exit 2, one line, nothing on stdout)."""
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nwalign.cli import main
+
+from conftest import GENOME_A, GENOME_B
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def pair_files(tmp_path):
+    q = tmp_path / "q.fa"
+    t = tmp_path / "t.fa.gz"
+    q.write_text(">q1 query\nGATTACAGATTACA\n")
+    t.write_bytes(gzip.compress(b">t1\nGATTCAGATTTACA\n>t2\nGGGGATTACA\n"))
+    return str(q), str(t)
+
+
+def test_json_one_against_many(capsys, pair_files):
+    code, out, err = run(capsys, "pair", *pair_files, "--format", "json")
+    assert code == 0 and err == ""
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["target_id"] for r in rows] == ["t1", "t2"]
+    for r in rows:
+        for key in ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
+                    "target_end", "length", "identity", "similarity", "gaps", "cigar"):
+            assert key in r
+        assert r["query_start"] == 1 and r["query_end"] == 14 and 0 < r["identity"] <= 1
+
+
+def test_every_format(capsys, pair_files):
+    outputs = {}
+    for fmt in ("pair", "sam", "json", "tsv", "fasta"):
+        code, out, err = run(capsys, "pair", *pair_files, "--format", fmt, "--mode", "local")
+        assert code == 0, err
+        outputs[fmt] = out
+    assert "# Identity:" in outputs["pair"] and "# Score:" in outputs["pair"]
+    sam = [line.split("\t") for line in outputs["sam"].splitlines() if not line.startswith("@")]
+    assert len(sam) == 2 and sam[0][2] == "t1" and sam[0][11].startswith("AS:i:")
+    assert "@SQ\tSN:t1\tLN:14" in outputs["sam"]
+    tsv = outputs["tsv"].splitlines()
+    assert tsv[0].split("\t")[:4] == ["query_id", "target_id", "mode", "score"] and len(tsv) == 3
+    fasta = outputs["fasta"].splitlines()
+    assert fasta[0].startswith(">q1 ") and fasta[2].startswith(">t1 ")
+    scores = [json.loads(x)["score"] for x in outputs["json"].splitlines()]
+    assert [int(r.split("\t")[3]) for r in tsv[1:]] == scores
+
+
+def test_score_only(capsys, pair_files):
+    code, out, _ = run(capsys, "pair", *pair_files, "--score-only", "--format", "tsv", "--no-header")
+    assert code == 0 and len(out.splitlines()) == 2 and len(out.splitlines()[0].split("\t")) == 4
+    code, out, err = run(capsys, "pair", *pair_files, "--score-only", "--format", "sam")
+    assert code == 2 and out == "" and "needs the alignment" in err
+
+
+def test_pairing_rules(capsys, tmp_path):
+    a = tmp_path / "a.fa"
+    b = tmp_path / "b.fa"
+    c = tmp_path / "c.fa"
+    a.write_text(">a1\nACGT\n>a2\nACGA\n")
+    b.write_text(">b1\nACGT\n>b2\nAGGA\n")
+    c.write_text(">c1\nA\n>c2\nC\n>c3\nG\n")
+    code, out, _ = run(capsys, "pair", str(a), str(b), "--format", "tsv", "--no-header")
+    assert code == 0 and [line.split("\t")[:2] for line in out.splitlines()] == [["a1", "b1"], ["a2", "b2"]]
+    code, out, err = run(capsys, "pair", str(a), str(c))
+    assert code == 2 and out == "" and "cannot pair 2 query records with 3" in err
+
+
+def test_random_input(capsys):
+    code, out, _ = run(capsys, "pair", "--random", "300,200", "--seed", "5", "--format", "json")
+    row = json.loads(out)
+    assert code == 0 and row["query_length"] == 300 and row["target_length"] == 200
+    code2, out2, _ = run(capsys, "pair", "--random", "300,200", "--seed", "5", "--format", "json")
+    assert out2 == out
+
+
+def test_output_file_is_atomic(capsys, pair_files, tmp_path):
+    dest = tmp_path / "out.tsv"
+    code, out, _ = run(capsys, "pair", *pair_files, "--format", "tsv", "-o", str(dest))
+    assert code == 0 and out == "" and dest.read_text().startswith("query_id")
+    bad = tmp_path / "bad.fa"
+    bad.write_text(">x\nAC!GT\n")
+    dest2 = tmp_path / "never.tsv"
+    code, out, err = run(capsys, "pair", pair_files[0], str(bad), "-o", str(dest2))
+    assert code == 2 and not dest2.exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".nwalign")]
+
+
+@pytest.mark.parametrize("setup, args, message", [
+    (None, ["pair", "missing.fa", "missing.fa"], "missing.fa: no such file"),
+    ("", ["pair", "{f}", "{f}"], "empty file"),
+    ("not fasta at all\n", ["pair", "{f}", "{f}"], "not a FASTA file"),
+    (b"\x1f\x8b\x08\x00\x00", ["pair", "{f}", "{f}"], "corrupt or truncated"),
+    (">a\n\n", ["pair", "{f}", "{f}"], "empty sequence"),
+    (">a\nACGT\n>b\nAC@T\n", ["pair", "{f}", "{f}"], "letter '@' at position 3"),
+    (">a\nMKVL\n", ["pair", "{f}", "{f}", "--matrix", "NOSUCH"], "unknown matrix 'NOSUCH'"),
+    (">a\nMKVL\n", ["pair", "{f}", "{f}", "--gap-open", "-3"], "non-negative"),
+    (">a\nMKVL\n", ["pair", "{f}", "{f}", "--mode", "fancy"], "Invalid value for '--mode'"),
+    (">a\nMKVL\n", ["pair", "{f}", "{f}", "--max-memory", "lots"], "not a size"),
+    (">a\nMKVL\n", ["pair", "{f}"], "need QUERY and TARGET"),
+    (">a\nMKVL\n", ["pair", "{f}", "{f}", "--bogus"], "No such option"),
+])
+def test_errors_are_one_line_exit_2(capsys, tmp_path, setup, args, message):
+    path = tmp_path / "in.fa"
+    if setup is not None:
+        path.write_bytes(setup if isinstance(setup, bytes) else setup.encode())
+    argv = [a.replace("{f}", str(path)) for a in args]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("nwalign: error:")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_stdin_query(capsys, monkeypatch, pair_files):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b">s\nGATTACA\n")))
+    code, out, _ = run(capsys, "pair", "-", pair_files[1], "--format", "tsv", "--no-header")
+    assert code == 0 and out.startswith("s\tt1\t")
+
+
+def _subprocess(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "nwalign", *args], capture_output=True, env=env,
+                          input=stdin, cwd=ROOT, timeout=300)
+
+
+def test_subprocess_pipe_to_head_is_quiet(tmp_path):
+    many = tmp_path / "many.fa"
+    many.write_text("".join(f">s{k}\nACGTACGTAAGT\n" for k in range(3000)))
+    cmd = (f"{sys.executable} -m nwalign pair {many} {many} --format tsv | head -n 2")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.stdout.decode().count("\n") == 2
+    assert proc.stderr == b""
+
+
+def test_subprocess_error_and_help():
+    proc = _subprocess("pair", "--matrix", "BLOSUM62", "x.fa", "y.fa")
+    assert proc.returncode == 2 and proc.stdout == b"" and b"Traceback" not in proc.stderr
+    proc = _subprocess("pair", "--help")
+    assert proc.returncode == 0 and b"--gap-open" in proc.stdout and b"Pairing" in proc.stdout
+
+
+def test_real_genomes_every_format(capsys):
+    """SARS-CoV-2 Wuhan-Hu-1 against bat RaTG13 with the DNA defaults: ~96% identity, all formats agree."""
+    code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["query_length"], row["target_length"]) == (29903, 29855)
+    assert 0.95 < row["identity"] < 0.97
+    assert row["query_start"] == 1 and row["target_end"] == 29855
+    # The score-only kernel (anti-diagonal) and the traceback agree.
+    code, out, _ = run(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "--format", "json")
+    assert json.loads(out)["score"] == row["score"]
+    for fmt in ("pair", "sam", "tsv", "fasta"):
+        code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", fmt)
+        assert code == 0, err
+        assert str(row["score"]) in out or fmt == "fasta"
+    assert f"# Identity:     {row['nident']}/{row['length']}" in run(capsys, "pair", GENOME_A, GENOME_B)[1]

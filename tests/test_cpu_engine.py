@@ -1,0 +1,153 @@
+"""The CPU engine against Biopython, and its tracebacks against their own scores."""
+
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nwalign.engine
+from nwalign.cpu.pair import align_codes, score_codes, score_rows
+from nwalign.engine import Encoded, align_pair
+from nwalign.results import rescore
+from nwalign.scoring import make_scoring
+from nwalign.sequences import Record
+
+from helpers import DNA, PROTEIN, biopython_aligner, mutate, random_seq
+
+MODES = ["global", "local", "semiglobal"]
+GAPS = [(10, 1), (3, 3), (5, 2), (0, 0)]  # affine, linear, affine, free gaps
+ALPHABETS = {"dna": DNA, "protein": PROTEIN}
+
+
+def encoded(scoring, seq, name):
+    rec = Record(name, name, seq)
+    return Encoded(rec, scoring.encode(rec))
+
+
+def check_alignment(aln, q, t, scoring):
+    """The reported columns rescore to the score and give back the aligned residues."""
+    assert rescore(aln, q.codes, t.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend) == aln.score
+    qrow, trow = aln.gapped()
+    assert qrow.replace("-", "") == q.record.seq[aln.query_start:aln.query_end]
+    assert trow.replace("-", "") == t.record.seq[aln.target_start:aln.target_end]
+    assert len(qrow) == len(trow) == aln.length
+    assert not any(a == "-" and b == "-" for a, b in zip(qrow, trow))
+    if scoring.mode == "global":
+        assert (aln.query_start, aln.query_end) == (0, len(q.record.seq))
+        assert (aln.target_start, aln.target_end) == (0, len(t.record.seq))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+@pytest.mark.parametrize("gaps", GAPS)
+def test_scores_equal_biopython_seeded(mode, alphabet, gaps):
+    """Seeded random and related pairs, lengths 1..60 and very unequal lengths."""
+    rng = np.random.default_rng(hash((mode, alphabet, gaps)) % 2**32)
+    letters = ALPHABETS[alphabet]
+    scoring = make_scoring(alphabet, mode, gap_open=gaps[0], gap_extend=gaps[1])
+    oracle = biopython_aligner(mode, alphabet, *gaps)
+    lengths = [(1, 1), (1, 2), (2, 1), (2, 2), (1, 50), (50, 1), (3, 200), (200, 3)]
+    lengths += [tuple(rng.integers(1, 60, size=2)) for _ in range(22)]
+    for k, (m, n) in enumerate(lengths):
+        a = random_seq(rng, letters, int(m))
+        b = mutate(rng, a, letters) if k % 2 and m == n else random_seq(rng, letters, int(n))
+        q, t = encoded(scoring, a, "q"), encoded(scoring, b, "t")
+        expected = int(oracle.score(a, b))
+        assert score_codes(q.codes, t.codes, scoring.matrix, *gaps, scoring.mode_code) == expected, (a, b)
+        assert score_rows(q.codes, t.codes, scoring.matrix, *gaps, scoring.mode_code)[0] == expected
+        aln = align_pair(q, t, scoring)
+        assert aln.score == expected, (a, b)
+        check_alignment(aln, q, t, scoring)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    a=st.text(alphabet=DNA, min_size=1, max_size=40),
+    b=st.text(alphabet=DNA, min_size=1, max_size=40),
+    mode=st.sampled_from(MODES),
+    gap_extend=st.integers(0, 4),
+    open_extra=st.integers(0, 10),
+    band=st.integers(1, 7),
+)
+def test_property_dna(a, b, mode, gap_extend, open_extra, band):
+    """Hypothesis: score equals Biopython; full-matrix and linear-space tracebacks are both optimal."""
+    gap_open = gap_extend + open_extra
+    scoring = make_scoring("dna", mode, gap_open=gap_open, gap_extend=gap_extend)
+    q, t = encoded(scoring, a, "q"), encoded(scoring, b, "t")
+    expected = int(biopython_aligner(mode, "dna", gap_open, gap_extend).score(a, b))
+    full = align_pair(q, t, scoring)
+    linear = align_pair(q, t, scoring, band_rows=band)
+    assert full.score == linear.score == expected
+    check_alignment(full, q, t, scoring)
+    check_alignment(linear, q, t, scoring)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.text(alphabet=PROTEIN, min_size=1, max_size=50),
+    b=st.text(alphabet=PROTEIN, min_size=1, max_size=50),
+    mode=st.sampled_from(MODES),
+    matrix=st.sampled_from(["BLOSUM62", "PAM250", "BLOSUM45"]),
+)
+def test_property_protein_matrices(a, b, mode, matrix):
+    scoring = make_scoring("protein", mode, matrix=matrix)
+    q, t = encoded(scoring, a, "q"), encoded(scoring, b, "t")
+    oracle = biopython_aligner(mode, "protein", 11, 1, matrix=matrix)
+    aln = align_pair(q, t, scoring)
+    assert aln.score == int(oracle.score(a, b))
+    check_alignment(aln, q, t, scoring)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_linear_space_matches_full_matrix_on_longer_pairs(mode):
+    """Forced linear space (tiny memory budget) gives the full-matrix score and a valid optimal path."""
+    rng = np.random.default_rng(7)
+    a = random_seq(rng, DNA, 1500)
+    b = mutate(rng, a, DNA, rate=0.15)
+    scoring = make_scoring("dna", mode)
+    q, t = encoded(scoring, a, "q"), encoded(scoring, b, "t")
+    full = align_pair(q, t, scoring)
+    small = align_pair(q, t, scoring, max_memory=500_000)  # the 2.3 MB direction matrix does not fit
+    assert small.score == full.score == score_codes(q.codes, t.codes, scoring.matrix, 10, 1, scoring.mode_code)
+    check_alignment(small, q, t, scoring)
+
+
+def test_memory_budget_too_small_is_a_clear_error():
+    scoring = make_scoring("dna")
+    q = encoded(scoring, "ACGT" * 500, "q")
+    with pytest.raises(nwalign.engine.NwalignError, match="max-memory"):
+        align_pair(q, q, scoring, max_memory=1000)
+
+
+def test_local_empty_alignment():
+    """No positive cell: score 0 and an empty alignment, as Biopython scores it."""
+    scoring = make_scoring("dna", "local")
+    q, t = encoded(scoring, "AAAA", "q"), encoded(scoring, "CCCC", "t")
+    aln = align_pair(q, t, scoring)
+    assert aln.score == 0 and aln.length == 0 and aln.cigar() == ""
+
+
+def test_long_scores_beyond_float32_range_use_integer_path():
+    """Scores too large for exact float32 fall back to the integer kernel and still agree."""
+    rng = np.random.default_rng(3)
+    a = random_seq(rng, DNA, 300)
+    b = mutate(rng, a, DNA)
+    scoring = make_scoring("dna", "global", match=30000, mismatch=-20000, gap_open=25000, gap_extend=100)
+    q, t = encoded(scoring, a, "q"), encoded(scoring, b, "t")
+    oracle = biopython_aligner("global", "dna", 25000, 100, match=30000, mismatch=-20000)
+    assert score_codes(q.codes, t.codes, scoring.matrix, 25000, 100, 0) == int(oracle.score(a, b))
+
+
+def test_align_codes_ops_are_consistent():
+    scoring = make_scoring("dna", "global")
+    q, t = encoded(scoring, "GATTACA", "q"), encoded(scoring, "GCATGCT", "t")
+    score, qs, qe, ts, te, ops = align_codes(q.codes, t.codes, scoring.matrix, 10, 1, 0)
+    assert (qs, qe, ts, te) == (0, 7, 0, 7)
+    assert int((ops != 2).sum()) == 7 and int((ops != 1).sum()) == 7
+
+
+def test_docstring_examples():
+    failures, tried = doctest.testmod(nwalign.engine)
+    assert tried > 0 and failures == 0

@@ -1,0 +1,120 @@
+"""FASTA reading, alphabets, encoding and scoring schemes, including bad input."""
+
+import bz2
+import gzip
+import io
+import lzma
+import sys
+
+import numpy as np
+import pytest
+
+from nwalign.errors import NwalignError
+from nwalign.scoring import make_scoring
+from nwalign.sequences import Record, detect_alphabet, parse_lengths, random_records, read_fasta
+
+FASTA = b">seq1 first record\nACGTAC\ngtac\n>seq2\nTTTT\n"
+
+
+@pytest.mark.parametrize("pack", [lambda b: b, gzip.compress, bz2.compress, lzma.compress])
+def test_read_plain_and_compressed(tmp_path, pack):
+    path = tmp_path / "in.fa.anything"  # compression is detected from bytes, not the name
+    path.write_bytes(pack(FASTA))
+    recs = read_fasta(str(path))
+    assert [(r.id, r.seq) for r in recs] == [("seq1", "ACGTACGTAC"), ("seq2", "TTTT")]
+    assert recs[0].description == "seq1 first record"
+
+
+def test_read_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(FASTA))))
+    assert len(read_fasta("-")) == 2
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty file"),
+    (b"   \n\n", "empty file"),
+    (b"hello world\nthis is not fasta\n", "not a FASTA file"),
+    (b">a\nACGT\n>b\n\n>c\nAC\n", "record 2 \\(b\\) has an empty sequence"),
+    (b"\x00\x01\x02binary", "binary data"),
+    ("\u00e9\u00e9".encode(), "non-ASCII"),
+])
+def test_bad_files(tmp_path, content, message):
+    path = tmp_path / "bad.fa"
+    path.write_bytes(content)
+    with pytest.raises(NwalignError, match=message):
+        read_fasta(str(path))
+
+
+def test_truncated_gzip(tmp_path):
+    path = tmp_path / "t.fa.gz"
+    path.write_bytes(gzip.compress(FASTA * 100)[:-20])
+    with pytest.raises(NwalignError, match="corrupt or truncated"):
+        read_fasta(str(path))
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(NwalignError, match="no such file"):
+        read_fasta(str(tmp_path / "nope.fa"))
+    with pytest.raises(NwalignError, match="is a directory"):
+        read_fasta(str(tmp_path))
+
+
+def test_detect_alphabet():
+    assert detect_alphabet([Record("a", "", "ACGTNRY")]) == "dna"
+    assert detect_alphabet([Record("a", "", "ACGU")]) == "rna"
+    assert detect_alphabet([Record("a", "", "MKVLAT")]) == "protein"
+
+
+def test_encoding_and_bad_letters():
+    dna = make_scoring("dna")
+    codes = dna.encode(Record("r", "", "ACGTU"))
+    assert codes.dtype == np.uint8 and codes[3] == codes[4]  # U scores as T
+    with pytest.raises(NwalignError, match=r"record r: letter 'Z' at position 3"):
+        dna.encode(Record("r", "", "ACZ"), "file.fa")
+    protein = make_scoring("protein")
+    assert protein.encode(Record("p", "", "U"))[0] == protein.alphabet.index("X")  # selenocysteine as X
+    with pytest.raises(NwalignError, match="letter '-'"):
+        protein.encode(Record("p", "", "AC-D"))
+
+
+def test_scoring_defaults_and_errors(tmp_path):
+    prot = make_scoring("protein")
+    assert (prot.matrix_name, prot.gap_open, prot.gap_extend) == ("BLOSUM62", 11, 1)
+    dna = make_scoring("dna")
+    assert (dna.gap_open, dna.gap_extend, dna.matrix[0, 0], dna.matrix[0, 1]) == (10, 1, 5, -4)
+    assert make_scoring("dna", matrix="NUC.4.4").matrix_name == "NUC.4.4"
+    with pytest.raises(NwalignError, match="unknown matrix 'BLOSUM99'"):
+        make_scoring("protein", matrix="BLOSUM99")
+    with pytest.raises(NwalignError, match="non-negative"):
+        make_scoring("protein", gap_open=-1)
+    with pytest.raises(NwalignError, match="must not exceed"):
+        make_scoring("protein", gap_open=1, gap_extend=2)
+    with pytest.raises(NwalignError, match="unknown mode"):
+        make_scoring("protein", mode="glocal")
+    with pytest.raises(NwalignError, match="not both"):
+        make_scoring("dna", matrix="NUC.4.4", match=1)
+    with pytest.raises(NwalignError, match="use --matrix for protein"):
+        make_scoring("protein", match=2)
+
+
+def test_matrix_from_ncbi_file(tmp_path):
+    path = tmp_path / "tiny.mat"
+    path.write_text("# tiny\n   A  C  G  T\nA  2 -1 -1 -1\nC -1  2 -1 -1\nG -1 -1  2 -1\nT -1 -1 -1  2\n")
+    sc = make_scoring("dna", matrix=str(path))
+    assert sc.matrix_name == "tiny.mat" and sc.matrix[0, 0] == 2 and sc.alphabet == "ACGT"
+    bad = tmp_path / "bad.mat"
+    bad.write_text("   A  C\nA 1.5 0\nC 0 1\n")
+    with pytest.raises(NwalignError, match="integers"):
+        make_scoring("dna", matrix=str(bad))
+
+
+def test_random_records_are_seeded():
+    a = random_records([50, 60], "dna", 3)
+    b = random_records([50, 60], "dna", 3)
+    assert [r.seq for r in a] == [r.seq for r in b] and [len(r) for r in a] == [50, 60]
+    assert set("".join(r.seq for r in a)) <= set("ACGT")
+    assert parse_lengths("10k,2") == [10000, 2]
+    with pytest.raises(NwalignError):
+        parse_lengths("1,2,3")
+    with pytest.raises(NwalignError):
+        random_records([0], "dna", 1)
