@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import cpu
+from .cpu.pair import format_bytes, plan_bands
 from .errors import NwalignError
 from .results import Alignment, finish
 from .scoring import Scoring
@@ -88,6 +89,15 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     if score_only:
         score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
+    if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
+        rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
+        if rows >= len(q):
+            log.info("traceback %s x %s: full direction matrix, %s", len(q), len(t),
+                     format_bytes(len(q) * (len(t) + 1)))
+        else:
+            log.info("traceback %s x %s: linear space, checkpoints every %d rows (matrix would need %s, "
+                     "--max-memory is %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
+                     format_bytes(max_memory))
     score, qs, qe, ts, te, ops = cpu.align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend,
                                                  scoring.mode_code, max_memory, band_rows)
     aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,

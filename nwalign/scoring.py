@@ -72,6 +72,10 @@ class Scoring:
             )
         return codes
 
+    def encode_str(self, seq: str) -> np.ndarray:
+        """Encode a plain string (upper-cased) as residue codes; see :meth:`encode`."""
+        return self.encode(Record("sequence", "", seq.upper()))
+
     def max_abs_score(self) -> int:
         return int(max(np.abs(self.matrix).max(), self.gap_open, self.gap_extend))
 
