@@ -2,7 +2,7 @@ PYTHON ?= python3
 GENOME_A = data/sars-cov-2_wuhan-hu-1_MN908947.fasta
 GENOME_B = data/batcov_RaTG13.fasta
 
-.PHONY: install demo test bench-cpu clean
+.PHONY: install demo test bench-cpu gpu-check gpu-bench clean
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -24,3 +24,10 @@ bench-cpu:
 clean:
 	rm -rf build *.egg-info .pytest_cache demo_alignment.txt
 	find . -name __pycache__ -prune -exec rm -rf {} +
+
+# On a machine with a GPU (the lent device): gpu tests + a short benchmark, logs under $OUT.
+gpu-check:
+	bash scripts/gpu-check.sh quick
+
+gpu-bench:
+	bash scripts/gpu-check.sh full

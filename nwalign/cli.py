@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import click
 
 from . import __version__
+from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
 from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
@@ -35,6 +36,15 @@ def parse_size(text: str) -> int:
     if value <= 0:
         raise NwalignError(f"--max-memory: {text!r} must be positive")
     return value
+
+
+def parse_block(text: str) -> tuple[int, int]:
+    """'32x32' -> (32, 32)."""
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise NwalignError(f"--block: {text!r} is not ROWSxCOLS such as 32x32") from None
+    return rows, cols
 
 
 @contextmanager
@@ -102,7 +112,14 @@ def cli():
 @click.option("--no-header", is_flag=True, help="Omit the header line (tsv) or header lines (sam).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="Engine: auto picks the fastest available (the CPU engine for now).")
+              help="Engine: auto = cuda when CuPy sees a GPU, else cpu (-v says which and why).")
+@click.option("--kernel", type=click.Choice(KERNELS), default=DEFAULT_KERNEL, show_default=True,
+              help="CUDA kernel (see docs/gpu-kernels.md): the papers' designs, selectable to compare.")
+@click.option("--block", default="32x32", show_default=True, metavar="ROWSxCOLS",
+              help="Tile shape of --kernel diagonal-block: 8x8, 16x16, 32x32, 8x128 or 16x64.")
+@click.option("--shared/--no-shared", default=True, show_default=True,
+              help="diagonal-block: stage the sequence slices in shared memory.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--max-memory", default="4G", show_default=True, metavar="SIZE",
               help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
                    "(checkpointed bands, about twice the work) is used.")
@@ -111,7 +128,8 @@ def cli():
 @click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
-         seed, fmt, score_only, no_header, output, backend, max_memory, threads, verbose, quiet):
+         seed, fmt, score_only, no_header, output, backend, kernel, block, shared, device, max_memory, threads,
+         verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
 
     Pairing: if QUERY has one record it is aligned against every TARGET record; if TARGET has one
@@ -156,18 +174,56 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
     plan = pair_plan(qenc, tenc)
     for qi, ti in plan:
         scoring.check_lengths(len(qenc[qi].codes), len(tenc[ti].codes))
-    choose_backend(backend)
+    engine = choose_backend(backend)
+    options = None
+    if engine == "cuda":
+        from .cuda.pair import Options
+
+        options = Options(kernel=kernel, block=parse_block(block), shared=shared, device=device)
+        log.info("kernel: %s%s", kernel, f" {block}, shared={shared}" if kernel == "diagonal-block" else "")
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     with output_stream(output) as out:
         kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
         writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
-        for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads):
+        for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads,
+                               engine, options):
             writer.write(aln)
             if output is None:
                 out.flush()
         writer.end()
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def devices(as_json):
+    """List the GPUs CuPy sees (name, memory, compute capability, versions) and the CUDA kernels."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import cuda
+
+    info = cuda.device_info()
+    if as_json:
+        click.echo(json.dumps(dict(available=cuda.available(), reason=cuda.why_unavailable(), devices=info,
+                                   kernels=list(KERNELS))))
+        return
+    console = Console()
+    if not info:
+        console.print(f"No GPU: {cuda.why_unavailable()}. The CPU engine is used.", markup=False)
+    else:
+        table = Table(title="GPUs")
+        for col in ("#", "name", "compute capability", "SMs", "memory free / total", "CuPy", "CUDA runtime/driver"):
+            table.add_column(col)
+        for d in info:
+            table.add_row(str(d["index"]), d["name"], d["compute_capability"], str(d["multiprocessors"]),
+                          f"{d['memory_free'] / 2**30:.1f} / {d['memory_total'] / 2**30:.1f} GiB", d["cupy"],
+                          f"{d['cuda_runtime']} / {d['cuda_driver']}")
+        console.print(table)
+    console.print("CUDA kernels: " + ", ".join(KERNELS))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from .sequences import Record
 
 log = logging.getLogger("nwalign")
 
-BACKENDS = ("auto", "cpu")
+BACKENDS = ("auto", "cuda", "cpu")
 DEFAULT_MAX_MEMORY = 4 << 30
 
 
@@ -58,16 +58,31 @@ def pair_plan(queries: list, targets: list) -> list[tuple[int, int]]:
 
 
 def choose_backend(name: str) -> str:
-    """Resolve ``auto`` to a concrete backend (only the CPU engine exists so far)."""
+    """Resolve ``auto``: CUDA when CuPy imports and sees a GPU, else the CPU engine (``-v`` says why).
+
+    Raises:
+        NwalignError: unknown backend, or ``cuda`` requested without CuPy or a GPU.
+    """
+    from . import cuda
+
     if name not in BACKENDS:
         raise NwalignError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
-    log.info("backend: cpu (%s)", "requested" if name == "cpu" else "auto: the CPU engine is the only one built")
+    if name == "cpu":
+        log.info("backend: cpu (requested)")
+        return "cpu"
+    if cuda.available():
+        log.info("backend: cuda (%s; %s)", "requested" if name == "cuda" else "auto", cuda.why_unavailable())
+        return "cuda"
+    if name == "cuda":
+        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    log.info("backend: cpu (auto: %s)", cuda.why_unavailable())
     return "cpu"
 
 
 def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bool = False,
-               max_memory: int = DEFAULT_MAX_MEMORY, band_rows: int | None = None) -> Alignment:
-    """Align one query against one target on the CPU engine.
+               max_memory: int = DEFAULT_MAX_MEMORY, band_rows: int | None = None, backend: str = "cpu",
+               cuda_options=None) -> Alignment:
+    """Align one query against one target.
 
     Arguments:
         query, target: encoded records (see :func:`encode_all`).
@@ -75,17 +90,29 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         score_only: return the optimal score without traceback (linear memory, fastest).
         max_memory: byte budget for the traceback; beyond it the checkpointed linear-space traceback runs.
         band_rows: force the linear-space band height (for tests).
+        backend: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`choose_backend` first).
+        cuda_options: :class:`nwalign.cuda.pair.Options` (kernel, block shape, device) for ``cuda``.
 
     Returns:
         An :class:`~nwalign.results.Alignment` with statistics filled in.
 
     Raises:
-        NwalignError: scores could overflow, or the traceback cannot fit in ``max_memory``.
+        NwalignError: scores could overflow, the traceback cannot fit in ``max_memory`` (or GPU memory),
+            or the CUDA backend is unavailable.
     """
     q, t = query.codes, target.codes
     scoring.check_lengths(len(q), len(t))
     base = dict(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode,
                 query_length=len(q), target_length=len(t))
+    if backend == "cuda":
+        from .cuda.pair import Options, run_kernel
+
+        (score, qs, qe, ts, te, ops), _ = run_kernel(q, t, scoring, not score_only, cuda_options or Options())
+        if score_only:
+            return Alignment(score=score, **base)
+        aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
+                        query_seq=query.record.seq, target_seq=target.record.seq, **base)
+        return finish(aln, q, t, scoring.matrix)
     if score_only:
         score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
@@ -106,16 +133,17 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
 
 
 def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, score_only: bool = False,
-                max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1) -> Iterator[Alignment]:
+                max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1, backend: str = "cpu",
+                cuda_options=None) -> Iterator[Alignment]:
     """Align many pairs, yielding results in input order.
 
-    The Numba kernels release the GIL, so ``threads`` > 1 aligns several pairs at once; each thread
-    gets ``max_memory / threads`` for its traceback.
+    The Numba kernels release the GIL, so ``threads`` > 1 aligns several pairs at once on the CPU; each
+    thread gets ``max_memory / threads`` for its traceback. The CUDA backend runs pairs one after another.
     """
     pairs = list(pairs)
-    if threads <= 1 or len(pairs) <= 1:
+    if backend == "cuda" or threads <= 1 or len(pairs) <= 1:
         for q, t in pairs:
-            yield align_pair(q, t, scoring, score_only, max_memory)
+            yield align_pair(q, t, scoring, score_only, max_memory, backend=backend, cuda_options=cuda_options)
         return
     budget = max(1, max_memory // threads)
     with ThreadPoolExecutor(max_workers=threads) as pool:

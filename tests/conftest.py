@@ -10,3 +10,15 @@ GENOME_B = os.path.join(DATA, "batcov_RaTG13.fasta")
 @pytest.fixture
 def data_dir():
     return DATA
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run where CuPy sees a GPU (the lent GPU machine) and are skipped elsewhere, saying why."""
+    from nwalign import cuda
+
+    if cuda.available():
+        return
+    skip = pytest.mark.skip(reason=f"no GPU here: {cuda.why_unavailable()}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -98,6 +98,26 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     best[2] = best_j
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _trace_step(d, i, j, state, ops, nops):
+    """One traceback step at cell (i, j) with direction byte d. Returns (i, j, state, nops, stopped)."""
+    if state == 0:
+        src = d & 3
+        if src == FROM_DIAG:
+            ops[nops] = OP_MATCH
+            return i - 1, j - 1, 0, nops + 1, False
+        if src == FROM_E:
+            return i, j, 1, nops, False
+        if src == FROM_F:
+            return i, j, 2, nops, False
+        return i, j, 0, nops, True
+    if state == 1:
+        ops[nops] = OP_DEL
+        return i, j - 1, 1 if d & E_EXTENDED else 0, nops + 1, False
+    ops[nops] = OP_INS
+    return i - 1, j, 2 if d & F_EXTENDED else 0, nops + 1, False
+
+
 @njit(cache=True, nogil=True)
 def trace_band(dirs, i0, i, j, state, ops, nops):
     """Walk back from cell (i, j) in ``state`` (0 H, 1 E, 2 F) until row i0 or column 0 or a local start.
@@ -106,30 +126,23 @@ def trace_band(dirs, i0, i, j, state, ops, nops):
     Returns (i, j, state, nops, stopped) where ``stopped`` marks a local-alignment start.
     """
     while i > i0 and j > 0:
-        d = dirs[i - i0 - 1, j]
-        if state == 0:
-            src = d & 3
-            if src == FROM_DIAG:
-                ops[nops] = OP_MATCH
-                nops += 1
-                i -= 1
-                j -= 1
-            elif src == FROM_E:
-                state = 1
-            elif src == FROM_F:
-                state = 2
-            else:
-                return i, j, state, nops, True
-        elif state == 1:
-            ops[nops] = OP_DEL
-            nops += 1
-            if not (d & E_EXTENDED):
-                state = 0
-            j -= 1
-        else:
-            ops[nops] = OP_INS
-            nops += 1
-            if not (d & F_EXTENDED):
-                state = 0
-            i -= 1
+        i, j, state, nops, stopped = _trace_step(dirs[i - i0 - 1, j], i, j, state, ops, nops)
+        if stopped:
+            return i, j, state, nops, True
+    return i, j, state, nops, False
+
+
+@njit(cache=True, nogil=True)
+def trace_antidiagonal_major(adm, offsets, n, i, j, state, ops, nops):
+    """Traceback over direction bytes stored in anti-diagonal-major order (Kurt et al., IV.B.3).
+
+    Cell (i, j), i, j >= 1, lives at ``offsets[i + j] + i - max(1, i + j - n)``. Same contract as
+    :func:`trace_band` for the whole matrix.
+    """
+    while i > 0 and j > 0:
+        d = i + j
+        lo = 1 if d - n < 1 else d - n
+        i, j, state, nops, stopped = _trace_step(adm[offsets[d] + i - lo], i, j, state, ops, nops)
+        if stopped:
+            return i, j, state, nops, True
     return i, j, state, nops, False

@@ -148,13 +148,18 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             fill_band(q, t, matrix, gap_open, gap_extend, mode, top, i, j, Hb, Fb, dirs, True, scratch)
             i, j, state, nops, stopped = trace_band(dirs, top, i, j, state, ops, nops)
 
-    if mode == GLOBAL:  # the path runs along row 0 or column 0 to the origin
-        while i > 0:
-            ops[nops] = 1
-            nops += 1
-            i -= 1
-        while j > 0:
-            ops[nops] = 2
-            nops += 1
-            j -= 1
+    return finish_path(mode, score, i, end_i, j, end_j, ops, nops)
+
+
+def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, ops: np.ndarray,
+                nops: int) -> tuple[int, int, int, int, int, np.ndarray]:
+    """Close a traceback that stopped at (i, j): in global mode the path runs on along row 0 or column 0
+    to the origin. Returns align_codes' tuple with the columns in alignment order."""
+    if mode == GLOBAL:
+        ops[nops:nops + i] = 1
+        nops += i
+        i = 0
+        ops[nops:nops + j] = 2
+        nops += j
+        j = 0
     return score, i, end_i, j, end_j, ops[:nops][::-1].copy()

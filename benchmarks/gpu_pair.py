@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""GCUPS of every CUDA pair kernel, each result checked against the CPU engine.
+
+Usage: python benchmarks/gpu_pair.py [--sizes 10000,37000,100000] [--traceback-sizes 10000,37000]
+                                     [--kernels all|NAME,...] [--repeats 3] [--json FILE]
+
+Inputs: seeded random DNA, target = query with ~10 % substitutions and indels; global mode, +5/-4,
+gaps 10/1 (the papers' random ACGT input). Time = wall time of the kernel stage after the device is
+synchronised (median of --repeats after one warm-up, which also compiles); traceback runs include the
+copy of the direction bytes to the host and the host traceback. GCUPS = m * n / seconds / 1e9.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from nwalign.cpu import score_codes
+from nwalign.cuda import BLOCK_SHAPES, KERNELS, device_info
+from nwalign.cuda.pair import Options, run_kernel
+from nwalign.scoring import make_scoring
+
+
+def mutate(rng, seq, rate=0.1):
+    out = []
+    for ch in seq:
+        r = rng.random()
+        if r < rate / 3:
+            out.append("ACGT"[rng.integers(4)])
+        elif r < 2 * rate / 3:
+            continue
+        elif r < rate:
+            out.append(ch + "ACGT"[rng.integers(4)])
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def measure(q, t, scoring, traceback, opts, repeats):
+    run_kernel(q, t, scoring, traceback, opts)  # warm-up: compilation, allocation
+    times, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result, _ = run_kernel(q, t, scoring, traceback, opts)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), max(times), result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,37000,100000")
+    ap.add_argument("--traceback-sizes", default="10000,37000")
+    ap.add_argument("--kernels", default="all")
+    ap.add_argument("--block-sweep-size", type=int, default=37000,
+                    help="size at which every diagonal-block shape is timed (0 = skip)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    kernels = list(KERNELS) if args.kernels == "all" else args.kernels.split(",")
+    scoring = make_scoring("dna")
+    rng = np.random.default_rng(37)
+    info = device_info()
+    device = info[0]["name"] if info else "none"
+    print(f"device: {device}; date {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}", flush=True)
+    inputs = {}
+
+    def pair(size):
+        if size not in inputs:
+            a = "".join(rng.choice(list("ACGT"), size=size))
+            b = mutate(rng, a)
+            q, t = scoring.encode_str(a), scoring.encode_str(b)
+            inputs[size] = (q, t, score_codes(q, t, scoring.matrix, 10, 1, 0))
+        return inputs[size]
+
+    jobs = []
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        jobs += [(k, (32, 32), True, size, False) for k in kernels]
+    if args.block_sweep_size and "diagonal-block" in kernels:
+        jobs += [("diagonal-block", shape, shared, args.block_sweep_size, False)
+                 for shape in BLOCK_SHAPES for shared in (True, False) if (shape, shared) != ((32, 32), True)]
+    for size in [int(s) for s in args.traceback_sizes.split(",") if s]:
+        jobs += [(k, (32, 32), True, size, True) for k in kernels]
+    rows = []
+    ok_all = True
+    for kernel, block, shared, size, traceback in jobs:
+        q, t, expected = pair(size)
+        opts = Options(kernel=kernel, block=block, shared=shared)
+        median, low, high, result = measure(q, t, scoring, traceback, opts, args.repeats)
+        verified = result[0] == expected
+        ok_all &= verified
+        cells = len(q) * len(t)
+        row = dict(workload="pair", kernel=kernel, block=f"{block[0]}x{block[1]}" if kernel == "diagonal-block" else "",
+                   shared=shared if kernel == "diagonal-block" else None, query_length=len(q), target_length=len(t),
+                   traceback=traceback, median_s=median, min_s=low, max_s=high, gcups=cells / median / 1e9,
+                   score=int(result[0]), verified=bool(verified), device=device, repeats=args.repeats)
+        rows.append(row)
+        print(f"{kernel:19s} {row['block']:7s} {'shared' if shared else 'global':6s} {len(q):>7}x{len(t):<7} "
+              f"{'align' if traceback else 'score':5s} {median:9.4f} s {row['gcups']:9.3f} GCUPS "
+              f"{'ok' if verified else 'MISMATCH ' + str(result[0]) + ' != ' + str(expected)}", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(device=info, date=time.strftime("%Y-%m-%d"), command=" ".join(sys.argv), rows=rows), fh,
+                      indent=1)
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The CUDA engine: CuPy RawModule kernels for single pairs, with host orchestration.
+
+Importing this package never fails; :func:`available` says whether CuPy and a GPU are usable.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import NwalignError
+
+KERNELS = ("diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
+           "skewed-lockfree")
+BLOCK_SHAPES = ((8, 8), (16, 16), (32, 32), (8, 128), (16, 64))
+DEFAULT_KERNEL = "diagonal-block"
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str]:
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a CuPy build that cannot load its CUDA libraries
+        return False, f"CuPy is not installed or cannot load ({type(exc).__name__}: {exc}); " \
+                      "install nwalign[cuda13] or nwalign[cuda12]"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return False, f"no usable CUDA driver/GPU ({exc})"
+    if count == 0:
+        return False, "CuPy sees no GPU"
+    return True, f"{count} GPU(s) visible to CuPy"
+
+
+def available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    return _probe()[0]
+
+
+def why_unavailable() -> str:
+    return _probe()[1]
+
+
+def require(device: int = 0):
+    """Import CuPy and select ``device``; raise NwalignError with the reason when that is impossible."""
+    ok, reason = _probe()
+    if not ok:
+        raise NwalignError(f"--backend cuda: {reason}")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if not 0 <= device < count:
+        raise NwalignError(f"--device {device}: only {count} GPU(s) (numbered 0..{count - 1})")
+    cupy.cuda.Device(device).use()
+    return cupy
+
+
+def device_info() -> list[dict]:
+    """Name, memory, compute capability and versions of every visible GPU (empty without CuPy/GPU)."""
+    if not available():
+        return []
+    import cupy
+
+    out = []
+    for k in range(cupy.cuda.runtime.getDeviceCount()):
+        props = cupy.cuda.runtime.getDeviceProperties(k)
+        with cupy.cuda.Device(k):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        out.append(dict(index=k, name=name, compute_capability=f"{props['major']}.{props['minor']}",
+                        multiprocessors=props["multiProcessorCount"], memory_total=total, memory_free=free,
+                        cupy=cupy.__version__, cuda_runtime=cupy.cuda.runtime.runtimeGetVersion(),
+                        cuda_driver=cupy.cuda.runtime.driverGetVersion()))
+    return out

@@ -1,0 +1,46 @@
+"""Compile and cache the CUDA sources in kernels/ as CuPy RawModules (one per source and flavour).
+
+CuPy compiles with NVRTC for the current device's architecture and caches the binary on disk, so the
+cost is paid once per machine.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+KERNEL_DIR = Path(__file__).parent / "kernels"
+
+
+def source(name: str) -> str:
+    return (KERNEL_DIR / f"{name}.cu").read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def module(name: str, cooperative: bool = False, name_expressions: tuple[str, ...] = ()):
+    """The RawModule for kernels/<name>.cu (``cooperative``: launched with cuLaunchCooperativeKernel)."""
+    import cupy
+
+    return cupy.RawModule(code=source(name), options=("-std=c++17", f"-I{KERNEL_DIR}"),
+                          enable_cooperative_groups=cooperative,
+                          name_expressions=list(name_expressions) or None)
+
+
+def function(name: str, kernel: str, cooperative: bool = False, name_expressions: tuple[str, ...] = ()):
+    return module(name, cooperative, name_expressions).get_function(kernel)
+
+
+def resident_blocks(func, threads: int, shared_bytes: int = 0) -> int:
+    """How many blocks of ``func`` fit on the whole GPU at once (occupancy API x multiprocessors)."""
+    import cupy
+
+    dev = cupy.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    try:
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, threads, shared_bytes)
+    except Exception:  # older CuPy: estimate from the kernel's registers and shared memory
+        attrs = dev.attributes
+        per_sm = min(attrs["MaxThreadsPerMultiProcessor"] // threads,
+                     attrs["MaxRegistersPerMultiprocessor"] // max(1, func.num_regs * threads),
+                     attrs["MaxSharedMemoryPerMultiprocessor"] // max(1, func.shared_size_bytes + shared_bytes))
+    return max(1, int(per_sm)) * sms

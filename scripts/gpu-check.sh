@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: install the carried wheels, run the gpu tests, run a short benchmark.
+# Logs go under $OUT (the device tool's output folder), or ./gpu-check-out elsewhere.
+# Usage: bash scripts/gpu-check.sh [quick|full]
+set -uo pipefail
+MODE=${1:-quick}
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+fi
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; date -u;
+  python3 -c 'import cupy, numba, numpy; print("cupy", cupy.__version__, "numba", numba.__version__, "numpy", numpy.__version__)';
+  python3 -m nwalign devices; } 2>&1 | tee "$OUT/device.txt"
+python3 -m pytest -q -m gpu tests/test_cuda.py -p no:cacheprovider -x 2>&1 | tee "$OUT/gpu-tests.log"
+status=${PIPESTATUS[0]}
+if [ "$MODE" = full ]; then
+    python3 benchmarks/gpu_pair.py --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+else
+    python3 benchmarks/gpu_pair.py --sizes 10000 --traceback-sizes 10000 --block-sweep-size 0 --repeats 2 \
+        --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+fi
+bench=${PIPESTATUS[0]}
+echo "gpu tests exit $status, benchmark exit $bench"
+[ "$status" -eq 0 ] && [ "$bench" -eq 0 ]
