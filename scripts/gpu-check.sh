@@ -7,8 +7,9 @@ MODE=${1:-quick}
 OUT=${OUT:-gpu-check-out}
 mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+    rm -rf /tmp/nwalign-site  # a warm machine may hold an older install
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nwalign-site .whl/*.whl
+    export PYTHONPATH=/tmp/nwalign-site:${PYTHONPATH:-}
 fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; date -u;
