@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--kernels", default="all")
     ap.add_argument("--block-sweep-size", type=int, default=37000,
                     help="size at which every diagonal-block shape is timed (0 = skip)")
+    ap.add_argument("--large", default="", help="sizes timed for the wavefront kernel only, e.g. 1000000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -76,6 +77,8 @@ def main():
         return inputs[size]
 
     jobs = []
+    for size in [int(s) for s in args.large.split(",") if s]:
+        jobs += [("wavefront", (32, 32), True, size, tb) for tb in (False, True)]
     for size in [int(s) for s in args.sizes.split(",") if s]:
         jobs += [(k, (32, 32), True, size, False) for k in kernels]
     if args.block_sweep_size and "diagonal-block" in kernels:

@@ -120,9 +120,10 @@ def cli():
 @click.option("--shared/--no-shared", default=True, show_default=True,
               help="diagonal-block: stage the sequence slices in shared memory.")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
-@click.option("--max-memory", default="4G", show_default=True, metavar="SIZE",
+@click.option("--max-memory", metavar="SIZE",
               help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
-                   "(checkpointed bands, about twice the work) is used.")
+                   "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
+                   "GPU 80% of free memory]")
 @click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
               help="Pairs aligned at once on the CPU (0 = all cores).")
 @click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
@@ -146,7 +147,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
       nwalign pair --random 10k,10k --score-only
     """
     _setup_logging(verbose, quiet)
-    memory = parse_size(max_memory)
+    memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
     if threads == 0:
         threads = os.cpu_count() or 1
     if score_only and fmt in NEEDS_ALIGNMENT:
@@ -179,7 +180,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
     if engine == "cuda":
         from .cuda.pair import Options
 
-        options = Options(kernel=kernel, block=parse_block(block), shared=shared, device=device)
+        options = Options(kernel=kernel, block=parse_block(block), shared=shared, device=device,
+                          max_memory=parse_size(max_memory) if max_memory else None)
         log.info("kernel: %s%s", kernel, f" {block}, shared={shared}" if kernel == "diagonal-block" else "")
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     with output_stream(output) as out:

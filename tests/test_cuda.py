@@ -21,7 +21,8 @@ VARIANTS += [("diagonal-block", shape, shared) for shape in BLOCK_SHAPES for sha
              if (shape, shared) != ((32, 32), True)]
 # Lengths 1 and 2, tile/warp/block sizes +-1, very unequal pairs, and a few long ones.
 LENGTHS = [(1, 1), (1, 2), (2, 1), (7, 9), (31, 33), (32, 32), (33, 31), (63, 65), (127, 129), (128, 128),
-           (8, 130), (1, 3000), (3000, 7), (1025, 1023), (2000, 3000)]
+           (8, 130), (255, 257), (256, 256), (257, 255), (513, 40), (1, 3000), (3000, 7), (1025, 1023),
+           (2000, 3000)]
 
 
 def _options(kernel, block, shared):
@@ -75,6 +76,36 @@ def test_real_genomes_on_gpu(kernel):
     aln = align_pair(q, t, scoring, backend="cuda", cuda_options=opts)
     assert aln.score == cpu == 138977
     assert rescore(aln, q.codes, t.codes, scoring.matrix, 10, 1) == cpu
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("m, n", [(3000, 2900), (1300, 4000), (257, 5000), (4000, 300)])
+def test_wavefront_linear_space_traceback(mode, m, n):
+    """A tiny direction budget forces checkpoints + block recomputation; the result stays optimal."""
+    from nwalign.cuda.pair import Options
+
+    rng = np.random.default_rng(m + n)
+    a = random_seq(rng, DNA, m)
+    b = (mutate(rng, a, DNA, rate=0.2) + random_seq(rng, DNA, n))[:n]
+    scoring = make_scoring("dna", mode)
+    q, t = _enc(scoring, a, "q"), _enc(scoring, b, "t")
+    expected = score_codes(q.codes, t.codes, scoring.matrix, 10, 1, scoring.mode_code)
+    for budget in (2 * 256 * (n + 1) // 2, 256 * (n + 1) // 2, None):
+        aln = align_pair(q, t, scoring, backend="cuda", cuda_options=Options(kernel="wavefront", max_memory=budget))
+        assert aln.score == expected
+        assert rescore(aln, q.codes, t.codes, scoring.matrix, 10, 1) == expected
+        qrow, trow = aln.gapped()
+        assert qrow.replace("-", "") == a[aln.query_start:aln.query_end]
+        assert trow.replace("-", "") == b[aln.target_start:aln.target_end]
+
+
+def test_wavefront_budget_below_one_band_is_an_error():
+    from nwalign.cuda.pair import Options
+
+    scoring = make_scoring("dna")
+    q = _enc(scoring, "ACGT" * 200, "q")
+    with pytest.raises(NwalignError, match="max-memory"):
+        align_pair(q, q, scoring, backend="cuda", cuda_options=Options(kernel="wavefront", max_memory=1000))
 
 
 def test_gpu_memory_error_is_clear():

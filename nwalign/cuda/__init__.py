@@ -9,10 +9,10 @@ import functools
 
 from ..errors import NwalignError
 
-KERNELS = ("diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
+KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
            "skewed-lockfree")
 BLOCK_SHAPES = ((8, 8), (16, 16), (32, 32), (8, 128), (16, 64))
-DEFAULT_KERNEL = "diagonal-block"
+DEFAULT_KERNEL = "wavefront"
 
 
 @functools.lru_cache(maxsize=1)

@@ -39,13 +39,14 @@ _TILE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A
 @dataclass
 class Options:
     """Kernel choice and its knobs: ``block`` (rows, cols) and ``shared`` for diagonal-block;
-    ``submatrix_cells`` for adm-submatrix."""
+    ``submatrix_cells`` for adm-submatrix; ``max_memory`` for the wavefront traceback."""
 
-    kernel: str = "diagonal-block"
+    kernel: str = "wavefront"
     block: tuple[int, int] = (32, 32)
     shared: bool = True
     device: int = 0
     submatrix_cells: int = 1 << 26
+    max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 80% of free memory)
 
 
 def _ptr(arr) -> int:
@@ -239,6 +240,26 @@ def _run_tiles(run: _Run, opts: Options, persistent: bool) -> None:
         func((count,), (bw, bh), (args, np.int32(k), np.int32(tiles_i), np.int32(tiles_j)))
 
 
+def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
+    from .wavefront import Wavefront
+
+    try:
+        wf = Wavefront(cp, q, t, scoring)
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        if traceback:
+            free, _ = cp.cuda.runtime.memGetInfo()
+            budget = int(free * 0.8) if opts.max_memory is None else min(opts.max_memory, int(free * 0.8))
+            result = wf.align(budget)
+        else:
+            result = (wf.score(), 0, len(q), 0, len(t), None)
+        cp.cuda.Device().synchronize()
+        return result, time.perf_counter() - start
+    except cp.cuda.memory.OutOfMemoryError as exc:
+        raise NwalignError(f"GPU out of memory ({exc}); lower --max-memory (forces the linear-space traceback) "
+                           "or use --backend cpu") from None
+
+
 def _check_memory(cp, need: int, what: str) -> None:
     free, _ = cp.cuda.runtime.memGetInfo()
     if need > free * 0.9:
@@ -267,6 +288,8 @@ def run_kernel(q: np.ndarray, t: np.ndarray, scoring, traceback: bool, opts: Opt
         raise NwalignError(f"unknown kernel {opts.kernel!r} (choose from {', '.join(KERNELS)})")
     cp = require(opts.device)
     m, n = len(q), len(t)
+    if opts.kernel == "wavefront":
+        return _run_wavefront(cp, q, t, scoring, traceback, opts)
     adm = opts.kernel == "adm-submatrix" and traceback
     store = 1 if traceback and not adm else 0
     if store:

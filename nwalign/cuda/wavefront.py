@@ -1,0 +1,159 @@
+"""Host side of the wavefront kernel: score, full traceback on the GPU, and linear-space traceback.
+
+Traceback memory: the packed directions take half a byte per cell. When they fit in the budget
+(``max_memory`` and free GPU memory) one pass stores them and ``wave_trace`` walks them on the GPU; only
+the alignment's columns come back. Otherwise the forward pass keeps the H/F rows at every K-th band
+boundary (checkpoints), and the traceback recomputes blocks of K bands in reverse, each only up to the
+column where the path leaves it, storing and walking that block's directions on the GPU (the
+checkpoint-and-recompute scheme of CUDAlign; about twice the work of the score).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..cpu.dp import GLOBAL, LOCAL, NEG
+from ..cpu.pair import finish_path, format_bytes
+from ..errors import NwalignError
+from . import modules
+
+log = logging.getLogger("nwalign")
+
+BAND = 256  # rows per band: 32 lanes x 8 rows (WAVE_BAND in wavefront.cu)
+_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
+                  ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
+                  ("ncols", np.int32), ("topH", np.uint64), ("topF", np.uint64), ("ringH", np.uint64),
+                  ("ringF", np.uint64), ("progress", np.uint64), ("ring_slots", np.int32), ("nbands", np.int32),
+                  ("dirs", np.uint64), ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32),
+                  ("corner", np.uint64), ("band_best", np.uint64), ("track", np.int32)], align=True)
+_RING_BYTES = 2 << 30  # cap on the band hand-off ring
+
+
+def _ptr(arr) -> int:
+    return 0 if arr is None else int(arr.data.ptr)
+
+
+def dirs_bytes(rows: int, ncols: int) -> int:
+    """Bytes of packed directions for ``rows`` x ``ncols`` cells (whole bands, 4 bits a cell)."""
+    return -(-rows // BAND) * BAND * (ncols + 1) // 2
+
+
+class Wavefront:
+    """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed."""
+
+    def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring):
+        self.cp = cp
+        self.m, self.n = len(q), len(t)
+        self.mode, self.go, self.ge = scoring.mode_code, scoring.gap_open, scoring.gap_extend
+        self.q, self.t = cp.asarray(q), cp.asarray(t)
+        self.A = scoring.matrix.shape[0]
+        self.S = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
+        self.corner = cp.zeros(1, dtype=cp.int32)
+        self.border_row = cp.asarray(self._border(self.n))
+        self.neg_row = cp.full(self.n + 1, NEG, dtype=cp.int32)
+
+    def _border(self, n: int) -> np.ndarray:
+        k = np.arange(n + 1, dtype=np.int64)
+        out = np.zeros(n + 1, dtype=np.int32)
+        if self.mode == GLOBAL:
+            out[1:] = -(self.go + (k[1:] - 1) * self.ge)
+        return out
+
+    def _function(self, store: bool):
+        name = f"wavefront<{self.mode}, {'true' if store else 'false'}>"
+        return modules.function("wavefront", name, name_expressions=(name,))
+
+    def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
+               ckH=None, ckF=None):
+        """Run rows r0+1..r1 over columns 1..ncols from row r0 = (topH, topF).
+
+        Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
+        """
+        cp = self.cp
+        nbands = -(-(r1 - r0) // BAND)
+        ld = ncols + 1
+        func = self._function(store)
+        shared = self.A * self.A * 4
+        resident = modules.resident_blocks(func, 128, shared)
+        warps = min(resident * 4, nbands)
+        slots = max(1, min(warps, _RING_BYTES // (8 * ld)))
+        ringH = cp.empty(slots * ld, dtype=cp.int32)
+        ringF = cp.empty(slots * ld, dtype=cp.int32)
+        progress = cp.zeros(nbands, dtype=cp.int32)
+        dirs = cp.empty(nbands * 32 * ld, dtype=cp.uint32) if store else None
+        band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
+        args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
+                          r1, ncols, _ptr(topH), _ptr(topF), _ptr(ringH), _ptr(ringF), _ptr(progress), slots,
+                          nbands, _ptr(dirs), _ptr(ckH), _ptr(ckF), ck_every, _ptr(self.corner),
+                          _ptr(band_best), int(track))], dtype=_ARGS)[0]
+        blocks = -(-warps // 4)
+        func((blocks,), (128,), (args,), shared_mem=shared)
+        return dirs, (band_best.get().reshape(-1, 3) if track else None)
+
+    def end_cell(self, band_best) -> tuple[int, int, int]:
+        """The optimal score and its end cell: (m, n) in global mode, else the best band's best cell."""
+        if self.mode == GLOBAL:
+            return int(self.corner.get()[0]), self.m, self.n
+        best = (0, 0, 0) if self.mode == LOCAL else (0, 0, self.n)  # cells the kernel never visits
+        for s, i, j in band_best.tolist():
+            if s > best[0] or (s == best[0] and (i, j) < best[1:]):
+                best = (s, i, j)
+        return best
+
+    def score(self) -> int:
+        _, band_best = self.launch(0, self.m, self.n, self.border_row, self.neg_row, False, self.mode != GLOBAL)
+        return self.end_cell(band_best)[0]
+
+    def align(self, budget: int):
+        """Alignment with traceback in about ``budget`` bytes of GPU memory for directions.
+
+        Returns the CPU engine's ``align_codes`` tuple.
+        """
+        cp = self.cp
+        m, n = self.m, self.n
+        trace = modules.function("wavefront", "wave_trace")
+        ops = cp.empty(m + n, dtype=cp.uint8)
+        io = cp.zeros(5, dtype=cp.int32)
+        nbands = -(-m // BAND)
+        per_band = BAND * (n + 1) // 2
+        if dirs_bytes(m, n) <= budget:
+            dirs, band_best = self.launch(0, m, n, self.border_row, self.neg_row, True, self.mode != GLOBAL)
+            score, i, j = self.end_cell(band_best)
+            log.info("wavefront traceback: directions of all %d x %d cells on the GPU (%s)", m, n,
+                     format_bytes(dirs_bytes(m, n)))
+            blocks = [(0, None, None)]
+        else:
+            k = budget // per_band
+            if k < 1:
+                raise NwalignError(f"wavefront traceback of {m} x {n} needs at least {format_bytes(per_band)} "
+                                   f"of GPU memory for one band of directions; raise --max-memory")
+            count = nbands // k
+            ckH = cp.empty((count + 1, n + 1), dtype=cp.int32)
+            ckF = cp.empty((count + 1, n + 1), dtype=cp.int32)
+            ckH[0] = self.border_row
+            ckF[0] = self.neg_row
+            _, band_best = self.launch(0, m, n, self.border_row, self.neg_row, False, self.mode != GLOBAL, k,
+                                       ckH, ckF)
+            score, i, j = self.end_cell(band_best)
+            log.info("wavefront traceback: linear space, checkpoints every %d rows, blocks of %s of directions",
+                     k * BAND, format_bytes(k * per_band))
+            blocks = [(c * k * BAND, ckH[c], ckF[c]) for c in range(count + 1)]
+            dirs = None
+        end_i, end_j = i, j
+        state, nops, stopped = 0, 0, 0
+        for top, topH, topF in reversed(blocks):
+            if i <= top:
+                continue
+            if j == 0 or stopped:
+                break
+            if topH is not None:  # recompute this block's directions up to column j
+                dirs, _ = self.launch(top, i, j, topH, topF, True, False)
+            io.set(np.array([i, j, state, nops, 0], dtype=np.int32))
+            trace((1,), (1,), (dirs, np.int32(top), np.int32(j if topH is not None else n), io, ops))
+            i, j, state, nops, stopped = (int(v) for v in io.get())
+            dirs = None
+        host_ops = np.empty(m + n, dtype=np.uint8)
+        host_ops[:nops] = ops[:nops].get()
+        return finish_path(self.mode, score, i, end_i, j, end_j, host_ops, nops)
