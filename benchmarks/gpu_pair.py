@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--kernels", default="all")
     ap.add_argument("--block-sweep-size", type=int, default=37000,
                     help="size at which every diagonal-block shape is timed (0 = skip)")
+    ap.add_argument("--rows16", default="", help="sizes timed for wavefront with 16 rows per lane")
     ap.add_argument("--large", default="", help="sizes timed for the wavefront kernel only, e.g. 1000000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json")
@@ -79,6 +80,8 @@ def main():
     jobs = []
     for size in [int(s) for s in args.large.split(",") if s]:
         jobs += [("wavefront", (32, 32), True, size, tb) for tb in (False, True)]
+    for size in [int(s) for s in args.rows16.split(",") if s]:
+        jobs += [("wavefront16", (32, 32), True, size, False)]
     for size in [int(s) for s in args.sizes.split(",") if s]:
         jobs += [(k, (32, 32), True, size, False) for k in kernels]
     if args.block_sweep_size and "diagonal-block" in kernels:
@@ -91,6 +94,8 @@ def main():
     for kernel, block, shared, size, traceback in jobs:
         q, t, expected = pair(size)
         opts = Options(kernel=kernel, block=block, shared=shared)
+        if kernel == "wavefront16":
+            opts = Options(kernel="wavefront", rows_per_lane=16)
         median, low, high, result = measure(q, t, scoring, traceback, opts, args.repeats)
         verified = result[0] == expected
         ok_all &= verified

@@ -47,6 +47,7 @@ class Options:
     device: int = 0
     submatrix_cells: int = 1 << 26
     max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 80% of free memory)
+    rows_per_lane: int = 8  # wavefront score passes: query rows each lane keeps in registers (8 or 16)
 
 
 def _ptr(arr) -> int:
@@ -244,7 +245,7 @@ def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
     from .wavefront import Wavefront
 
     try:
-        wf = Wavefront(cp, q, t, scoring)
+        wf = Wavefront(cp, q, t, scoring, opts.rows_per_lane)
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         if traceback:

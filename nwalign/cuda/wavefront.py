@@ -21,7 +21,8 @@ from . import modules
 
 log = logging.getLogger("nwalign")
 
-BAND = 256  # rows per band: 32 lanes x 8 rows (WAVE_BAND in wavefront.cu)
+STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit word)
+BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
                   ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
                   ("ncols", np.int32), ("topH", np.uint64), ("topF", np.uint64), ("ringH", np.uint64),
@@ -43,7 +44,10 @@ def dirs_bytes(rows: int, ncols: int) -> int:
 class Wavefront:
     """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed."""
 
-    def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring):
+    def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int = 8):
+        if rows_per_lane not in (8, 16):
+            raise NwalignError(f"wavefront: rows per lane must be 8 or 16, not {rows_per_lane}")
+        self.rows_per_lane = rows_per_lane  # of score-only passes
         self.cp = cp
         self.m, self.n = len(q), len(t)
         self.mode, self.go, self.ge = scoring.mode_code, scoring.gap_open, scoring.gap_extend
@@ -61,8 +65,8 @@ class Wavefront:
             out[1:] = -(self.go + (k[1:] - 1) * self.ge)
         return out
 
-    def _function(self, store: bool):
-        name = f"wavefront<{self.mode}, {'true' if store else 'false'}>"
+    def _function(self, store: bool, rows: int):
+        name = f"wavefront<{self.mode}, {'true' if store else 'false'}, {rows}>"
         return modules.function("wavefront", name, name_expressions=(name,))
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
@@ -72,12 +76,13 @@ class Wavefront:
         Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
         """
         cp = self.cp
-        nbands = -(-(r1 - r0) // BAND)
+        rows = STORE_R if store else self.rows_per_lane
+        nbands = -(-(r1 - r0) // (32 * rows))
         ld = ncols + 1
-        func = self._function(store)
+        func = self._function(store, rows)
         shared = self.A * self.A * 4
-        resident = modules.resident_blocks(func, 128, shared)
-        warps = min(resident * 4, nbands)
+        resident = modules.resident_blocks(func, 32, shared)  # one warp per block spreads bands over SMs
+        warps = min(resident, nbands)
         slots = max(1, min(warps, _RING_BYTES // (8 * ld)))
         ringH = cp.empty(slots * ld, dtype=cp.int32)
         ringF = cp.empty(slots * ld, dtype=cp.int32)
@@ -88,8 +93,7 @@ class Wavefront:
                           r1, ncols, _ptr(topH), _ptr(topF), _ptr(ringH), _ptr(ringF), _ptr(progress), slots,
                           nbands, _ptr(dirs), _ptr(ckH), _ptr(ckF), ck_every, _ptr(self.corner),
                           _ptr(band_best), int(track))], dtype=_ARGS)[0]
-        blocks = -(-warps // 4)
-        func((blocks,), (128,), (args,), shared_mem=shared)
+        func((warps,), (32,), (args,), shared_mem=shared)
         return dirs, (band_best.get().reshape(-1, 3) if track else None)
 
     def end_cell(self, band_best) -> tuple[int, int, int]:
@@ -116,8 +120,9 @@ class Wavefront:
         trace = modules.function("wavefront", "wave_trace")
         ops = cp.empty(m + n, dtype=cp.uint8)
         io = cp.zeros(5, dtype=cp.int32)
-        nbands = -(-m // BAND)
-        per_band = BAND * (n + 1) // 2
+        fwd_band = 32 * self.rows_per_lane  # checkpoints fall on the forward pass's band boundaries
+        nbands = -(-m // fwd_band)
+        per_band = fwd_band * (n + 1) // 2  # direction bytes to recompute one forward band
         if dirs_bytes(m, n) <= budget:
             dirs, band_best = self.launch(0, m, n, self.border_row, self.neg_row, True, self.mode != GLOBAL)
             score, i, j = self.end_cell(band_best)
@@ -138,8 +143,8 @@ class Wavefront:
                                        ckH, ckF)
             score, i, j = self.end_cell(band_best)
             log.info("wavefront traceback: linear space, checkpoints every %d rows, blocks of %s of directions",
-                     k * BAND, format_bytes(k * per_band))
-            blocks = [(c * k * BAND, ckH[c], ckF[c]) for c in range(count + 1)]
+                     k * fwd_band, format_bytes(k * per_band))
+            blocks = [(c * k * fwd_band, ckH[c], ckF[c]) for c in range(count + 1)]
             dirs = None
         end_i, end_j = i, j
         state, nops, stopped = 0, 0, 0

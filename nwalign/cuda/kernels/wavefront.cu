@@ -19,8 +19,7 @@
 // linear-space traceback can recompute any block of rows from its checkpoint (as CUDAlign does).
 #include "common.cuh"
 
-#define WAVE_R 8
-#define WAVE_BAND (32 * WAVE_R)
+#define STORE_R 8  // rows per lane when directions are stored: 8 nibbles fill one 32-bit word
 #define FULL_MASK 0xffffffffu
 
 struct WaveArgs {
@@ -35,17 +34,48 @@ struct WaveArgs {
     int track;                                 // 1: track end cells (forward pass)
 };
 
+// Columns c0+1 .. c0+32 of row r0 + b*BAND (the previous band's bottom row), one per lane: from the
+// top row for band 0, else from the ring once the previous band has published them.
+__device__ __forceinline__ void wave_fetch(const WaveArgs &a, int b, int slot_in, int c0, int lane, int &h, int &f,
+                                           int &t) {
+    const int jc = c0 + 1 + lane;
+    const size_t ld = (size_t)a.ncols + 1;
+    if (b == 0) {
+        if (jc <= a.ncols) { h = a.topH[jc]; f = a.topF[jc]; }
+    } else {
+        const int need = min(c0 + 32, a.ncols);
+        if (lane == 0)
+            while (*(volatile int *)(a.progress + b - 1) < need) { }
+        __syncwarp();
+        __threadfence();
+        if (jc <= a.ncols) {
+            h = __ldcg(a.ringH + slot_in * ld + jc);
+            f = __ldcg(a.ringF + slot_in * ld + jc);
+        }
+    }
+    if (jc <= a.ncols) t = a.t[jc - 1];
+}
+
 __device__ __forceinline__ bool better(int s, int i, int j, int bs, int bi, int bj) {
     return s > bs || (s == bs && (i < bi || (i == bi && j < bj)));
 }
 
-template <int MODE, bool STORE>
+// End-cell candidates: any cell (local), the last row or column of the whole matrix (semiglobal).
+template <int MODE>
+__device__ __forceinline__ void track_cell(const WaveArgs &a, int h, int i, int j, int &bs, int &bi, int &bj) {
+    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || j == a.n) && better(h, i, j, bs, bi, bj)) {
+        bs = h; bi = i; bj = j;
+    }
+}
+
+template <int MODE, bool STORE, int R>
 __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int b, int lane) {
-    const int row0 = a.r0 + b * WAVE_BAND + lane * WAVE_R;  // this lane's rows: row0 + 1 .. row0 + R
+    constexpr int BAND = 32 * R;
+    const int row0 = a.r0 + b * BAND + lane * R;  // this lane's rows: row0 + 1 .. row0 + R
     const int ld = a.ncols + 1;
-    int qa[WAVE_R], H[WAVE_R], E[WAVE_R];
+    int qa[R], H[R], E[R];
 #pragma unroll
-    for (int r = 0; r < WAVE_R; ++r) {
+    for (int r = 0; r < R; ++r) {
         const int i = row0 + r + 1;
         qa[r] = i <= a.r1 ? a.q[i - 1] * a.A : 0;
         H[r] = nw_border(i, MODE, a.go, a.ge);
@@ -54,28 +84,17 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
     int diag = nw_border(row0, MODE, a.go, a.ge);  // H(row0, j - 1)
     int up_h = 0, up_f = NW_NEG, up_t = 0;           // what this lane hands to the next
     int in_h = 0, in_f = NW_NEG, in_t = 0;           // lane 0's input chunk, one column per lane
+    int nx_h = 0, nx_f = NW_NEG, nx_t = 0;           // the chunk after it, fetched 32 steps early
     int out_h = 0, out_f = NW_NEG;                   // lane 31's output chunk, one column per lane
     int best_s = NW_NEG, best_i = 0x7fffffff, best_j = 0x7fffffff;
     const int slot_in = (b - 1 + a.ring_slots) % a.ring_slots, slot_out = b % a.ring_slots;
-    const bool checkpoint = a.ck_every > 0 && (b + 1) % a.ck_every == 0 && a.r0 + (b + 1) * WAVE_BAND <= a.r1;
+    const bool checkpoint = a.ck_every > 0 && (b + 1) % a.ck_every == 0 && a.r0 + (b + 1) * BAND <= a.r1;
     unsigned *dword = STORE ? a.dirs + ((size_t)b * 32 + lane) * ld : nullptr;
     for (int s = 0; s < a.ncols + 31; ++s) {
-        if ((s & 31) == 0) {  // lane 0's next 32 input columns
-            const int jc = s + 1 + lane;
-            if (b == 0) {
-                if (jc <= a.ncols) { in_h = a.topH[jc]; in_f = a.topF[jc]; }
-            } else {
-                const int need = min(s + 32, a.ncols);
-                if (lane == 0)
-                    while (*(volatile int *)(a.progress + b - 1) < need) { }
-                __syncwarp();
-                __threadfence();
-                if (jc <= a.ncols) {
-                    in_h = __ldcg(a.ringH + (size_t)slot_in * ld + jc);
-                    in_f = __ldcg(a.ringF + (size_t)slot_in * ld + jc);
-                }
-            }
-            if (jc <= a.ncols) in_t = a.t[jc - 1];
+        if ((s & 31) == 0) {  // lane 0's input: chunk s/32 was prefetched, fetch the one after it
+            if (s == 0) wave_fetch(a, b, slot_in, 0, lane, nx_h, nx_f, nx_t);
+            in_h = nx_h; in_f = nx_f; in_t = nx_t;
+            if (s + 32 < a.ncols) wave_fetch(a, b, slot_in, s + 32, lane, nx_h, nx_f, nx_t);
         }
         int h_in = __shfl_up_sync(FULL_MASK, up_h, 1);
         int f_in = __shfl_up_sync(FULL_MASK, up_f, 1);
@@ -86,36 +105,47 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
         if (lane == 0) { h_in = h0; f_in = f0; t_in = t0; }
         const int j = s - lane + 1;
         if (j >= 1 && j <= a.ncols) {
-            int hu = h_in, fu = f_in, hd = diag;
-            unsigned word = 0;
+            if (STORE) {
+                int hu = h_in, fu = f_in, hd = diag;
+                unsigned word = 0;
 #pragma unroll
-            for (int r = 0; r < WAVE_R; ++r) {
-                const int sub = sS[qa[r] + t_in];
-                int h, e, f;
-                if (STORE) {
-                    const u8 dir = nw_cell(hd, hu, fu, H[r], E[r], sub, a.go, a.ge, MODE, h, e, f);
+                for (int r = 0; r < R; ++r) {
+                    int h, e, f;
+                    const u8 dir = nw_cell(hd, hu, fu, H[r], E[r], sS[qa[r] + t_in], a.go, a.ge, MODE, h, e, f);
                     word |= (unsigned)dir << (4 * r);
-                } else {
-                    e = __viaddmax_s32(H[r], -a.go, E[r] - a.ge);
-                    f = __viaddmax_s32(hu, -a.go, fu - a.ge);
-                    h = MODE == NW_LOCAL ? __vimax3_s32_relu(hd + sub, e, f) : __vimax3_s32(hd + sub, e, f);
+                    hd = H[r];
+                    H[r] = h;
+                    E[r] = e;
+                    hu = h;
+                    fu = f;
+                    if (MODE != NW_GLOBAL && a.track) track_cell<MODE>(a, h, row0 + r + 1, j, best_s, best_i, best_j);
                 }
-                hd = H[r];
-                H[r] = h;
-                E[r] = e;
-                hu = h;
-                fu = f;
-                if (MODE != NW_GLOBAL && a.track) {
-                    const int i = row0 + r + 1;
-                    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || j == a.n) && better(h, i, j, best_s, best_i, best_j)) {
-                        best_s = h; best_i = i; best_j = j;
-                    }
+                dword[j] = word;
+                up_h = hu;
+                up_f = fu;
+            } else {
+                // Off the critical path: de = max(H(i-1,j-1) + s, E(i,j)) for every row at once. On it, one
+                // DPX op per row: F(i+1,j) = max(F(i,j) - ge, de - go), which equals
+                // max(H(i,j) - go, F(i,j) - ge) because H = max(de, F) and go >= ge.
+                int de[R];
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const int e = __viaddmax_s32(H[r], -a.go, E[r] - a.ge);
+                    const int d = (r == 0 ? diag : H[r - 1]) + sS[qa[r] + t_in];
+                    de[r] = MODE == NW_LOCAL ? __vimax3_s32_relu(d, e, 0) : max(d, e);
+                    E[r] = e;
+                }
+                int f = __viaddmax_s32(h_in, -a.go, f_in - a.ge);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const int h = max(de[r], f);
+                    H[r] = h;
+                    if (MODE != NW_GLOBAL && a.track) track_cell<MODE>(a, h, row0 + r + 1, j, best_s, best_i, best_j);
+                    if (r == R - 1) { up_h = h; up_f = f; }
+                    f = __viaddmax_s32(f, -a.ge, de[r] - a.go);
                 }
             }
-            if (STORE) dword[j] = word;
             diag = h_in;
-            up_h = hu;
-            up_f = fu;
             up_t = t_in;
         }
         // Lane 31 finished column s - 30: collect it, and publish every 32 columns for the next band.
@@ -143,7 +173,7 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
     }
     if (a.r1 == a.m && a.ncols == a.n) {  // H holds the last column now: the lane with row m has H(m, n)
 #pragma unroll
-        for (int r = 0; r < WAVE_R; ++r)
+        for (int r = 0; r < R; ++r)
             if (row0 + r + 1 == a.m) *a.corner = H[r];
     }
     if (MODE != NW_GLOBAL && a.track) {  // the band's best end cell: score, then row, then column
@@ -161,23 +191,26 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
     }
 }
 
-template <int MODE, bool STORE>
-__global__ void __launch_bounds__(128) wavefront(WaveArgs a) {
+template <int MODE, bool STORE, int R>
+__global__ void __launch_bounds__(32, 16) wavefront(WaveArgs a) {
     extern __shared__ int sS[];
     for (int k = threadIdx.x; k < a.A * a.A; k += blockDim.x) sS[k] = a.S[k];
     __syncthreads();
     const int lane = threadIdx.x & 31;
     const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int nwarps = (gridDim.x * blockDim.x) >> 5;
-    for (int b = warp; b < a.nbands; b += nwarps) wave_band<MODE, STORE>(a, sS, b, lane);
+    for (int b = warp; b < a.nbands; b += nwarps) wave_band<MODE, STORE, R>(a, sS, b, lane);
 }
 
-template __global__ void wavefront<0, false>(WaveArgs);
-template __global__ void wavefront<1, false>(WaveArgs);
-template __global__ void wavefront<2, false>(WaveArgs);
-template __global__ void wavefront<0, true>(WaveArgs);
-template __global__ void wavefront<1, true>(WaveArgs);
-template __global__ void wavefront<2, true>(WaveArgs);
+template __global__ void wavefront<0, false, 8>(WaveArgs);
+template __global__ void wavefront<1, false, 8>(WaveArgs);
+template __global__ void wavefront<2, false, 8>(WaveArgs);
+template __global__ void wavefront<0, false, 16>(WaveArgs);
+template __global__ void wavefront<1, false, 16>(WaveArgs);
+template __global__ void wavefront<2, false, 16>(WaveArgs);
+template __global__ void wavefront<0, true, 8>(WaveArgs);
+template __global__ void wavefront<1, true, 8>(WaveArgs);
+template __global__ void wavefront<2, true, 8>(WaveArgs);
 
 // Traceback on the GPU over the packed directions of rows r0+1 .. of one wavefront launch, from cell
 // (i, j) in `state` until row r0, column 0 or a local start. One thread: the path is sequential.
@@ -188,7 +221,7 @@ extern "C" __global__ void wave_trace(const unsigned *dirs, int r0, int ncols, i
     const size_t ld = (size_t)ncols + 1;
     while (i > r0 && j > 0) {
         const int local = i - r0 - 1;
-        const int band = local / WAVE_BAND, lane = (local % WAVE_BAND) / WAVE_R, r = local % WAVE_R;
+        const int band = local / (32 * STORE_R), lane = (local % (32 * STORE_R)) / STORE_R, r = local % STORE_R;
         const int d = (dirs[((size_t)band * 32 + lane) * ld + j] >> (4 * r)) & 15;
         if (state == 0) {
             const int src = d & 3;
