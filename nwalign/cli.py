@@ -17,7 +17,8 @@ from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, e
 from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
 from .scoring import MODES, make_scoring
-from .sequences import ALPHABETS, detect_alphabet, parse_lengths, random_records, read_fasta
+from .sequences import (ALPHABETS, detect_alphabet, mutate, parse_lengths, parse_region, random_records,
+                        read_fasta)
 
 log = logging.getLogger("nwalign")
 
@@ -105,6 +106,9 @@ def cli():
 @click.option("--random", "random_lengths", metavar="LEN[,LEN]",
               help="Align seeded random sequences of these lengths instead of files (e.g. 10k,10k).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --random.")
+@click.option("--mutate", "mutate_rate", type=float, metavar="RATE",
+              help="With --random LEN: the target is the query with seeded substitutions (80%), deletions "
+                   "(10%) and 1-3 letter insertions (10%) at this per-position RATE.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="pair", show_default=True,
               help="pair: EMBOSS-like report; sam: CIGAR with =/X; json: one object per line; "
                    "tsv: one row per pair; fasta: gapped sequences.")
@@ -123,13 +127,13 @@ def cli():
 @click.option("--max-memory", metavar="SIZE",
               help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
                    "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
-                   "GPU 80% of free memory]")
+                   "GPU 40% of free memory]")
 @click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
               help="Pairs aligned at once on the CPU (0 = all cores).")
 @click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
-         seed, fmt, score_only, no_header, output, backend, kernel, block, shared, device, max_memory, threads,
+         seed, mutate_rate, fmt, score_only, no_header, output, backend, kernel, block, shared, device, max_memory, threads,
          verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
 
@@ -157,9 +161,11 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             raise NwalignError("give either --random or QUERY and TARGET files, not both")
         kind = "dna" if alphabet == "auto" else alphabet
         lengths = parse_lengths(random_lengths)
-        records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed)
+        records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed, mutate_rate)
         queries, targets, qname, tname = records[:1], records[1:], "--random", "--random"
     else:
+        if mutate_rate is not None:
+            raise NwalignError("--mutate goes with --random; for files use 'nwalign mutate'")
         if not query or not target:
             raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
         if query == "-" and target == "-":
@@ -195,6 +201,44 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             if output is None:
                 out.flush()
         writer.end()
+
+
+@cli.command("mutate")
+@click.argument("fasta")
+@click.option("--rate", type=float, default=0.01, show_default=True,
+              help="Per-position mutation probability: 80% substitutions, 10% deletions, 10% insertions of "
+                   "1-3 letters.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@click.option("--region", metavar="START-END", help="Take only this 1-based, inclusive region (e.g. 1-1M).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
+def mutate_command(fasta, rate, seed, region, output):
+    """Write a seeded mutated copy of every record of FASTA ('-' for stdin) as FASTA.
+
+    With --rate 0 it only cuts --region. The same mutation model as 'pair --random LEN --mutate RATE'.
+
+    \b
+    Example: the first 1 Mb of E. coli K-12 against a copy with 1% mutations
+      nwalign mutate data/ecoli_k12_mg1655_NC_000913.fasta.gz --region 1-1M --rate 0 -o ecoli_1M.fa
+      nwalign mutate ecoli_1M.fa --rate 0.01 --seed 7 -o ecoli_1M_mut.fa
+      nwalign pair ecoli_1M.fa ecoli_1M_mut.fa --format tsv
+    """
+    from .sequences import Record
+
+    records = read_fasta(fasta)
+    with output_stream(output) as out:
+        for k, rec in enumerate(records):
+            if region:
+                start, end = parse_region(region)
+                if start >= len(rec.seq):
+                    raise NwalignError(f"--region {region}: record {rec.id} has only {len(rec.seq)} residues")
+                rec = Record(rec.id, rec.description, rec.seq[start:end])
+            new = mutate(rec, rate, seed + k) if rate else rec
+            words = new.description.split(maxsplit=1)  # Bio's description starts with the id
+            note = words[1] if words and words[0] == new.id and len(words) > 1 else new.description
+            note = "" if note == new.id else note
+            out.write(f">{new.id} {note}{f' region={region}' if region else ''}".rstrip() + "\n")
+            for i in range(0, len(new.seq), 70):
+                out.write(new.seq[i:i + 70] + "\n")
 
 
 @cli.command()

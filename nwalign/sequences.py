@@ -119,12 +119,21 @@ def detect_alphabet(records: list[Record]) -> str:
     return "protein"
 
 
-def random_records(lengths: list[int], alphabet: str, seed: int | None) -> list[Record]:
+def random_records(lengths: list[int], alphabet: str, seed: int | None,
+                   mutate_rate: float | None = None) -> list[Record]:
     """Seeded uniform random sequences (the papers' random ACGT input), one record per length.
+
+    With ``mutate_rate``, only the first length is drawn and the second record is a mutated copy of the
+    first (see :func:`mutate`), so the pair has a meaningful alignment.
 
     Raises:
         NwalignError: a length below 1.
     """
+    if mutate_rate is not None:
+        first = random_records(lengths[:1], alphabet, seed)[0]
+        letters = {"dna": "ACGT", "rna": "ACGU", "protein": "ACDEFGHIKLMNPQRSTVWY"}[alphabet]
+        return [first, mutate(first, mutate_rate, None if seed is None else seed + 1, letters,
+                              f"{first.id}_mut{mutate_rate:g}")]
     letters = {"dna": "ACGT", "rna": "ACGU", "protein": "ACDEFGHIKLMNPQRSTVWY"}[alphabet]
     rng = np.random.default_rng(seed)
     pool = np.frombuffer(letters.encode(), dtype=np.uint8)
@@ -135,6 +144,55 @@ def random_records(lengths: list[int], alphabet: str, seed: int | None) -> list[
         seq = pool[rng.integers(0, len(pool), size=length)].tobytes().decode()
         out.append(Record(f"random{k}_len{length}", f"random {alphabet} seed={seed}", seq))
     return out
+
+
+def mutate(record: Record, rate: float, seed: int | None, letters: str | None = None,
+           name: str | None = None) -> Record:
+    """A seeded mutated copy of a sequence: substitutions, deletions and insertions.
+
+    Each position mutates with probability ``rate``: 80% of events substitute a different letter, 10%
+    delete the position, 10% insert 1-3 random letters after it. Letters come from ``letters`` (default:
+    ACGT for nucleotides, the 20 amino acids otherwise).
+
+    Raises:
+        NwalignError: ``rate`` outside [0, 1].
+    """
+    if not 0.0 <= rate <= 1.0:
+        raise NwalignError(f"--mutate/--rate: {rate} is not a probability between 0 and 1")
+    if letters is None:
+        letters = "ACGT" if detect_alphabet([record]) in ("dna", "rna") else "ACDEFGHIKLMNPQRSTVWY"
+    rng = np.random.default_rng(seed)
+    pool = np.frombuffer(letters.encode(), dtype=np.uint8)
+    seq = np.frombuffer(record.seq.encode(), dtype=np.uint8).copy()
+    u = rng.random(seq.size)
+    substitute = u < 0.8 * rate
+    delete = (u >= 0.8 * rate) & (u < 0.9 * rate)
+    insert = (u >= 0.9 * rate) & (u < rate)
+    new = pool[rng.integers(0, len(pool), size=int(substitute.sum()))]
+    same = new == seq[substitute]  # a substitution must change the letter
+    new[same] = pool[(np.searchsorted(pool, new[same]) + 1) % len(pool)] if same.any() else new[same]
+    seq[substitute] = new
+    pieces, start = [], 0
+    for pos in np.flatnonzero(insert | delete).tolist():
+        pieces.append(seq[start:pos + 1] if insert[pos] else seq[start:pos])
+        if insert[pos]:
+            pieces.append(pool[rng.integers(0, len(pool), size=int(rng.integers(1, 4)))])
+        start = pos + 1
+    pieces.append(seq[start:])
+    out = np.concatenate(pieces).tobytes().decode()
+    label = name or f"{record.id}_mut{rate:g}"
+    return Record(label, f"mutated from {record.id} rate={rate:g} seed={seed}", out or letters[0])
+
+
+def parse_region(text: str) -> tuple[int, int]:
+    """'START-END' (1-based, inclusive, k/M suffixes allowed) -> (start0, end) half-open."""
+    try:
+        start, end = (parse_lengths(part)[0] for part in text.split("-"))
+    except (ValueError, NwalignError):
+        raise NwalignError(f"--region: {text!r} is not START-END such as 1-1000000") from None
+    if start < 1 or end < start:
+        raise NwalignError(f"--region: {text!r} must have 1 <= START <= END")
+    return start - 1, end
 
 
 def parse_lengths(text: str) -> list[int]:

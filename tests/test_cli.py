@@ -172,3 +172,22 @@ def test_real_genomes_every_format(capsys):
         assert code == 0, err
         assert str(row["score"]) in out or fmt == "fasta"
     assert f"# Identity:     {row['nident']}/{row['length']}" in run(capsys, "pair", GENOME_A, GENOME_B)[1]
+
+
+def test_mutate_command_region_and_pair(capsys, tmp_path):
+    src = os.path.join(ROOT, "data", "phage_lambda_J02459.fasta")
+    cut = tmp_path / "cut.fa"
+    mut = tmp_path / "mut.fa"
+    assert main(["mutate", src, "--region", "101-3100", "--rate", "0", "-o", str(cut)]) == 0
+    assert main(["mutate", str(cut), "--rate", "0.02", "--seed", "3", "-o", str(mut)]) == 0
+    from nwalign.sequences import read_fasta
+
+    whole = read_fasta(src)[0].seq
+    assert read_fasta(str(cut))[0].seq == whole[100:3100]
+    assert read_fasta(str(cut))[0].id == read_fasta(src)[0].id
+    code, out, _ = run(capsys, "pair", str(cut), str(mut), "--format", "json")
+    assert code == 0 and 0.95 < json.loads(out)["identity"] < 0.995
+    code, out, err = run(capsys, "mutate", src, "--region", "9999999-10000000")
+    assert code == 2 and "has only" in err
+    code, out, err = run(capsys, "pair", "--random", "100", "--mutate", "0.1", "--format", "tsv", "--no-header")
+    assert code == 0 and "_mut0.1" in out

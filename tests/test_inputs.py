@@ -118,3 +118,18 @@ def test_random_records_are_seeded():
         parse_lengths("1,2,3")
     with pytest.raises(NwalignError):
         random_records([0], "dna", 1)
+
+
+def test_mutate_is_seeded_and_changes_about_rate():
+    from nwalign.sequences import mutate
+
+    rec = random_records([20000], "dna", 4)[0]
+    a = mutate(rec, 0.05, 9)
+    b = mutate(rec, 0.05, 9)
+    assert a.seq == b.seq and a.seq != rec.seq and set(a.seq) <= set("ACGT")
+    assert abs(len(a.seq) - len(rec.seq)) < 0.01 * len(rec.seq)
+    assert mutate(rec, 0.0, 9).seq == rec.seq
+    with pytest.raises(NwalignError, match="probability"):
+        mutate(rec, 1.5, 1)
+    pair = random_records([500, 999], "dna", 2, mutate_rate=0.1)
+    assert pair[0].seq != pair[1].seq and pair[1].id.endswith("_mut0.1")

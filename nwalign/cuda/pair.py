@@ -46,7 +46,7 @@ class Options:
     shared: bool = True
     device: int = 0
     submatrix_cells: int = 1 << 26
-    max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 80% of free memory)
+    max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 40% of free memory)
     rows_per_lane: int = 8  # wavefront score passes: query rows each lane keeps in registers (8 or 16)
 
 
@@ -249,8 +249,10 @@ def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         if traceback:
+            cp.get_default_memory_pool().free_all_blocks()  # cached blocks would not count as free
             free, _ = cp.cuda.runtime.memGetInfo()
-            budget = int(free * 0.8) if opts.max_memory is None else min(opts.max_memory, int(free * 0.8))
+            # Directions get 40% of free memory: a recompute block and the next one's allocation must fit.
+            budget = int(free * 0.4) if opts.max_memory is None else min(opts.max_memory, int(free * 0.4))
             result = wf.align(budget)
         else:
             result = (wf.score(), 0, len(q), 0, len(t), None)

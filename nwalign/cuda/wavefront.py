@@ -154,6 +154,7 @@ class Wavefront:
             if j == 0 or stopped:
                 break
             if topH is not None:  # recompute this block's directions up to column j
+                cp.get_default_memory_pool().free_all_blocks()
                 dirs, _ = self.launch(top, i, j, topH, topF, True, False)
             io.set(np.array([i, j, state, nops, 0], dtype=np.int32))
             trace((1,), (1,), (dirs, np.int32(top), np.int32(j if topH is not None else n), io, ops))

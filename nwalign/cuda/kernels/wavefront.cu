@@ -5,7 +5,7 @@
 // step s lane k computes column s - k + 1, receiving the H/F of the row above (and the target residue)
 // from lane k - 1 by a warp shuffle. Lane 0 reads the previous band's bottom row from a ring buffer in
 // global memory, 32 columns at a time, once that band has published them (a progress counter per band:
-// stores, __threadfence, counter; the reader spins on the counter, fences, and reads through L2). A ring
+// stores, fence, counter; the reader spins on the counter, fences, and reads through L2). A ring
 // slot is reused by band b + ring_slots only after band b + 1 has read it: band b + ring_slots computes
 // a column only after every band between them has, band b + 1 included. So every SM works after a short fill, instead of one launch per anti-diagonal.
 // The grid is sized from the occupancy API so that every warp is resident; warps take bands in order
@@ -34,6 +34,10 @@ struct WaveArgs {
     int track;                                 // 1: track end cells (forward pass)
 };
 
+// Message passing between bands: data stores; fence; flag store / flag load; fence; data loads. An
+// acquire-release fence at GPU scope orders them (cheaper than __threadfence's sequentially consistent one).
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 // Columns c0+1 .. c0+32 of row r0 + b*BAND (the previous band's bottom row), one per lane: from the
 // top row for band 0, else from the ring once the previous band has published them.
 __device__ __forceinline__ void wave_fetch(const WaveArgs &a, int b, int slot_in, int c0, int lane, int &h, int &f,
@@ -47,7 +51,7 @@ __device__ __forceinline__ void wave_fetch(const WaveArgs &a, int b, int slot_in
         if (lane == 0)
             while (*(volatile int *)(a.progress + b - 1) < need) { }
         __syncwarp();
-        __threadfence();
+        fence_acq_rel_gpu();
         if (jc <= a.ncols) {
             h = __ldcg(a.ringH + slot_in * ld + jc);
             f = __ldcg(a.ringF + slot_in * ld + jc);
@@ -165,7 +169,7 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
                         a.ckF[c * ld + jc] = out_f;
                     }
                 }
-                __threadfence();
+                fence_acq_rel_gpu();
                 __syncwarp();
                 if (lane == 0) *(volatile int *)(a.progress + b) = j31;
             }
