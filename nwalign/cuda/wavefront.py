@@ -45,8 +45,8 @@ class Wavefront:
     """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed."""
 
     def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int = 8):
-        if rows_per_lane not in (8, 16):
-            raise NwalignError(f"wavefront: rows per lane must be 8 or 16, not {rows_per_lane}")
+        if rows_per_lane not in (2, 4, 8, 16):
+            raise NwalignError(f"wavefront: rows per lane must be 2, 4, 8 or 16, not {rows_per_lane}")
         self.rows_per_lane = rows_per_lane  # of score-only passes
         self.cp = cp
         self.m, self.n = len(q), len(t)
