@@ -21,6 +21,7 @@ import numpy as np
 
 from nwalign.cpu import align_codes, score_codes
 from nwalign.scoring import make_scoring
+from nwalign.sequences import Record, mutate
 
 
 def timed(fn, repeats):
@@ -32,21 +33,6 @@ def timed(fn, repeats):
         result = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), result
-
-
-def mutate(rng, seq, rate=0.1):
-    out = []
-    for ch in seq:
-        r = rng.random()
-        if r < rate / 3:
-            out.append("ACGT"[rng.integers(4)])
-        elif r < 2 * rate / 3:
-            continue
-        elif r < rate:
-            out.append(ch + "ACGT"[rng.integers(4)])
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def main():
@@ -74,7 +60,7 @@ def main():
         bio = None
     for size in [int(s) for s in args.sizes.split(",")]:
         a = "".join(rng.choice(list("ACGT"), size=size))
-        b = mutate(rng, a)
+        b = mutate(Record("q", "", a), 0.1, int(rng.integers(1 << 30))).seq
         q, t = scoring.encode_str(a), scoring.encode_str(b)
         cells = len(a) * len(b)
         cases = [

@@ -23,23 +23,9 @@ from nwalign.cuda import BLOCK_SHAPES, KERNELS, device_info
 from nwalign.cuda.pair import Options, run_kernel
 from nwalign.results import Alignment, rescore
 from nwalign.scoring import make_scoring
+from nwalign.sequences import Record, mutate
 
 CPU_CHECK_CELLS = 2 * 10**10
-
-
-def mutate(rng, seq, rate=0.1):
-    out = []
-    for ch in seq:
-        r = rng.random()
-        if r < rate / 3:
-            out.append("ACGT"[rng.integers(4)])
-        elif r < 2 * rate / 3:
-            continue
-        elif r < rate:
-            out.append(ch + "ACGT"[rng.integers(4)])
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def measure(q, t, scoring, traceback, opts, repeats):
@@ -75,7 +61,7 @@ def main():
     def pair(size):
         if size not in inputs:
             a = "".join(rng.choice(list("ACGT"), size=size))
-            b = mutate(rng, a)
+            b = mutate(Record("q", "", a), 0.1, int(rng.integers(1 << 30))).seq
             q, t = scoring.encode_str(a), scoring.encode_str(b)
             # The CPU engine checks every result up to 2e10 cells; beyond, that would take hours, and the
             # check is consistency: the score-only kernel, the alignment's score and its rescored columns.

@@ -242,6 +242,88 @@ def mutate_command(fasta, rate, seed, region, output):
 
 
 @cli.command()
+@click.option("--workload", type=click.Choice(("pair", "search", "allpairs")), default="pair", show_default=True,
+              help="What to time: pair (one alignment per size). search and allpairs arrive with those commands.")
+@click.option("--sizes", default="1000,10000", show_default=True, metavar="N,N,...",
+              help="Sequence lengths (k/M suffixes allowed): a seeded random query and a 10%-mutated copy.")
+@click.option("--input", "inputs", multiple=True, metavar="FASTA",
+              help="Time these sequences instead: one file with two records, or --input twice.")
+@click.option("--kernels", default="all", show_default=True, metavar="all|NAME,...",
+              help="cpu (the CPU engine), cpu-serial (single-thread scalar reference, the papers' "
+                   "baseline), CUDA kernels (" + ", ".join(KERNELS) + "), peers (parasail, biopython).")
+@click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
+@click.option("--score-only/--traceback", default=True, show_default=True,
+              help="Time the score only, or the whole alignment with traceback.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="cpu: time only the CPU engines and peers.")
+@click.option("--block", "blocks", default="32x32", show_default=True, metavar="RxC[,RxC]",
+              help="diagonal-block tile shapes to time (e.g. 8x8,16x16,32x32).")
+@click.option("--shared/--no-shared", default=True, show_default=True, help="diagonal-block shared memory.")
+@click.option("--alphabet", type=click.Choice(ALPHABETS), help="Alphabet of random inputs  [default: dna]")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--peers/--no-peers", default=True, show_default=True,
+              help="Include parasail and Biopython when installed (each skip is reported).")
+@click.option("--json", "json_out", metavar="FILE", help="Write the rows as a JSON list.")
+@click.option("--tsv", "tsv_out", metavar="FILE", help="Write the rows as TSV.")
+@click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
+@click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
+def bench(workload, sizes, inputs, kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet,
+          seed, peers, json_out, tsv_out, plot_out, quiet):
+    """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
+
+    GPU kernels are timed with CUDA events after the warm-up runs, CPU engines and peers with a wall
+    clock; the table shows the median (min-max) of --repeats runs, GCUPS, and the speedup over the CPU
+    engine and over the single-thread reference. Exit code 1 when any result disagrees with its
+    reference (the mismatch is printed), 2 for bad options.
+
+    \b
+    Examples:
+      nwalign bench --sizes 1000,10000 --repeats 5
+      nwalign bench --kernels diagonal-block --block 8x8,16x16,32x32 --sizes 10k,20k --json t1.json
+      nwalign bench --traceback --kernels cpu,wavefront,adm-submatrix --sizes 10k,37k --plot t.png
+    """
+    import json
+    from dataclasses import asdict
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .bench import plot, rows_to_tsv, run_pair
+
+    _setup_logging(True, quiet)
+    if workload != "pair":
+        issue = {"search": "'nwalign search'", "allpairs": "'nwalign allpairs'"}[workload]
+        raise NwalignError(f"--workload {workload}: needs {issue}, which is not built yet")
+    size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+    block_list = [parse_block(b) for b in blocks.split(",")]
+    rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
+                    list(inputs), seed, peers, alphabet)
+    if not quiet:
+        table = Table(title=f"nwalign bench: {workload}, {mode}, {'score only' if score_only else 'traceback'}")
+        for col in ("kernel", "query x target", "median s (min-max)", "GCUPS", "vs cpu", "vs serial", "verified"):
+            table.add_column(col, justify="left" if col in ("kernel", "query x target") else "right")
+        for r in rows:
+            table.add_row(r.kernel, f"{r.query_length} x {r.target_length}",
+                          f"{r.median_s:.4g} ({r.min_s:.3g}-{r.max_s:.3g})", f"{r.gcups:.3g}",
+                          "" if r.speedup_cpu is None else f"{r.speedup_cpu:.3g}x",
+                          "" if r.speedup_serial is None else f"{r.speedup_serial:.3g}x",
+                          "yes" if r.verified else "[red]NO[/red]")
+        Console().print(table)
+    if json_out:
+        with output_stream(json_out) as out:
+            json.dump([asdict(r) for r in rows], out, indent=1)
+    if tsv_out:
+        with output_stream(tsv_out) as out:
+            out.write(rows_to_tsv(rows))
+    if plot_out:
+        plot(rows, plot_out)
+    if not all(r.verified for r in rows):
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def devices(as_json):
     """List the GPUs CuPy sees (name, memory, compute capability, versions) and the CUDA kernels."""
@@ -275,8 +357,9 @@ def devices(as_json):
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 success, 2 bad input or usage, 1 other failure)."""
     try:
-        cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
-        return 0
+        # Without standalone mode Click returns (not raises) the code of a click.exceptions.Exit.
+        code = cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except NwalignError as exc:
         click.echo(f"nwalign: error: {exc}", err=True)
         return 2

@@ -191,3 +191,52 @@ def test_mutate_command_region_and_pair(capsys, tmp_path):
     assert code == 2 and "has only" in err
     code, out, err = run(capsys, "pair", "--random", "100", "--mutate", "0.1", "--format", "tsv", "--no-header")
     assert code == 0 and "_mut0.1" in out
+
+
+def test_bench_cpu_rows_are_verified(capsys, tmp_path):
+    js, tsv = tmp_path / "b.json", tmp_path / "b.tsv"
+    code = main(["bench", "--sizes", "200,400", "--repeats", "2", "--warmup", "1", "--backend", "cpu",
+                 "--json", str(js), "--tsv", str(tsv)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = json.loads(js.read_text())
+    kernels = {r["kernel"] for r in rows}
+    assert {"cpu", "cpu-serial", "biopython"} <= kernels
+    assert all(r["verified"] for r in rows) and {r["query_length"] for r in rows} == {200, 400}
+    for r in rows:
+        assert r["median_s"] > 0 and r["gcups"] > 0 and r["repeats"] == 2 and r["workload"] == "pair"
+    lines = tsv.read_text().splitlines()
+    assert lines[0].startswith("workload\tkernel") and len(lines) == len(rows) + 1
+    assert "verified" in out or "nwalign bench" in out
+
+
+def test_bench_traceback_and_input(capsys, tmp_path):
+    js = tmp_path / "b.json"
+    code = main(["bench", "--input", GENOME_A, "--input", os.path.join(ROOT, "data", "phage_lambda_J02459.fasta"),
+                 "--kernels", "cpu", "--traceback", "--repeats", "1", "--warmup", "0", "--mode", "local",
+                 "--json", str(js), "-q"])
+    assert code == 0, capsys.readouterr().err
+    (row,) = json.loads(js.read_text())
+    assert row["traceback"] and row["verified"] and row["query_length"] == 29903
+
+
+def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
+    import nwalign.bench
+
+    real = nwalign.bench.score_codes
+    monkeypatch.setattr(nwalign.bench, "score_codes", lambda *a: real(*a) + 1)
+    code = main(["bench", "--sizes", "300", "--repeats", "1", "--warmup", "0", "--kernels", "cpu,cpu-serial",
+                 "--backend", "cpu", "-q"])
+    err = capsys.readouterr().err
+    assert code == 1 and "MISMATCH" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workload", "search"], "not built yet"),
+    (["--kernels", "nope"], "unknown kernel"),
+    (["--sizes", "1,2,x"], "--random"),
+])
+def test_bench_bad_options(capsys, args, message):
+    code = main(["bench", "--backend", "cpu", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

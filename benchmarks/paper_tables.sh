@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One `nwalign bench` command per table of the seed papers that nwalign can reproduce today
+# (pair workload). Run on a GPU machine from the repository root: bash benchmarks/paper_tables.sh [OUTDIR]
+set -uo pipefail
+OUTDIR=${1:-${OUT:-paper-tables-out}}
+mkdir -p "$OUTDIR"
+nw() { python3 -m nwalign "$@"; }
+# Huynh et al. (seed 000) Table 1: diagonal-block kernel, block sizes, 10k and 20k, with the serial CPU.
+nw bench --kernels cpu-serial,diagonal-block --block 8x8,16x16,32x32 --sizes 10000,20000 --repeats 5 \
+    --warmup 1 --no-peers --json "$OUTDIR/t000_table1.json" --plot "$OUTDIR/t000_table1.png"
+# Kurt et al. (seed 001) Tables I-II: final score, serial vs iterative vs cooperative groups, 10 .. 100k.
+nw bench --kernels cpu-serial,antidiagonal,antidiagonal-coop,wavefront --sizes 10,100,1000,10000 --repeats 5 \
+    --warmup 1 --no-peers --json "$OUTDIR/t001_table1_small.json"
+nw bench --kernels antidiagonal,antidiagonal-coop,wavefront --sizes 100000 --repeats 3 --warmup 1 --no-peers \
+    --json "$OUTDIR/t001_table1_100k.json"
+nw bench --kernels cpu-serial --sizes 100000 --repeats 1 --warmup 0 --no-peers --json "$OUTDIR/t001_table1_serial.json"
+# Kurt et al. Tables III-IV: the alignment matrix (score + traceback), serial vs iterative vs sub-matrices.
+nw bench --traceback --kernels cpu-serial,antidiagonal,adm-submatrix,wavefront \
+    --sizes 10,100,1000,10000,20000,30000,40000,50000 --repeats 3 --warmup 1 --no-peers \
+    --json "$OUTDIR/t001_table3.json" --plot "$OUTDIR/t001_table3.png"

@@ -1,0 +1,304 @@
+"""Benchmark harness behind ``nwalign bench``: time kernels and peers on seeded or given inputs, verify
+every result, and report rows (JSON, TSV, a table, a plot).
+
+Timing: GPU kernels with CUDA events around each run after the warm-up runs; CPU engines and peers
+with a wall clock. GCUPS = query length x target length / seconds / 1e9. Verification: GPU kernels
+and peers against the CPU engine's score; the CPU engine against Biopython (or, where Biopython would
+take too long, the CPU engine's second, scalar implementation); every traceback is rescored.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import __version__, cuda
+from .cpu import align_codes, score_codes
+from .cpu.pair import score_rows
+from .errors import NwalignError
+from .results import Alignment, rescore
+from .scoring import Scoring, make_scoring
+from .sequences import Record, detect_alphabet, mutate, random_records, read_fasta
+
+log = logging.getLogger("nwalign")
+
+WORKLOADS = ("pair", "search", "allpairs")
+CPU_KERNELS = ("cpu", "cpu-serial")
+PEERS = ("parasail", "biopython")
+CPU_VERIFY_CELLS = 2 * 10**10  # above this the CPU engine would take minutes: check by consistency
+BIOPYTHON_SCORE_CELLS = 2 * 10**9
+BIOPYTHON_TRACE_CELLS = 10**9
+
+
+@dataclass
+class Row:
+    """One measured configuration (the JSON/TSV record)."""
+
+    workload: str
+    kernel: str
+    query_length: int
+    target_length: int
+    mode: str
+    traceback: bool
+    repeats: int
+    median_s: float
+    min_s: float
+    max_s: float
+    gcups: float
+    score: int
+    verified: bool
+    reference: str
+    device: str
+    speedup_cpu: float | None = None
+    speedup_serial: float | None = None
+    versions: dict = field(default_factory=dict)
+
+
+def versions() -> dict:
+    out = {"nwalign": __version__, "python": platform.python_version(), "numpy": np.__version__}
+    for name in ("numba", "cupy", "parasail", "Bio"):
+        try:
+            out[name] = __import__(name).__version__
+        except Exception:
+            pass
+    return out
+
+
+def pair_inputs(sizes: list[int], inputs: list[str], seed: int, alphabet: str | None) -> list[tuple[Record, Record]]:
+    """Seeded random query and a 10 %-mutated copy for each size, or the first record of each input."""
+    if inputs:
+        if len(inputs) not in (1, 2):
+            raise NwalignError("--input: give one FASTA with two records, or two FASTA files")
+        records = [r for path in inputs for r in read_fasta(path)]
+        if len(records) < 2:
+            raise NwalignError("--input: need two sequences (query and target)")
+        return [(records[0], records[1])]
+    out = []
+    for k, size in enumerate(sizes):
+        (query,) = random_records([size], alphabet or "dna", seed + k)
+        out.append((query, mutate(query, 0.1, seed + k + 1000)))
+    return out
+
+
+def _gpu_timer():
+    import cupy as cp
+
+    def run(fn):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        result = fn()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1000.0, result
+    return run
+
+
+def _wall_timer(fn):
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
+    """A callable returning the peer's score, or a reason string why the peer is skipped."""
+    cells = len(q.seq) * len(t.seq)
+    go, ge = scoring.gap_open, scoring.gap_extend
+    if name == "parasail":
+        try:
+            import parasail
+        except ImportError:
+            return "parasail is not installed (pip install nwalign[bench])"
+        if scoring.matrix_name.startswith("match="):
+            matrix = parasail.matrix_create("".join(scoring.alphabet), int(scoring.matrix[0, 0]),
+                                            int(scoring.matrix[0, 1]))
+        elif hasattr(parasail, scoring.matrix_name.lower()):
+            matrix = getattr(parasail, scoring.matrix_name.lower())
+        else:
+            return f"parasail has no matrix {scoring.matrix_name}"
+        prefix = {"global": "nw", "local": "sw", "semiglobal": "sg"}[scoring.mode]
+        fn = getattr(parasail, f"{prefix}_trace_scan_32" if traceback else f"{prefix}_scan_32")
+        return lambda: int(fn(q.seq, t.seq, go, ge, matrix).score)
+    from Bio import Align
+    from Bio.Align import substitution_matrices
+
+    if cells > (BIOPYTHON_TRACE_CELLS if traceback else BIOPYTHON_SCORE_CELLS):
+        return f"Biopython would take minutes at {len(q.seq)} x {len(t.seq)}"
+    aligner = Align.PairwiseAligner(mode="local" if scoring.mode == "local" else "global",
+                                    open_gap_score=-go, extend_gap_score=-ge)
+    if scoring.matrix_name.startswith("match="):
+        aligner.match_score, aligner.mismatch_score = int(scoring.matrix[0, 0]), int(scoring.matrix[0, 1])
+    else:
+        aligner.substitution_matrix = substitution_matrices.load(scoring.matrix_name)
+    if scoring.mode == "semiglobal":
+        aligner.end_gap_score = 0
+    if traceback:
+        return lambda: int(aligner.align(q.seq, t.seq)[0].score)
+    return lambda: int(aligner.score(q.seq, t.seq))
+
+
+def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
+    gpu_ok = backend != "cpu" and cuda.available()
+    if backend == "cuda" and not gpu_ok:
+        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    if kernels == "all":
+        names = list(CPU_KERNELS) + (list(cuda.KERNELS) if gpu_ok else []) + (list(PEERS) if peers else [])
+        if not gpu_ok:
+            log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        return names
+    names = [k.strip() for k in kernels.split(",") if k.strip()]
+    known = set(CPU_KERNELS) | set(cuda.KERNELS) | set(PEERS)
+    for name in names:
+        if name not in known:
+            raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
+    gpu = [k for k in names if k in cuda.KERNELS]
+    if gpu and not gpu_ok:
+        log.warning("GPU kernels %s skipped: %s", ", ".join(gpu),
+                    cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        names = [k for k in names if k not in cuda.KERNELS]
+    return names
+
+
+def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: int = 1, mode: str = "global",
+             traceback: bool = False, backend: str = "auto", blocks: list[tuple[int, int]] | None = None,
+             shared: bool = True, inputs: list[str] | None = None, seed: int = 1, peers: bool = True,
+             alphabet: str | None = None) -> list[Row]:
+    """Benchmark the pair workload. Returns one verified (or not) row per kernel and size.
+
+    Raises:
+        NwalignError: bad kernel names, ``--backend cuda`` without a GPU, bad inputs.
+    """
+    names = _kernel_list(kernels, backend, peers)
+    pairs = pair_inputs(sizes, inputs or [], seed, alphabet)
+    kind = alphabet or detect_alphabet([r for p in pairs for r in p])
+    scoring = make_scoring(kind, mode)
+    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
+    info = versions()
+    rows: list[Row] = []
+    for q, t in pairs:
+        qc, tc = scoring.encode(q), scoring.encode(t)
+        scoring.check_lengths(len(qc), len(tc))
+        cells = len(qc) * len(tc)
+        reference, ref_name = None, ""
+        if cells <= CPU_VERIFY_CELLS:
+            reference, ref_name = score_codes(qc, tc, scoring.matrix, scoring.gap_open, scoring.gap_extend,
+                                              scoring.mode_code), "cpu engine"
+        base_rows = len(rows)
+        for name in names:
+            variants = [(name, None)]
+            if name == "diagonal-block":
+                variants = [(f"diagonal-block[{r}x{c}{'' if shared else ',no-shared'}]", (r, c))
+                            for r, c in (blocks or [(32, 32)])]
+            for label, block in variants:
+                row = _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repeats, warmup,
+                               reference, ref_name, device, info)
+                if row is None:
+                    continue
+                if reference is None:  # too large for the CPU engine: the first GPU result is the reference
+                    reference, ref_name = row.score, f"{label} (CPU check skipped above {CPU_VERIFY_CELLS:.0e} cells)"
+                    row.reference, row.verified = ref_name, row.verified
+                rows.append(row)
+        by_kernel = {r.kernel: r.median_s for r in rows[base_rows:]}
+        for r in rows[base_rows:]:
+            r.speedup_cpu = by_kernel["cpu"] / r.median_s if "cpu" in by_kernel else None
+            r.speedup_serial = by_kernel["cpu-serial"] / r.median_s if "cpu-serial" in by_kernel else None
+    return rows
+
+
+def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repeats, warmup, reference, ref_name,
+             device, info) -> Row | None:
+    go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+    timer = _wall_timer
+    check_ops = None
+    if name == "cpu":
+        fn = (lambda: align_codes(qc, tc, scoring.matrix, go, ge, mode)) if traceback else \
+             (lambda: score_codes(qc, tc, scoring.matrix, go, ge, mode))
+    elif name == "cpu-serial":  # the papers' baseline: one thread, no SIMD, scalar row kernel
+        fn = (lambda: align_codes(qc, tc, scoring.matrix, go, ge, mode)) if traceback else \
+             (lambda: score_rows(qc, tc, scoring.matrix, go, ge, mode)[0])
+    elif name in PEERS:
+        fn = _peer(name, q, t, scoring, traceback)
+        if isinstance(fn, str):
+            log.warning("peer %s skipped: %s", name, fn)
+            return None
+    else:
+        from .cuda.pair import Options, run_kernel
+
+        opts = Options(kernel=name, block=block or (32, 32), shared=shared)
+        fn = lambda: run_kernel(qc, tc, scoring, traceback, opts)[0]  # noqa: E731
+        timer = _gpu_timer()
+    times, result = [], None
+    for _ in range(warmup):
+        fn()
+    for _ in range(repeats):
+        seconds, result = timer(fn)
+        times.append(seconds)
+    if isinstance(result, tuple):  # (score, qs, qe, ts, te, ops) or a run_kernel tuple
+        score = int(result[0])
+        if traceback and result[5] is not None:
+            check_ops = Alignment("q", "t", scoring.mode, score, len(qc), len(tc), result[1], result[2], result[3],
+                                  result[4], result[5])
+    else:
+        score = int(result)
+    verified = reference is None or score == reference
+    ref = ref_name or "none"
+    if name == "cpu" and len(qc) * len(tc) <= BIOPYTHON_SCORE_CELLS:  # the CPU engine against an independent one
+        oracle = _peer("biopython", q, t, scoring, False)
+        if not isinstance(oracle, str):
+            verified &= oracle() == score
+            ref = "biopython"
+    elif name == "cpu":
+        verified &= score_rows(qc, tc, scoring.matrix, go, ge, mode)[0] == score
+        ref = "cpu-serial"
+    if check_ops is not None:
+        verified &= rescore(check_ops, qc, tc, scoring.matrix, go, ge) == score
+    median = statistics.median(times)
+    cells = len(qc) * len(tc)
+    if not verified:
+        print(f"nwalign bench: MISMATCH {label} {len(qc)} x {len(tc)}: score {score}, reference {reference} ({ref})",
+              file=sys.stderr)
+    return Row("pair", label, len(qc), len(tc), scoring.mode, traceback, len(times), median, min(times), max(times),
+               cells / median / 1e9, score, bool(verified), ref, device if name in cuda.KERNELS else "cpu",
+               versions=info)
+
+
+def rows_to_tsv(rows: list[Row]) -> str:
+    cols = [f for f in Row.__dataclass_fields__ if f != "versions"]
+    lines = ["\t".join(cols)]
+    for r in rows:
+        d = asdict(r)
+        lines.append("\t".join("" if d[c] is None else (f"{d[c]:.6g}" if isinstance(d[c], float) else str(d[c]))
+                               for c in cols))
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[Row], path: str) -> None:
+    """Time and GCUPS against size (log axes), one line per kernel."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise NwalignError("--plot needs matplotlib (pip install nwalign[bench])") from None
+    fig, (ax_t, ax_g) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for kernel in dict.fromkeys(r.kernel for r in rows):
+        pts = sorted((r.query_length, r.median_s, r.gcups) for r in rows if r.kernel == kernel)
+        x = [p[0] for p in pts]
+        ax_t.plot(x, [p[1] for p in pts], marker="o", label=kernel)
+        ax_g.plot(x, [p[2] for p in pts], marker="o", label=kernel)
+    for ax, label in ((ax_t, "median time (s)"), (ax_g, "GCUPS")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("query length (residues)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    ax_g.legend(fontsize=7, loc="best")
+    fig.suptitle(f"nwalign bench ({rows[0].device if rows else ''}, {rows[0].mode if rows else ''})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
