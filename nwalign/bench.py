@@ -299,6 +299,7 @@ def plot(rows: list[Row], path: str) -> None:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     ax_g.legend(fontsize=7, loc="best")
-    fig.suptitle(f"nwalign bench ({rows[0].device if rows else ''}, {rows[0].mode if rows else ''})")
+    device = next((r.device for r in rows if r.device != "cpu"), "cpu")
+    fig.suptitle(f"nwalign bench ({device}, {rows[0].mode if rows else ''})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

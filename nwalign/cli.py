@@ -268,9 +268,10 @@ def mutate_command(fasta, rate, seed, region, output):
 @click.option("--json", "json_out", metavar="FILE", help="Write the rows as a JSON list.")
 @click.option("--tsv", "tsv_out", metavar="FILE", help="Write the rows as TSV.")
 @click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
+@click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes).")
 @click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
 def bench(workload, sizes, inputs, kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet,
-          seed, peers, json_out, tsv_out, plot_out, quiet):
+          seed, peers, json_out, tsv_out, plot_out, verbose, quiet):
     """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
 
     GPU kernels are timed with CUDA events after the warm-up runs, CPU engines and peers with a wall
@@ -292,7 +293,7 @@ def bench(workload, sizes, inputs, kernels, repeats, warmup, mode, score_only, b
 
     from .bench import plot, rows_to_tsv, run_pair
 
-    _setup_logging(True, quiet)
+    _setup_logging(verbose, quiet)
     if workload != "pair":
         issue = {"search": "'nwalign search'", "allpairs": "'nwalign allpairs'"}[workload]
         raise NwalignError(f"--workload {workload}: needs {issue}, which is not built yet")
