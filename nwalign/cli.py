@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -24,16 +25,11 @@ log = logging.getLogger("nwalign")
 
 
 def parse_size(text: str) -> int:
-    """'4G', '512M', '64k' or a byte count -> bytes."""
-    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-    raw = text.strip().lower().rstrip("ib").rstrip("b") if text.strip().lower() not in ("", "b") else text
-    scale = 1
-    if raw and raw[-1] in units:
-        scale, raw = units[raw[-1]], raw[:-1]
-    try:
-        value = int(float(raw) * scale)
-    except ValueError:
-        raise NwalignError(f"--max-memory: {text!r} is not a size such as 4G or 512M") from None
+    """'4G', '4GiB', '512M', '64k' or a byte count -> bytes (binary units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not match:
+        raise NwalignError(f"--max-memory: {text!r} is not a size such as 4G or 512M")
+    value = int(float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2)])
     if value <= 0:
         raise NwalignError(f"--max-memory: {text!r} must be positive")
     return value

@@ -169,8 +169,10 @@ def mutate(record: Record, rate: float, seed: int | None, letters: str | None = 
     delete = (u >= 0.8 * rate) & (u < 0.9 * rate)
     insert = (u >= 0.9 * rate) & (u < rate)
     new = pool[rng.integers(0, len(pool), size=int(substitute.sum()))]
-    same = new == seq[substitute]  # a substitution must change the letter
-    new[same] = pool[(np.searchsorted(pool, new[same]) + 1) % len(pool)] if same.any() else new[same]
+    same = new == seq[substitute]  # a substitution must change the letter: take the next one in the pool
+    index = np.zeros(256, dtype=np.int64)
+    index[pool] = np.arange(len(pool))
+    new[same] = pool[(index[new[same]] + 1) % len(pool)]
     seq[substitute] = new
     pieces, start = [], 0
     for pos in np.flatnonzero(insert | delete).tolist():
