@@ -13,6 +13,10 @@ from contextlib import contextmanager
 import click
 
 from . import __version__
+import numpy as np
+
+from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
+from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
 from .errors import NwalignError
@@ -197,6 +201,113 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             if output is None:
                 out.flush()
         writer.end()
+
+
+@cli.command()
+@click.argument("seqs")
+@click.option("--against", metavar="FASTA", help="Align every SEQS record against every record of this file "
+              "instead of all pairs i < j within SEQS.")
+@click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
+@click.option("--matrix", metavar="NAME|PATH", help="Substitution matrix (default BLOSUM62 for protein).")
+@click.option("--match", type=int, help="DNA/RNA match score  [default: 5]")
+@click.option("--mismatch", type=int, help="DNA/RNA mismatch score  [default: -4]")
+@click.option("--gap-open", type=int, metavar="N", help="[default: protein 11, DNA 10]")
+@click.option("--gap-extend", type=int, metavar="N", help="[default: 1]")
+@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True)
+@click.option("--columns", default=",".join(ALLPAIRS_DEFAULT), show_default=True, metavar="NAME,...",
+              help="TSV columns from: " + ", ".join(ALLPAIRS_COLUMNS) + ". Score-only columns skip the traceback.")
+@click.option("--min-identity", type=float, metavar="F",
+              help="Keep pairs with identity >= F (0-1, BLAST identity). In global mode a score bound "
+                   "skips the traceback of pairs that cannot reach F (never dropping one that does).")
+@click.option("--matrix-out", metavar="FILE.phy|FILE.npy",
+              help="Also write the distance matrix 1 - identity (PHYLIP or NumPy; aligns every pair).")
+@click.option("--header/--no-header", default=True, show_default=True, help="TSV header line.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="allpairs runs on the CPU engine for now (the GPU kernels of Li et al. are not built yet).")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Pairs aligned at once (0 = all cores).")
+@click.option("-o", "--output", metavar="FILE", help="Write the TSV here (atomically) instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True)
+def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, columns,
+             min_identity, matrix_out, header, backend, threads, output, verbose, quiet):
+    """Align all pairs of SEQS (i < j), or SEQS x --against, and report them as TSV.
+
+    Global alignment by default; pairs stream out in tiles, so memory stays bounded for any number of
+    sequences. stderr reports how many pairs the identity filter skipped.
+
+    \b
+    Example (100 16S rRNA genes, 4,950 pairs):
+      nwalign allpairs data/16S_100_dada2.fasta.gz --min-identity 0.9 > close_pairs.tsv
+      nwalign allpairs data/16S_100_dada2.fasta.gz --matrix-out dist.phy --columns qseqid,sseqid,score
+    """
+    from .allpairs import run as run_allpairs
+
+    _setup_logging(verbose, quiet)
+    cols = tuple(c.strip() for c in columns.split(",") if c.strip())
+    unknown = [c for c in cols if c not in ALLPAIRS_COLUMNS]
+    if unknown or not cols:
+        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
+                           f"(choose from {', '.join(ALLPAIRS_COLUMNS)})")
+    if backend == "cuda":
+        raise NwalignError("--backend cuda: allpairs has no GPU kernels yet; use --backend cpu")
+    if matrix_out and not matrix_out.endswith((".phy", ".npy")):
+        raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
+    if matrix_out and matrix_out.endswith(".phy") and against:
+        raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
+    threads = threads or os.cpu_count() or 1
+    records = read_fasta(seqs)
+    others = read_fasta(against) if against else None
+    if not others and len(records) < 2:
+        raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
+    kind = detect_alphabet(records + (others or [])) if alphabet == "auto" else alphabet
+    scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+    a = encode_all(records, scoring, seqs)
+    b = encode_all(others, scoring, against) if others else None
+    for rec in a + (b or []):
+        scoring.check_lengths(len(rec.codes), len(rec.codes))
+    log.info("allpairs: %d x %d sequences, %s, CPU engine with %d threads", len(a), len(b or a), mode, threads)
+    dist = None
+    if matrix_out:
+        shape = (len(a), len(b) if b else len(a))
+        dist = np.zeros(shape, dtype=np.float32)
+    stats: dict = {}
+    targets = b if b else a
+    with output_stream(output) as out:
+        if header:
+            out.write("\t".join(cols) + "\n")
+        for res in run_allpairs(a, b, scoring, cols, min_identity, dist is not None, threads, stats):
+            if dist is not None:
+                dist[res.i, res.j] = 1.0 - res.aln.identity
+                if b is None:
+                    dist[res.j, res.i] = dist[res.i, res.j]
+            if res.passes:
+                out.write("\t".join(_allpairs_field(res.aln, c) for c in cols) + "\n")
+    if dist is not None:
+        _write_matrix(matrix_out, dist, [r.record.id for r in a])
+    if min_identity is not None and not quiet:
+        click.echo(f"nwalign: {stats['pairs']} pairs; {stats['filtered']} skipped by the score bound, "
+                   f"{stats['below']} aligned and below identity {min_identity:g}, "
+                   f"{stats['pairs'] - stats['filtered'] - stats['below']} reported", err=True)
+
+
+def _allpairs_field(aln, column: str) -> str:
+    values = {"qseqid": aln.query_id, "sseqid": aln.target_id, "score": aln.score, "qlen": aln.query_length,
+              "slen": aln.target_length, "length": aln.length, "nident": aln.nident, "gaps": aln.gaps,
+              "mismatch": aln.mismatch, "pident": f"{100.0 * aln.identity:.2f}"}
+    return str(values[column])
+
+
+def _write_matrix(path: str, dist: np.ndarray, names: list[str]) -> None:
+    """PHYLIP square distance matrix (names padded to 10 characters, as PHYLIP reads them) or .npy."""
+    if path.endswith(".npy"):
+        with output_stream(path) as out:
+            np.save(out.buffer if hasattr(out, "buffer") else out, dist)
+        return
+    with output_stream(path) as out:
+        out.write(f"{len(names)}\n")
+        for name, row in zip(names, dist):
+            out.write(f"{name[:10]:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
 
 
 @cli.command("mutate")
