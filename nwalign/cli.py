@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -16,11 +17,14 @@ from . import __version__
 import numpy as np
 
 from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
+from .search import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
+from .search import COLUMNS as SEARCH_COLUMNS
 from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
 from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
+from .sequences import Record
 from .scoring import MODES, make_scoring
 from .sequences import (ALPHABETS, detect_alphabet, mutate, parse_lengths, parse_region, random_records,
                         read_fasta)
@@ -62,6 +66,9 @@ def output_stream(path: str | None):
     try:
         with os.fdopen(fd, "w") as handle:
             yield handle
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a result file gets the usual permissions
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -308,6 +315,117 @@ def _write_matrix(path: str, dist: np.ndarray, names: list[str]) -> None:
         out.write(f"{len(names)}\n")
         for name, row in zip(names, dist):
             out.write(f"{name[:10]:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
+
+
+@cli.command()
+@click.argument("query")
+@click.argument("database")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Hits reported per query.")
+@click.option("--max-evalue", type=float, metavar="E", help="Report only hits with E-value <= E.")
+@click.option("--min-score", type=int, metavar="S", help="Report only hits with raw score >= S.")
+@click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default=True, metavar="NAME,...",
+              help="TSV columns (BLAST tabular names): " + ", ".join(SEARCH_COLUMNS) + ".")
+@click.option("--header", is_flag=True, help="Print a header line (TSV).")
+@click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
+@click.option("--matrix", metavar="NAME|PATH", help="Substitution matrix  [default: BLOSUM62 for protein]")
+@click.option("--match", type=int, help="DNA match score  [default: 5]")
+@click.option("--mismatch", type=int, help="DNA mismatch score  [default: -4]")
+@click.option("--gap-open", type=int, metavar="N", help="[default: protein 11, DNA 10]")
+@click.option("--gap-extend", type=int, metavar="N", help="[default: 1]")
+@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="search runs on the CPU engine for now (the GPU kernels gsw/scan are not built yet).")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Threads over database sequences (0 = all cores).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
+           gap_extend, alphabet, backend, threads, output, verbose, quiet):
+    """Smith-Waterman search of every QUERY record against every DATABASE sequence.
+
+    DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
+    Hits: score descending, ties in database order; each reported hit is aligned in full, so every
+    column is exact. E-values and bit scores use published Karlin-Altschul parameters (BLOSUM62 with gap
+    open/extend 11/1, 12/1 or 13/1 in nwalign's convention) and the database's total length; for other
+    scoring they are left empty (said once on stderr).
+
+    \b
+    Example:
+      nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
+    """
+    from .formats import SamWriter
+    from .search import BLAST_COLUMNS, field, load_database, encode_database, search_query
+    from .statistics import parameters
+
+    _setup_logging(verbose, quiet)
+    if backend == "cuda":
+        raise NwalignError("--backend cuda: search has no GPU kernels yet; use --backend cpu")
+    cols = tuple(c.strip() for c in columns.split(",") if c.strip())
+    unknown = [c for c in cols if c not in SEARCH_COLUMNS]
+    if unknown or not cols:
+        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
+                           f"(choose from {', '.join(SEARCH_COLUMNS)})")
+    threads = threads or os.cpu_count() or 1
+    queries = read_fasta(query)
+    db = load_database(database)
+    kind = alphabet
+    if kind == "auto":
+        sample = [db.record(k) for k in range(min(db.count, 200))]
+        kind = detect_alphabet(queries + sample)
+    scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
+    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    if stats is None:
+        if max_evalue is not None:
+            raise NwalignError(f"--max-evalue: no published statistics for {scoring.matrix_name} with gaps "
+                               f"{scoring.gap_open}/{scoring.gap_extend}; use --min-score")
+        if not quiet:
+            click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
+                       f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
+    qenc = encode_all(queries, scoring, query)
+    codes = encode_database(db, scoring)
+    log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
+             db.total_length, scoring.matrix_name, threads)
+    with output_stream(output) as out:
+        writer = None
+        if fmt == "tsv" and header:
+            out.write("\t".join(cols) + "\n")
+        elif fmt in ("pair", "sam"):
+            targets = [Record(i, "", "N" * int(db.offsets[k + 1] - db.offsets[k])) for k, i in enumerate(db.ids)]
+            writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
+            writer.begin()
+        for q in qenc:
+            for hit in search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads):
+                if fmt == "tsv":
+                    out.write("\t".join(field(hit, c) for c in cols) + "\n")
+                elif fmt == "json":
+                    row = {c: field(hit, c) for c in SEARCH_COLUMNS}
+                    for c in ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "score", "qlen",
+                              "slen", "nident", "gaps"):
+                        row[c] = int(row[c])
+                    row["pident"] = float(row["pident"])
+                    row["evalue"] = hit.evalue
+                    row["bitscore"] = None if hit.bitscore is None else round(hit.bitscore, 1)
+                    out.write(json.dumps(row) + "\n")
+                else:
+                    writer.write(hit.aln)
+            if output is None:
+                out.flush()
+        if writer:
+            writer.end()
+
+
+@cli.command()
+@click.argument("fasta")
+@click.option("-o", "--output", required=True, metavar="FILE.nwdb", help="The database file to write.")
+def makedb(fasta, output):
+    """Write FASTA as a memory-mappable .nwdb database for repeated 'nwalign search' runs."""
+    from .search import makedb as write_db
+
+    if output == "-":
+        raise NwalignError("makedb: -o needs a file name (the database is memory-mapped from it)")
+    db = write_db(fasta, output)
+    click.echo(f"nwalign: {output}: {db.count} sequences, {db.total_length} residues", err=True)
 
 
 @cli.command("mutate")

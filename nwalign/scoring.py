@@ -72,6 +72,10 @@ class Scoring:
             )
         return codes
 
+    def encode_bytes(self, raw: np.ndarray) -> np.ndarray:
+        """Codes of upper-case ASCII letters (uint8 array); letters outside the alphabet become 255."""
+        return self._lut[raw]
+
     def encode_str(self, seq: str) -> np.ndarray:
         """Encode a plain string (upper-cased) as residue codes; see :meth:`encode`."""
         return self.encode(Record("sequence", "", seq.upper()))

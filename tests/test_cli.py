@@ -93,6 +93,9 @@ def test_output_file_is_atomic(capsys, pair_files, tmp_path):
     dest = tmp_path / "out.tsv"
     code, out, _ = run(capsys, "pair", *pair_files, "--format", "tsv", "-o", str(dest))
     assert code == 0 and out == "" and dest.read_text().startswith("query_id")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(dest).st_mode & 0o777 == 0o666 & ~umask
     bad = tmp_path / "bad.fa"
     bad.write_text(">x\nAC!GT\n")
     dest2 = tmp_path / "never.tsv"

@@ -1,0 +1,122 @@
+"""nwalign search on the CPU: hits against a brute-force Biopython scan, statistics, makedb, errors."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from nwalign.cli import main
+from nwalign.engine import encode_all
+from nwalign.scoring import make_scoring
+from nwalign.search import database_from_records, encode_database, load_database, search_query, top_hits
+from nwalign.sequences import Record, read_fasta
+from nwalign.statistics import parameters
+
+from conftest import DATA
+from helpers import biopython_aligner
+
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+SP196 = os.path.join(DATA, "swissprot_first196.fasta")
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+BENCH20 = os.path.join(DATA, "queries_20_sw_benchmark.fasta")
+
+
+def brute_force(queries, db_records, top):
+    """Biopython local scores of every pair, ranked by score, then database order."""
+    aligner = biopython_aligner("local", "protein", 11, 1)
+    out = []
+    for q in queries:
+        # Biopython's BLOSUM62 has no U (selenocysteine): score it as X, as nwalign does.
+        scores = np.array([int(aligner.score(q.seq.replace("U", "X"), r.seq.replace("U", "X"))) for r in db_records])
+        order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))[:top]
+        out.append([(int(scores[k]), k) for k in order])
+    return out
+
+
+def nwalign_hits(queries, db_records, top, source="db"):
+    scoring = make_scoring("protein", "local")
+    db = database_from_records(db_records, source)
+    codes = encode_database(db, scoring)
+    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    return [[(h.aln.score, h.db_index) for h in search_query(q, db, codes, scoring, stats, top, threads=2)]
+            for q in encode_all(queries, scoring, "q")]
+
+
+def test_opal_queries_against_swissprot_196_equal_biopython():
+    queries, db = read_fasta(OPAL), read_fasta(SP196)
+    assert nwalign_hits(queries, db, 10) == brute_force(queries, db, 10)
+
+
+def test_benchmark_queries_against_ecoli_proteome_equal_biopython():
+    queries = [r for r in read_fasta(BENCH20) if len(r.seq) < 200][:2]
+    db = read_fasta(ECOLI)
+    assert len(db) == 4306 and len(queries) == 2
+    assert nwalign_hits(queries, db, 5) == brute_force(queries, db, 5)
+
+
+def test_evalue_and_bitscore_arithmetic():
+    ka = parameters("BLOSUM62", 11, 1)  # BLAST 10/1: lambda 0.243, K 0.024
+    assert math.isclose(ka.bit_score(100), (0.243 * 100 - math.log(0.024)) / math.log(2))
+    assert math.isclose(ka.bit_score(100), 40.4383, rel_tol=1e-5)
+    assert math.isclose(ka.evalue(100, 300, 10**6), 0.024 * 300 * 1e6 * math.exp(-24.3))
+    assert parameters("BLOSUM62", 12, 1).lam == 0.267 and parameters("PAM250", 11, 1) is None
+
+
+def test_ties_keep_database_order():
+    scores = np.array([5, 9, 9, 1, 9])
+    assert top_hits(scores, 3, None).tolist() == [1, 2, 4]
+    assert top_hits(scores, 10, 5).tolist() == [1, 2, 4, 0]
+
+
+def test_cli_tsv_json_and_makedb_round_trip(capsys, tmp_path):
+    nwdb = tmp_path / "sp.nwdb"
+    assert main(["makedb", SP196, "-o", str(nwdb)]) == 0
+    db = load_database(str(nwdb))
+    assert db.count == 196 and db.record(5).seq == read_fasta(SP196)[5].seq
+    capsys.readouterr()
+    assert main(["search", OPAL, SP196, "--top", "4", "--header"]) == 0
+    fasta_out = capsys.readouterr().out
+    assert main(["search", OPAL, str(nwdb), "--top", "4", "--header"]) == 0
+    assert capsys.readouterr().out == fasta_out
+    lines = fasta_out.splitlines()
+    assert lines[0].split("\t") == ["qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
+                                    "sstart", "send", "evalue", "bitscore"] and len(lines) == 1 + 5 * 4
+    assert main(["search", OPAL, SP196, "--top", "2", "--format", "json", "--max-evalue", "1"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert rows and all(r["evalue"] <= 1 for r in rows)
+    for r in rows:
+        assert r["length"] == r["nident"] + r["mismatch"] + r["gaps"] and r["qstart"] <= r["qend"]
+    assert main(["search", OPAL, SP196, "--top", "1", "--format", "sam"]) == 0
+    sam = capsys.readouterr().out
+    assert sam.startswith("@HD") and sam.count("\tAS:i:") == 5
+
+
+def test_cli_no_statistics_says_so_once(capsys):
+    assert main(["search", OPAL, SP196, "--top", "1", "--gap-open", "8", "--gap-extend", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert err.count("no published Karlin-Altschul parameters") == 1
+    assert all(line.split("\t")[10:] == ["", ""] for line in out.splitlines())
+
+
+@pytest.mark.parametrize("setup, args, message", [
+    ("", [], "empty file"),
+    (">q\nMKV1L\n", [], "letter '1' at position 4"),
+    (">q\nMKVL\n", ["--columns", "qseqid,nope"], "unknown column 'nope'"),
+    (">q\nMKVL\n", ["--gap-open", "8", "--gap-extend", "2", "--max-evalue", "1"], "no published statistics"),
+    (">q\nMKVL\n", ["--backend", "cuda"], "no GPU kernels yet"),
+])
+def test_cli_errors(capsys, tmp_path, setup, args, message):
+    q = tmp_path / "q.fa"
+    q.write_text(setup)
+    code = main(["search", str(q), SP196, *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_empty_database(capsys, tmp_path):
+    empty = tmp_path / "db.fa"
+    empty.write_text("")
+    assert main(["search", OPAL, str(empty)]) == 2
+    assert "empty file" in capsys.readouterr().err
