@@ -334,14 +334,18 @@ def _write_matrix(path: str, dist: np.ndarray, names: list[str]) -> None:
 @click.option("--gap-extend", type=int, metavar="N", help="[default: 1]")
 @click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True)
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="search runs on the CPU engine for now (the GPU kernels gsw/scan are not built yet).")
+              help="auto: the GPU when CuPy sees one, else the CPU engine.")
+@click.option("--kernel", "search_kernel", type=click.Choice(("gsw",)), default="gsw", show_default=True,
+              help="GPU scan kernel: gsw (Akoglu and Striemer: one thread per database sequence). The faster "
+                   "'scan' kernel is not built yet.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Threads over database sequences (0 = all cores).")
+              help="CPU threads over database sequences (0 = all cores).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True)
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
-           gap_extend, alphabet, backend, threads, output, verbose, quiet):
+           gap_extend, alphabet, backend, search_kernel, device, threads, output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
@@ -359,8 +363,6 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     from .statistics import parameters
 
     _setup_logging(verbose, quiet)
-    if backend == "cuda":
-        raise NwalignError("--backend cuda: search has no GPU kernels yet; use --backend cpu")
     cols = tuple(c.strip() for c in columns.split(",") if c.strip())
     unknown = [c for c in cols if c not in SEARCH_COLUMNS]
     if unknown or not cols:
@@ -384,6 +386,12 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                        f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     qenc = encode_all(queries, scoring, query)
     codes = encode_database(db, scoring)
+    gpu = None
+    if choose_backend(backend) == "cuda":
+        from .cuda.search import GswSearcher
+
+        gpu = GswSearcher(db, scoring, device)
+        log.info("search: kernel %s on the GPU; hits aligned on the CPU engine", search_kernel)
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
              db.total_length, scoring.matrix_name, threads)
     with output_stream(output) as out:
@@ -395,7 +403,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
             writer.begin()
         for q in qenc:
-            for hit in search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads):
+            for hit in search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu):
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")
                 elif fmt == "json":

@@ -158,9 +158,11 @@ def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
 
 def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
                  top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
-                 threads: int = 1) -> list[Hit]:
-    """Scan one query, then align its reported hits (the same engine, so scores agree) with statistics."""
-    scores = scan(query.codes, codes, db.offsets, scoring, threads)
+                 threads: int = 1, gpu=None) -> list[Hit]:
+    """Scan one query (on the CPU engine, or ``gpu``, a :class:`nwalign.cuda.search.GswSearcher`), then
+    align its reported hits on the CPU engine (exact columns; scores equal the scan's) with statistics."""
+    scores = gpu.scores(query.record.seq) if gpu is not None else scan(query.codes, codes, db.offsets, scoring,
+                                                                         threads)
     hits = []
     for k in top_hits(scores, top, min_score).tolist():
         target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])

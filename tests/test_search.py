@@ -105,7 +105,6 @@ def test_cli_no_statistics_says_so_once(capsys):
     (">q\nMKV1L\n", [], "letter '1' at position 4"),
     (">q\nMKVL\n", ["--columns", "qseqid,nope"], "unknown column 'nope'"),
     (">q\nMKVL\n", ["--gap-open", "8", "--gap-extend", "2", "--max-evalue", "1"], "no published statistics"),
-    (">q\nMKVL\n", ["--backend", "cuda"], "no GPU kernels yet"),
 ])
 def test_cli_errors(capsys, tmp_path, setup, args, message):
     q = tmp_path / "q.fa"
@@ -120,3 +119,35 @@ def test_cli_empty_database(capsys, tmp_path):
     empty.write_text("")
     assert main(["search", OPAL, str(empty)]) == 2
     assert "empty file" in capsys.readouterr().err
+
+
+def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
+    from nwalign import cuda
+
+    if cuda.available():
+        pytest.skip("a GPU is present here; the GPU path is covered by test_search_gpu_equals_cpu")
+    q = tmp_path / "q.fa"
+    q.write_text(">q\nMKVL\n")
+    assert main(["search", str(q), SP196, "--backend", "cuda"]) == 2
+    assert "--backend cuda" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_search_gpu_equals_cpu():
+    """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
+    from nwalign.cuda.search import GswSearcher
+    from nwalign.search import scan
+
+    scoring = make_scoring("protein", "local")
+    for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
+                                ([r for r in read_fasta(BENCH20) if len(r.seq) < 400][:3], read_fasta(ECOLI))):
+        db = database_from_records(db_records, "db")
+        codes = encode_database(db, scoring)
+        gpu = GswSearcher(db, scoring)
+        stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+        for q in encode_all(queries, scoring, "q"):
+            assert np.array_equal(gpu.scores(q.record.seq), scan(q.codes, codes, db.offsets, scoring, 2))
+            cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
+            gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
+                        for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
+            assert cpu_hits == gpu_hits
