@@ -18,3 +18,9 @@ nw bench --kernels cpu-serial --sizes 100000 --repeats 1 --warmup 0 --no-peers -
 nw bench --traceback --kernels cpu-serial,antidiagonal,adm-submatrix,wavefront \
     --sizes 10,100,1000,10000,20000,30000,40000,50000 --repeats 3 --warmup 1 --no-peers \
     --json "$OUTDIR/t001_table3.json" --plot "$OUTDIR/t001_table3.png"
+# Akoglu and Striemer (seed 004) Table 2: GSW by query length against a Swiss-Prot 2008-sized database
+# (392,768 sequences; synthetic, Swiss-Prot's length distribution), BLOSUM50, linear gaps of 10.
+nw bench --workload search --kernels gsw --query-lengths 4,8,16,32,64,128,256,512,768,1024 --db-size 392768 \
+    --matrix BLOSUM50 --gap-open 10 --gap-extend 10 --repeats 3 --warmup 1 --json "$OUTDIR/t004_table2_gsw.json"
+nw bench --workload search --kernels cpu --query-lengths 4,64,256 --db-size 392768 \
+    --matrix BLOSUM50 --gap-open 10 --gap-extend 10 --repeats 1 --warmup 0 --json "$OUTDIR/t004_table2_cpu.json"

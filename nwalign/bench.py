@@ -29,6 +29,8 @@ from .sequences import Record, detect_alphabet, mutate, random_records, read_fas
 log = logging.getLogger("nwalign")
 
 WORKLOADS = ("pair", "search", "allpairs")
+SEARCH_KERNELS = ("cpu", "gsw")
+AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 CPU_KERNELS = ("cpu", "cpu-serial")
 PEERS = ("parasail", "biopython")
 CPU_VERIFY_CELLS = 2 * 10**10  # above this the CPU engine would take minutes: check by consistency
@@ -57,6 +59,7 @@ class Row:
     device: str
     speedup_cpu: float | None = None
     speedup_serial: float | None = None
+    db_sequences: int | None = None  # search workload: database size (target_length = its residues)
     versions: dict = field(default_factory=dict)
 
 
@@ -303,3 +306,95 @@ def plot(rows: list[Row], path: str) -> None:
     fig.suptitle(f"nwalign bench ({device}, {rows[0].mode if rows else ''})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def synthetic_database(count: int, seed: int):
+    """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
+    from .search import database_from_records
+
+    rng = np.random.default_rng(seed)
+    sigma = 0.55
+    lengths = np.clip(rng.lognormal(np.log(360) - sigma**2 / 2, sigma, size=count), 20, 35000).astype(np.int64)
+    residues = AMINO[rng.integers(0, 20, size=int(lengths.sum()))].tobytes().decode()
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    return database_from_records([Record(f"db{k}", "", residues[offsets[k]:offsets[k + 1]]) for k in range(count)],
+                                 f"synthetic-{count}")
+
+
+def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
+               backend: str = "auto", inputs: list[str] | None = None, seed: int = 1, matrix: str | None = None,
+               gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000) -> list[Row]:
+    """Benchmark the search workload: each query against the whole database, scores only.
+
+    Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
+    kernel is timed too, else on the first ``check`` database sequences.
+    """
+    from .search import database_from_records, encode_database, scan
+
+    gpu_ok = backend != "cpu" and cuda.available()
+    if backend == "cuda" and not gpu_ok:
+        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    names = list(SEARCH_KERNELS) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
+    for name in names:
+        if name not in SEARCH_KERNELS:
+            raise NwalignError(f"--kernels: {name!r} is not a search kernel (choose from {', '.join(SEARCH_KERNELS)})")
+    if "gsw" in names and not gpu_ok:
+        log.warning("GPU kernel gsw skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        names = [k for k in names if k != "gsw"]
+    if inputs:
+        if len(inputs) != 2:
+            raise NwalignError("--input for search: give the query FASTA and the database FASTA")
+        queries = read_fasta(inputs[0])
+        db = database_from_records(read_fasta(inputs[1]), inputs[1])
+    else:
+        rng = np.random.default_rng(seed)
+        queries = [Record(f"query_len{n}", "", AMINO[rng.integers(0, 20, size=n)].tobytes().decode())
+                   for n in query_lengths]
+        db = synthetic_database(db_size, seed + 1)
+    scoring = make_scoring("protein", "local", matrix, None, None, gap_open, gap_extend)
+    codes = encode_database(db, scoring)
+    threads = __import__("os").cpu_count() or 1
+    sub = database_from_records([db.record(k) for k in range(min(check, db.count))], "check")
+    sub_codes = encode_database(sub, scoring)
+    gpu = None
+    if "gsw" in names:
+        from .cuda.search import GswSearcher
+
+        gpu = GswSearcher(db, scoring)
+    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
+    info = versions()
+    rows: list[Row] = []
+    for q in queries:
+        qc = scoring.encode(q)
+        cpu_scores = None
+        for name in names:
+            if name == "cpu":
+                fn, timer = (lambda: scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
+            else:
+                fn, timer = (lambda: gpu.scores(q.seq)), _gpu_timer()
+            for _ in range(warmup):
+                fn()
+            times, scores = [], None
+            for _ in range(repeats):
+                seconds, scores = timer(fn)
+                times.append(seconds)
+            if name == "cpu":
+                cpu_scores = scores
+                ref = scan(qc, sub_codes, sub.offsets, scoring, threads)  # the scan must not depend on the db
+                verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), "cpu engine (subset rerun)"
+            elif cpu_scores is not None:
+                verified, ref_name = bool(np.array_equal(scores, cpu_scores)), "cpu engine (whole database)"
+            else:
+                ref = scan(qc, sub_codes, sub.offsets, scoring, threads)
+                verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), f"cpu engine (first {sub.count})"
+            median = statistics.median(times)
+            if not verified:
+                print(f"nwalign bench: MISMATCH {name} query {q.id}: scores differ from the {ref_name}", file=sys.stderr)
+            rows.append(Row("search", name, len(qc), db.total_length, "local", False, len(times), median, min(times),
+                            max(times), len(qc) * db.total_length / median / 1e9, int(scores.max()), verified,
+                            ref_name, device if name == "gsw" else "cpu", db_sequences=db.count, versions=info))
+        by_kernel = {r.kernel: r.median_s for r in rows if r.query_length == len(qc)}
+        for r in rows:
+            if r.query_length == len(qc):
+                r.speedup_cpu = by_kernel["cpu"] / r.median_s if "cpu" in by_kernel else None
+    return rows

@@ -476,7 +476,17 @@ def mutate_command(fasta, rate, seed, region, output):
 
 @cli.command()
 @click.option("--workload", type=click.Choice(("pair", "search", "allpairs")), default="pair", show_default=True,
-              help="What to time: pair (one alignment per size). The search and allpairs workloads are not built yet.")
+              help="pair: one alignment per --sizes; search: queries of --query-lengths against a database of "
+                   "--db-size (Swiss-Prot-like lengths). The allpairs workload is not built yet.")
+@click.option("--query-lengths", default="64,256,1024", show_default=True, metavar="N,N,...",
+              help="search: random protein queries of these lengths.")
+@click.option("--db-size", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="search: sequences in the seeded synthetic database (Swiss-Prot: ~570,000).")
+@click.option("--check", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="search: database sequences re-scored on the CPU to verify a GPU kernel.")
+@click.option("--matrix", metavar="NAME|PATH", help="search: substitution matrix  [default: BLOSUM62]")
+@click.option("--gap-open", type=int, metavar="N", help="search: gap open penalty  [default: 11]")
+@click.option("--gap-extend", type=int, metavar="N", help="search: gap extend penalty  [default: 1]")
 @click.option("--sizes", default="1000,10000", show_default=True, metavar="N,N,...",
               help="Sequence lengths (k/M suffixes allowed): a seeded random query and a 10%-mutated copy.")
 @click.option("--input", "inputs", multiple=True, metavar="FASTA",
@@ -503,8 +513,9 @@ def mutate_command(fasta, rate, seed, region, output):
 @click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
 @click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes).")
 @click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
-def bench(workload, sizes, inputs, kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet,
-          seed, peers, json_out, tsv_out, plot_out, verbose, quiet):
+def bench(workload, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels, repeats,
+          warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out, plot_out,
+          verbose, quiet):
     """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
 
     GPU kernels are timed with CUDA events after the warm-up runs, CPU engines and peers with a wall
@@ -524,18 +535,25 @@ def bench(workload, sizes, inputs, kernels, repeats, warmup, mode, score_only, b
     from rich.console import Console
     from rich.table import Table
 
-    from .bench import plot, rows_to_tsv, run_pair
+    from .bench import plot, rows_to_tsv, run_pair, run_search
 
     _setup_logging(verbose, quiet)
-    if workload != "pair":
-        raise NwalignError(f"--workload {workload}: not built yet in bench (it waits for the GPU kernels of "
-                           f"'nwalign {workload}'); time 'nwalign {workload}' directly for now")
-    size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
-    block_list = [parse_block(b) for b in blocks.split(",")]
-    rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
-                    list(inputs), seed, peers, alphabet)
+    if workload == "allpairs":
+        raise NwalignError("--workload allpairs: not built yet in bench (it waits for the GPU kernels of "
+                           "'nwalign allpairs'); time 'nwalign allpairs' directly for now")
+    if workload == "search":
+        lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part)]
+        rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
+                          gap_extend, check)
+    else:
+        size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+        block_list = [parse_block(b) for b in blocks.split(",")]
+        rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
+                        list(inputs), seed, peers, alphabet)
     if not quiet:
-        table = Table(title=f"nwalign bench: {workload}, {mode}, {'score only' if score_only else 'traceback'}")
+        what = "search, local, score only" if workload == "search" else \
+            f"{workload}, {mode}, {'score only' if score_only else 'traceback'}"
+        table = Table(title=f"nwalign bench: {what}")
         for col in ("kernel", "query x target", "median s (min-max)", "GCUPS", "vs cpu", "vs serial", "verified"):
             table.add_column(col, justify="left" if col in ("kernel", "query x target") else "right")
         for r in rows:

@@ -235,7 +235,8 @@ def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--workload", "search"], "not built yet"),
+    (["--workload", "allpairs"], "not built yet"),
+    (["--workload", "search", "--kernels", "wavefront"], "not a search kernel"),
     (["--kernels", "nope"], "unknown kernel"),
     (["--sizes", "1,2,x"], "--random"),
 ])
@@ -243,3 +244,13 @@ def test_bench_bad_options(capsys, args, message):
     code = main(["bench", "--backend", "cpu", *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_search_workload_cpu(capsys, tmp_path):
+    js = tmp_path / "s.json"
+    code = main(["bench", "--workload", "search", "--query-lengths", "16,40", "--db-size", "60", "--repeats", "2",
+                 "--warmup", "0", "--backend", "cpu", "--json", str(js), "--check", "60"])
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads(js.read_text())
+    assert [r["query_length"] for r in rows] == [16, 40] and all(r["verified"] for r in rows)
+    assert all(r["workload"] == "search" and r["db_sequences"] == 60 and r["gcups"] > 0 for r in rows)
