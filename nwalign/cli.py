@@ -83,6 +83,29 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     log.propagate = False
 
 
+_SCORING_OPTIONS = (
+    click.option("--matrix", metavar="NAME|PATH",
+                 help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
+                      "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA."),
+    click.option("--match", type=int, help="DNA/RNA score for identical letters  [default: 5]"),
+    click.option("--mismatch", type=int, help="DNA/RNA score for different letters  [default: -4]"),
+    click.option("--gap-open", type=int, metavar="N",
+                 help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]"),
+    click.option("--gap-extend", type=int, metavar="N",
+                 help="Penalty of each further gap position (>= 0); a gap of length L costs "
+                      "open + (L-1)*extend  [default: 1]"),
+    click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
+                 help="Residue alphabet; auto detects nucleotides vs protein from the letters."),
+)
+
+
+def scoring_options(command):
+    """The scoring options of pair, allpairs and search: one definition, one help text."""
+    for option in reversed(_SCORING_OPTIONS):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nwalign")
 def cli():
@@ -98,18 +121,7 @@ def cli():
 @click.argument("target", required=False)
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
               help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both).")
-@click.option("--matrix", metavar="NAME|PATH",
-              help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
-                   "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA.")
-@click.option("--match", type=int, help="DNA/RNA score for identical letters  [default: 5]")
-@click.option("--mismatch", type=int, help="DNA/RNA score for different letters  [default: -4]")
-@click.option("--gap-open", type=int, metavar="N",
-              help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]")
-@click.option("--gap-extend", type=int, metavar="N",
-              help="Penalty of each further gap position (>= 0); a gap of length L costs "
-                   "open + (L-1)*extend  [default: 1]")
-@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
-              help="Residue alphabet; auto detects nucleotides vs protein from the letters.")
+@scoring_options
 @click.option("--random", "random_lengths", metavar="LEN[,LEN]",
               help="Align seeded random sequences of these lengths instead of files (e.g. 10k,10k).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --random.")
@@ -215,12 +227,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
 @click.option("--against", metavar="FASTA", help="Align every SEQS record against every record of this file "
               "instead of all pairs i < j within SEQS.")
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
-@click.option("--matrix", metavar="NAME|PATH", help="Substitution matrix (default BLOSUM62 for protein).")
-@click.option("--match", type=int, help="DNA/RNA match score  [default: 5]")
-@click.option("--mismatch", type=int, help="DNA/RNA mismatch score  [default: -4]")
-@click.option("--gap-open", type=int, metavar="N", help="[default: protein 11, DNA 10]")
-@click.option("--gap-extend", type=int, metavar="N", help="[default: 1]")
-@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True)
+@scoring_options
 @click.option("--columns", default=",".join(ALLPAIRS_DEFAULT), show_default=True, metavar="NAME,...",
               help="TSV columns from: " + ", ".join(ALLPAIRS_COLUMNS) + ". Score-only columns skip the traceback.")
 @click.option("--min-identity", type=float, metavar="F",
@@ -327,12 +334,7 @@ def _write_matrix(path: str, dist: np.ndarray, names: list[str]) -> None:
               help="TSV columns (BLAST tabular names): " + ", ".join(SEARCH_COLUMNS) + ".")
 @click.option("--header", is_flag=True, help="Print a header line (TSV).")
 @click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
-@click.option("--matrix", metavar="NAME|PATH", help="Substitution matrix  [default: BLOSUM62 for protein]")
-@click.option("--match", type=int, help="DNA match score  [default: 5]")
-@click.option("--mismatch", type=int, help="DNA mismatch score  [default: -4]")
-@click.option("--gap-open", type=int, metavar="N", help="[default: protein 11, DNA 10]")
-@click.option("--gap-extend", type=int, metavar="N", help="[default: 1]")
-@click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True)
+@scoring_options
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="auto: the GPU when CuPy sees one, else the CPU engine.")
 @click.option("--kernel", "search_kernel", type=click.Choice(("gsw",)), default="gsw", show_default=True,
