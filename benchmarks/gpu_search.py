@@ -17,26 +17,14 @@ import time
 
 import numpy as np
 
+from nwalign.bench import synthetic_database
 from nwalign.cuda import device_info
 from nwalign.cuda.search import GswSearcher
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.search import database_from_records, encode_database, scan, search_query
-from nwalign.sequences import Record, read_fasta
+from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
-
-AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
-
-
-def synthetic_db(count: int, seed: int):
-    rng = np.random.default_rng(seed)
-    sigma = 0.55
-    lengths = np.clip(rng.lognormal(np.log(360) - sigma**2 / 2, sigma, size=count), 20, 35000).astype(np.int64)
-    residues = AMINO[rng.integers(0, 20, size=int(lengths.sum()))].tobytes().decode()
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    records = [Record(f"syn{k}", "", residues[offsets[k]:offsets[k + 1]]) for k in range(count)]
-    return database_from_records(records, f"synthetic-{count}")
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -49,7 +37,7 @@ def main():
     args = ap.parse_args()
     scoring = make_scoring("protein", "local")
     t0 = time.perf_counter()
-    db = synthetic_db(args.db_size, args.seed)
+    db = synthetic_database(args.db_size, args.seed)
     print(f"device: {device_info()[0]['name']}; date {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}")
     print(f"database: {db.count} sequences, {db.total_length} residues (mean {db.total_length / db.count:.0f}), "
           f"built in {time.perf_counter() - t0:.1f} s", flush=True)

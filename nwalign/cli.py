@@ -286,7 +286,6 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         shape = (len(a), len(b) if b else len(a))
         dist = np.zeros(shape, dtype=np.float32)
     stats: dict = {}
-    targets = b if b else a
     with output_stream(output) as out:
         if header:
             out.write("\t".join(cols) + "\n")
@@ -361,7 +360,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
       nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
     """
     from .formats import SamWriter
-    from .search import BLAST_COLUMNS, field, load_database, encode_database, search_query
+    from .search import encode_database, field, load_database, search_query
     from .statistics import parameters
 
     _setup_logging(verbose, quiet)

@@ -1,6 +1,5 @@
 """Shared test helpers: Biopython's aligner as the oracle, random sequences."""
 
-import numpy as np
 from Bio import Align
 from Bio.Align import substitution_matrices
 

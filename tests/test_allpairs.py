@@ -1,6 +1,5 @@
 """nwalign allpairs on the CPU: scores against Biopython, the identity bound, the filter, outputs, errors."""
 
-import json
 import os
 
 import numpy as np

@@ -3,7 +3,6 @@
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -11,7 +11,7 @@ from nwalign.cli import main
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.search import database_from_records, encode_database, load_database, search_query, top_hits
-from nwalign.sequences import Record, read_fasta
+from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 
 from conftest import DATA

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cpu.dp import GLOBAL, LOCAL, SEMIGLOBAL, trace_antidiagonal_major, trace_band
+from ..cpu.dp import GLOBAL, LOCAL, trace_antidiagonal_major, trace_band
 from ..cpu.pair import finish_path, format_bytes
 from ..errors import NwalignError
 from . import BLOCK_SHAPES, KERNELS, modules, require
