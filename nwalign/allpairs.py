@@ -8,11 +8,18 @@ least ``s_id`` (the smallest diagonal score of the matrix), and every other colu
 smaller of the two ends is the bound L. A pair whose optimal score is below L has no optimal alignment
 with that identity, so dropping it before the traceback never loses a pair that passes. Local and
 semiglobal alignments have no useful length bound, so the filter is applied in global mode only.
+
+Pipeline: pairs are generated in batches (never all at once), scored by the GPU kernels of
+:mod:`nwalign.cuda.allpairs` or the CPU engine, filtered by the bound, and the survivors aligned in a
+diagonal band of at most ``ceil((1 - MID)(m + n))`` gap columns (:mod:`nwalign.cpu.banded`), which
+holds every alignment that can reach the identity.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu import score_codes
+from .cpu.banded import align_global_banded
 from .engine import Encoded, align_pair
 from .errors import NwalignError
-from .results import Alignment
+from .results import Alignment, finish
 from .scoring import Scoring
 
 log = logging.getLogger("nwalign")
@@ -30,7 +38,7 @@ log = logging.getLogger("nwalign")
 COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps", "qlen", "slen")
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {"qseqid", "sseqid", "score", "qlen", "slen"}  # need no traceback
-TILE = 2048  # pairs per tile: bounded memory whatever the number of sequences
+TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 
 
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
@@ -53,22 +61,39 @@ class PairResult:
     passes: bool
 
 
-def pair_indices(n_a: int, n_b: int | None) -> Iterator[tuple[int, int]]:
-    """(i, j) with i < j within one set, or every (i, j) of set A x set B."""
-    if n_b is None:
-        for i in range(n_a):
-            for j in range(i + 1, n_a):
-                yield i, j
-    else:
-        for i in range(n_a):
-            for j in range(n_b):
-                yield i, j
+def pair_batches(n_a: int, n_b: int | None, size: int) -> Iterator[np.ndarray]:
+    """The pairs (i, j), i < j within one set or every (i, j) of A x B, in row order, as int32 arrays of
+    shape (k, 2) with k <= size (never all pairs at once: 25,000 sequences are 312 million pairs)."""
+    parts: list[np.ndarray] = []
+    count = 0
+    for i in range(n_a):
+        js = np.arange(i + 1, n_a, dtype=np.int32) if n_b is None else np.arange(n_b, dtype=np.int32)
+        pos = 0
+        while pos < len(js):
+            take = min(size - count, len(js) - pos)
+            part = np.empty((take, 2), dtype=np.int32)
+            part[:, 0] = i
+            part[:, 1] = js[pos:pos + take]
+            parts.append(part)
+            count += take
+            pos += take
+            if count == size:
+                yield np.concatenate(parts)
+                parts, count = [], 0
+    if parts:
+        yield np.concatenate(parts)
 
 
 def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tuple[str, ...],
         min_identity: float | None = None, need_identity_all: bool = False, threads: int = 1,
-        stats: dict | None = None) -> Iterator[PairResult]:
-    """Align every pair, yielding results in pair order, tile by tile.
+        stats: dict | None = None, backend: str = "cpu", kernel: str = "auto", slice_k: int | None = None,
+        block: int | None = None, device: int = 0) -> Iterator[PairResult]:
+    """Align every pair, yielding results in pair order (row by row), batch by batch.
+
+    Scores come first, from the GPU kernels (``backend="cuda"``) or the CPU engine; a pair is then
+    aligned only when a column needs the traceback, and with ``min_identity`` in global mode only when
+    its score reaches :func:`identity_bound`. Those survivors are aligned on the CPU engine inside a
+    diagonal band (:mod:`nwalign.cpu.banded`), ``threads`` at a time.
 
     Arguments:
         a, b: encoded records; ``b`` None means all pairs i < j within ``a``.
@@ -76,53 +101,111 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         columns: requested output columns; tracebacks run only when a column needs one.
         min_identity: keep only pairs with identity >= this fraction (0-1).
         need_identity_all: align every pair even when filtered (a distance matrix needs them all).
-        threads: pairs aligned at once (the Numba kernels release the GIL).
-        stats: filled with ``pairs``, ``filtered`` (by the bound) and ``below`` (aligned, then below MID).
+        threads: CPU threads (the Numba kernels release the GIL).
+        stats: filled with ``pairs``, ``filtered`` (by the bound), ``below`` (aligned, then below MID),
+            ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored) and ``score_seconds``.
+        backend: ``cpu`` or ``cuda`` (resolve ``auto`` first).
+        kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.cuda.allpairs`).
 
     Raises:
-        NwalignError: min_identity outside [0, 1].
+        NwalignError: min_identity outside [0, 1], or the GPU cannot run the kernel.
     """
     if min_identity is not None and not 0.0 <= min_identity <= 1.0:
         raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
     stats = stats if stats is not None else {}
-    stats.update(pairs=0, filtered=0, below=0)
+    stats.update(pairs=0, filtered=0, below=0, kernel="cpu", cells=0, score_seconds=0.0)
     traceback = need_identity_all or min_identity is not None or not set(columns) <= SCORE_COLUMNS
     use_bound = min_identity is not None and scoring.mode == "global" and not need_identity_all
+    need_scores = use_bound or not traceback
     targets = a if b is None else b
+    offset = len(a) if b is not None else 0  # GPU indices of the targets
     go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
-
-    def one(pair):
-        i, j = pair
-        q, t = a[i], targets[j]
-        if use_bound:
-            score = score_codes(q.codes, t.codes, scoring.matrix, go, ge, mode)
-            if score < identity_bound(len(q.codes), len(t.codes), min_identity, scoring):
-                return i, j, None
-        return i, j, align_pair(q, t, scoring, score_only=not traceback)
-
     pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+    mapper = pool.map if pool else map
+
+    def cpu_score(pair):
+        return score_codes(a[pair[0]].codes, targets[pair[1]].codes, scoring.matrix, go, ge, mode)
+
+    def base(i, j, score):
+        q, t = a[i], targets[j]
+        return Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=int(score),
+                         query_length=len(q.codes), target_length=len(t.codes))
+
+    def survivor(item):
+        i, j, score = item
+        q, t = a[i], targets[j]
+        if not use_bound:
+            return i, j, align_pair(q, t, scoring)
+        w_max = math.ceil((1.0 - min_identity) * (len(q.codes) + len(t.codes)))
+        res = align_global_banded(q.codes, t.codes, scoring.matrix, go, ge, int(score), w_max)
+        if res is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
+            return i, j, base(i, j, score)
+        score, qs, qe, ts, te, ops = res
+        aln = Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=score,
+                        query_length=len(q.codes), target_length=len(t.codes), query_start=qs, query_end=qe,
+                        target_start=ts, target_end=te, ops=ops, query_seq=q.record.seq,
+                        target_seq=t.record.seq)
+        return i, j, finish(aln, q.codes, t.codes, scoring.matrix)
+
+    if backend == "cuda" and need_scores:
+        from .cuda.allpairs import AllPairsScorer
+
+        scorer = AllPairsScorer([e.codes for e in a] + ([e.codes for e in b] if b is not None else []), scoring,
+                                kernel, slice_k, block, device)
+        total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
+        name = scorer.kernel_for(min(total, scorer.batch_size("lazy-rscan")))
+        stats["kernel"] = name
+        size = scorer.batch_size(name)
+        log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
+        shifted = (_shift(p, offset) for p in pair_batches(len(a), None if b is None else len(b), size))
+        scored = ((_shift(p, -offset), s) for p, s in scorer.stream(shifted, name))
+    else:
+        def cpu_batches():
+            for pairs in pair_batches(len(a), None if b is None else len(b), TILE):
+                if need_scores:
+                    stats["cells"] += sum(len(a[i].codes) * len(targets[j].codes) for i, j in pairs.tolist())
+                    yield pairs, np.fromiter(mapper(cpu_score, pairs.tolist()), dtype=np.int64, count=len(pairs))
+                else:
+                    yield pairs, None
+        scored = cpu_batches()
     try:
-        tile: list[tuple[int, int]] = []
-        for pair in pair_indices(len(a), None if b is None else len(b)):
-            tile.append(pair)
-            if len(tile) == TILE:
-                yield from _finish(tile, one, pool, min_identity, stats)
-                tile = []
-        if tile:
-            yield from _finish(tile, one, pool, min_identity, stats)
+        clock = time.perf_counter()
+        for pairs, scores in scored:
+            stats["score_seconds"] += time.perf_counter() - clock
+            stats["pairs"] += len(pairs)
+            ij = pairs.tolist()
+            if not traceback:
+                for (i, j), score in zip(ij, scores.tolist()):
+                    yield PairResult(i, j, base(i, j, score), True)
+                clock = time.perf_counter()
+                continue
+            if scores is None:
+                todo = [(i, j, None) for i, j in ij]
+            else:
+                todo = []
+                for (i, j), score in zip(ij, scores.tolist()):
+                    if use_bound and score < identity_bound(len(a[i].codes), len(targets[j].codes),
+                                                            min_identity, scoring):
+                        stats["filtered"] += 1
+                        continue
+                    todo.append((i, j, score))
+            for lo in range(0, len(todo), TILE):  # bounded: results are held until yielded
+                for i, j, aln in mapper(survivor, todo[lo:lo + TILE]):
+                    passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
+                    if not passes:
+                        stats["below"] += 1
+                    yield PairResult(i, j, aln, passes)
+            clock = time.perf_counter()
     finally:
         if pool:
             pool.shutdown()
+    if backend == "cuda" and need_scores:
+        stats["cells"] = scorer.cells
 
 
-def _finish(tile, one, pool, min_identity, stats) -> Iterator[PairResult]:
-    results = pool.map(one, tile) if pool else map(one, tile)
-    for i, j, aln in results:
-        stats["pairs"] += 1
-        if aln is None:  # below the score bound: cannot reach the identity
-            stats["filtered"] += 1
-            continue
-        passes = min_identity is None or aln.identity >= min_identity
-        if not passes:
-            stats["below"] += 1
-        yield PairResult(i, j, aln, passes)
+def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
+    if offset == 0:
+        return pairs
+    out = pairs.copy()
+    out[:, 1] += offset
+    return out

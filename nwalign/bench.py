@@ -60,6 +60,9 @@ class Row:
     speedup_cpu: float | None = None
     speedup_serial: float | None = None
     db_sequences: int | None = None  # search workload: database size (target_length = its residues)
+    pairs: int | None = None  # allpairs workload: pairs scored per run
+    pairs_per_s: float | None = None
+    config: str = ""  # allpairs: slice height and threads per block (or tile size)
     versions: dict = field(default_factory=dict)
 
 
@@ -398,3 +401,155 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
             if r.query_length == len(qc):
                 r.speedup_cpu = by_kernel["cpu"] / r.median_s if "cpu" in by_kernel else None
     return rows
+
+
+ALLPAIRS_KERNELS = ("cpu", "lazy-rscan", "rscan", "dscan", "tiled-dscan")
+
+
+def allpairs_records(length: int, count: int, seed: int, inputs: list[str] | None, alphabet: str | None
+                     ) -> list[Record]:
+    """``count`` records: the first ones of ``inputs[0]``, or seeded 16S-like variants of one random
+    sequence of ``length`` (15 % substitutions and small indels each, so lengths vary by a few %)."""
+    if inputs:
+        records = read_fasta(inputs[0])[:count]
+        if len(records) < 2:
+            raise NwalignError(f"--input {inputs[0]}: allpairs needs at least two records")
+        return records
+    (root,) = random_records([length], alphabet or "dna", seed)
+    return [mutate(root, 0.15, seed + 1 + k, name=f"variant{k}") for k in range(count)]
+
+
+def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
+                 mode: str = "global", backend: str = "auto", slices: list[int] | None = None,
+                 blocks: list[int | None] | None = None, inputs: list[str] | None = None, seed: int = 1,
+                 alphabet: str | None = None, check: int = 2000) -> list[Row]:
+    """Benchmark the allpairs workload: all ``count * (count - 1) / 2`` pairs of a set, scores only.
+
+    Each GPU kernel is timed end to end (pair upload, sort, kernels, scores back) with CUDA events;
+    ``cpu`` (the CPU engine on every core) on ``check`` sampled pairs. Verification: every kernel's scores
+    on the sampled pairs against the CPU engine, and all GPU kernels against each other on every pair;
+    the CPU engine against its scalar second implementation on 50 pairs.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .cuda.allpairs import KERNELS as GPU_KERNELS
+
+    gpu_ok = backend != "cpu" and cuda.available()
+    if backend == "cuda" and not gpu_ok:
+        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    names = list(ALLPAIRS_KERNELS) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
+    for name in names:
+        if name not in ALLPAIRS_KERNELS:
+            raise NwalignError(f"--kernels: {name!r} is not an allpairs kernel (choose from "
+                               f"{', '.join(ALLPAIRS_KERNELS)})")
+    if count < 2:
+        raise NwalignError("--count: allpairs needs at least 2 sequences")
+    if not gpu_ok and any(n in GPU_KERNELS for n in names):
+        log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        names = [n for n in names if n not in GPU_KERNELS]
+    slices = slices or [16]
+    blocks = blocks or [None]
+    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
+    info = versions()
+    threads = os.cpu_count() or 1
+    rows: list[Row] = []
+    for size in ([0] if inputs else sizes):
+        records = allpairs_records(size, count, seed, inputs, alphabet)
+        kind = alphabet or detect_alphabet(records)
+        scoring = make_scoring(kind, mode)
+        codes = [scoring.encode(r) for r in records]
+        n = len(codes)
+        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)], dtype=np.int32)
+        lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        cells = int((lengths[pairs[:, 0]] * lengths[pairs[:, 1]]).sum())
+        rng = np.random.default_rng(seed)
+        sample = np.sort(rng.choice(len(pairs), size=min(check, len(pairs)), replace=False))
+        go, ge, mc = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+
+        def score_sample(idx, pool):
+            work = [(codes[i], codes[j]) for i, j in pairs[idx].tolist()]
+            return np.fromiter(pool.map(lambda qt: score_codes(qt[0], qt[1], scoring.matrix, go, ge, mc), work),
+                               dtype=np.int64, count=len(work))
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            reference = score_sample(sample, pool)
+            mean_len = int(round(float(lengths.mean())))
+            first_gpu = None
+            cpu_gcups = None
+            for name in names:
+                if name == "cpu":
+                    sample_cells = int((lengths[pairs[sample, 0]] * lengths[pairs[sample, 1]]).sum())
+                    times = []
+                    for k in range(warmup + repeats):
+                        seconds, got = _wall_timer(lambda: score_sample(sample, pool))
+                        if k >= warmup:
+                            times.append(seconds)
+                    few = sample[:50]
+                    serial = [score_rows(codes[i], codes[j], scoring.matrix, go, ge, mc)[0]
+                              for i, j in pairs[few].tolist()]
+                    verified = bool(np.array_equal(got, reference)) and list(got[:len(few)]) == serial
+                    median = statistics.median(times)
+                    cpu_gcups = sample_cells / median / 1e9
+                    rows.append(Row("allpairs", "cpu", mean_len, mean_len, mode, False, len(times), median,
+                                    min(times), max(times), cpu_gcups, int(got.max()), verified,
+                                    "cpu-serial (50 pairs)", "cpu", pairs=len(sample),
+                                    pairs_per_s=len(sample) / median, config=f"{threads} threads", versions=info))
+                    continue
+                from .cuda.allpairs import AllPairsScorer
+
+                for k_slice in (slices if name == "lazy-rscan" else [None]):
+                    for block in blocks:
+                        if not _block_fits(name, block):
+                            continue
+                        scorer = AllPairsScorer(codes, scoring, name, k_slice, block)
+                        timer = _gpu_timer()
+                        times = []
+                        for k in range(warmup + repeats):
+                            seconds, got = timer(lambda: scorer.scores(pairs, name))
+                            if k >= warmup:
+                                times.append(seconds)
+                        verified = bool(np.array_equal(got[sample], reference))
+                        ref_name = f"cpu engine ({len(sample)} sampled pairs)"
+                        if first_gpu is None:
+                            first_gpu = got
+                        else:
+                            verified &= bool(np.array_equal(got, first_gpu))
+                            ref_name += ", other GPU kernels (all pairs)"
+                        median = statistics.median(times)
+                        config = _config(name, k_slice, block)
+                        if not verified:
+                            print(f"nwalign bench: MISMATCH allpairs {name} {config}: scores differ from the "
+                                  f"{ref_name}", file=sys.stderr)
+                        rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, len(times), median,
+                                        min(times), max(times), cells / median / 1e9, int(got.max()), verified,
+                                        ref_name, device, pairs=len(pairs), pairs_per_s=len(pairs) / median,
+                                        config=config, versions=info))
+            for r in rows:
+                if r.query_length == mean_len and cpu_gcups:
+                    r.speedup_cpu = r.gcups / cpu_gcups
+    return rows
+
+
+def _block_fits(kernel: str, block: int | None) -> bool:
+    from .cuda.allpairs import TILES
+
+    if block is None:
+        return True
+    if kernel == "tiled-dscan":
+        return block in TILES
+    if kernel == "dscan":
+        return 32 <= block <= 1024 and block % 32 == 0
+    return 32 <= block <= 256 and block % 32 == 0
+
+
+def _config(kernel: str, k_slice: int | None, block: int | None) -> str:
+    from .cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS
+
+    if kernel == "tiled-dscan":
+        return f"tile {block or DEFAULT_TILE}"
+    if kernel == "dscan":
+        return f"{block or DEFAULT_DSCAN_THREADS} threads"
+    if kernel == "rscan":
+        return f"k=1, {block or LAZY_THREADS} threads"
+    return f"k={k_slice}, {block or LAZY_THREADS} threads"

@@ -20,6 +20,9 @@ from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
 from .search import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
 from .search import COLUMNS as SEARCH_COLUMNS
 from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
+from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
+from .cuda.allpairs import KERNELS as AP_KERNELS
+from .cuda.allpairs import SLICES as AP_SLICES
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
 from .errors import NwalignError
@@ -237,23 +240,37 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
               help="Also write the distance matrix 1 - identity (PHYLIP or NumPy; aligns every pair).")
 @click.option("--header/--no-header", default=True, show_default=True, help="TSV header line.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="allpairs runs on the CPU engine for now (the GPU kernels of Li et al. are not built yet).")
+              help="Where the scores are computed: the GPU kernels (cuda), the CPU engine, or the GPU when "
+                   "there is one. Reported pairs are aligned on the CPU engine.")
+@click.option("--kernel", "ap_kernel", type=click.Choice(("auto",) + AP_KERNELS), default="auto", show_default=True,
+              help="GPU score kernel (Li et al., section 4): lazy-rscan (one thread per pair, a slice of "
+                   "--slice query rows in registers), rscan (row scan through global memory), dscan (one "
+                   "block per pair, anti-diagonals in shared memory), tiled-dscan (one launch per tile "
+                   "diagonal). auto: lazy-rscan when the pairs fill the GPU, else dscan.")
+@click.option("--slice", "slice_k", type=click.Choice([str(k) for k in AP_SLICES]), default=str(AP_DEFAULT_SLICE),
+              show_default=True, help="lazy-rscan slice height k (query rows per thread).")
+@click.option("--block", "ap_block", type=click.IntRange(min=1), metavar="N",
+              help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default 256), lazy-rscan and rscan (up to 256, default 128).")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Pairs aligned at once (0 = all cores).")
+              help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
 @click.option("-o", "--output", metavar="FILE", help="Write the TSV here (atomically) instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True)
 @click.option("-q", "--quiet", is_flag=True)
 def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, columns,
-             min_identity, matrix_out, header, backend, threads, output, verbose, quiet):
+             min_identity, matrix_out, header, backend, ap_kernel, slice_k, ap_block, device, threads, output,
+             verbose, quiet):
     """Align all pairs of SEQS (i < j), or SEQS x --against, and report them as TSV.
 
-    Global alignment by default; pairs stream out in tiles, so memory stays bounded for any number of
-    sequences. stderr reports how many pairs the identity filter skipped.
+    Global alignment by default. Scores come from the GPU (or the CPU engine) in batches, so memory
+    stays bounded for any number of sequences; pairs that a column or --min-identity needs are then
+    aligned in full on the CPU engine. stderr reports how many pairs the identity filter skipped.
 
     \b
-    Example (100 16S rRNA genes, 4,950 pairs):
+    Examples (100 16S rRNA genes, 4,950 pairs):
       nwalign allpairs data/16S_100_dada2.fasta.gz --min-identity 0.9 > close_pairs.tsv
       nwalign allpairs data/16S_100_dada2.fasta.gz --matrix-out dist.phy --columns qseqid,sseqid,score
+      nwalign allpairs data/16S_100_dada2.fasta.gz --columns qseqid,sseqid,score --backend cuda --kernel dscan
     """
     from .allpairs import run as run_allpairs
 
@@ -263,8 +280,6 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     if unknown or not cols:
         raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
                            f"(choose from {', '.join(ALLPAIRS_COLUMNS)})")
-    if backend == "cuda":
-        raise NwalignError("--backend cuda: allpairs has no GPU kernels yet; use --backend cpu")
     if matrix_out and not matrix_out.endswith((".phy", ".npy")):
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
@@ -280,24 +295,26 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     b = encode_all(others, scoring, against) if others else None
     for rec in a + (b or []):
         scoring.check_lengths(len(rec.codes), len(rec.codes))
-    log.info("allpairs: %d x %d sequences, %s, CPU engine with %d threads", len(a), len(b or a), mode, threads)
-    dist = None
-    if matrix_out:
-        shape = (len(a), len(b) if b else len(a))
-        dist = np.zeros(shape, dtype=np.float32)
+    backend = choose_backend(backend)
+    log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode, backend,
+             threads)
     stats: dict = {}
-    with output_stream(output) as out:
+    shape = (len(a), len(b) if b else len(a))
+    with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, output_stream(output) as out:
         if header:
             out.write("\t".join(cols) + "\n")
-        for res in run_allpairs(a, b, scoring, cols, min_identity, dist is not None, threads, stats):
+        for res in run_allpairs(a, b, scoring, cols, min_identity, dist is not None, threads, stats, backend,
+                                ap_kernel, int(slice_k), ap_block, device):
             if dist is not None:
                 dist[res.i, res.j] = 1.0 - res.aln.identity
                 if b is None:
                     dist[res.j, res.i] = dist[res.i, res.j]
             if res.passes:
                 out.write("\t".join(_allpairs_field(res.aln, c) for c in cols) + "\n")
-    if dist is not None:
-        _write_matrix(matrix_out, dist, [r.record.id for r in a])
+    if stats["cells"] and stats["score_seconds"] > 0:
+        log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f GCUPS, %.0f pairs/s, output included)",
+                 stats["pairs"], stats["kernel"], stats["score_seconds"], stats["cells"] / stats["score_seconds"] / 1e9,
+                 stats["pairs"] / stats["score_seconds"])
     if min_identity is not None and not quiet:
         click.echo(f"nwalign: {stats['pairs']} pairs; {stats['filtered']} skipped by the score bound, "
                    f"{stats['below']} aligned and below identity {min_identity:g}, "
@@ -311,16 +328,39 @@ def _allpairs_field(aln, column: str) -> str:
     return str(values[column])
 
 
-def _write_matrix(path: str, dist: np.ndarray, names: list[str]) -> None:
-    """PHYLIP square distance matrix (names padded to 10 characters, as PHYLIP reads them) or .npy."""
-    if path.endswith(".npy"):
-        with output_stream(path) as out:
-            np.save(out.buffer if hasattr(out, "buffer") else out, dist)
+@contextmanager
+def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
+    """The distance matrix to fill (None without --matrix-out). A .npy is a memory map of a temporary file
+    beside ``path`` (so 25,000 sequences need no 2.5 GB of RAM), renamed on success; a PHYLIP matrix
+    (names padded to 10 characters, as PHYLIP reads them) is written from memory at the end."""
+    if path is None:
+        yield None
         return
-    with output_stream(path) as out:
-        out.write(f"{len(names)}\n")
-        for name, row in zip(names, dist):
-            out.write(f"{name[:10]:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
+    if path.endswith(".phy"):
+        dist = np.zeros(shape, dtype=np.float32)
+        yield dist
+        with output_stream(path) as out:
+            out.write(f"{len(names)}\n")
+            for name, row in zip(names, dist):
+                out.write(f"{name[:10]:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise NwalignError(f"{path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", suffix=".npy", dir=directory)
+    os.close(fd)
+    try:
+        dist = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+        yield dist
+        dist.flush()
+        del dist
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 @cli.command()
@@ -478,13 +518,19 @@ def mutate_command(fasta, rate, seed, region, output):
 @cli.command()
 @click.option("--workload", type=click.Choice(("pair", "search", "allpairs")), default="pair", show_default=True,
               help="pair: one alignment per --sizes; search: queries of --query-lengths against a database of "
-                   "--db-size (Swiss-Prot-like lengths). The allpairs workload is not built yet.")
+                   "--db-size (Swiss-Prot-like lengths); allpairs: all pairs of --count sequences of each of "
+                   "--sizes (16S-like variants of one random sequence), scores only.")
+@click.option("--count", type=click.IntRange(min=2), default=500, show_default=True,
+              help="allpairs: sequences in the set (count * (count - 1) / 2 pairs).")
+@click.option("--slice", "slices", default="16", show_default=True, metavar="K[,K]",
+              help="allpairs: lazy-rscan slice heights to time (2, 4, 8, 16, 32).")
 @click.option("--query-lengths", default="64,256,1024", show_default=True, metavar="N,N,...",
               help="search: random protein queries of these lengths.")
 @click.option("--db-size", type=click.IntRange(min=1), default=10000, show_default=True,
               help="search: sequences in the seeded synthetic database (Swiss-Prot: ~570,000).")
 @click.option("--check", type=click.IntRange(min=1), default=2000, show_default=True,
-              help="search: database sequences re-scored on the CPU to verify a GPU kernel.")
+              help="search: database sequences (allpairs: sampled pairs) re-scored on the CPU engine to "
+                   "verify the GPU kernels; allpairs times the CPU engine on these pairs.")
 @click.option("--matrix", metavar="NAME|PATH", help="search: substitution matrix  [default: BLOSUM62]")
 @click.option("--gap-open", type=int, metavar="N", help="search: gap open penalty  [default: 11]")
 @click.option("--gap-extend", type=int, metavar="N", help="search: gap extend penalty  [default: 1]")
@@ -503,7 +549,8 @@ def mutate_command(fasta, rate, seed, region, output):
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="cpu: time only the CPU engines and peers.")
 @click.option("--block", "blocks", default="32x32", show_default=True, metavar="RxC[,RxC]",
-              help="diagonal-block tile shapes to time (e.g. 8x8,16x16,32x32).")
+              help="diagonal-block tile shapes to time (e.g. 8x8,16x16,32x32); allpairs: threads per block "
+                   "or tile sizes (e.g. 32,64,128,256), each timed where the kernel accepts it.")
 @click.option("--shared/--no-shared", default=True, show_default=True, help="diagonal-block shared memory.")
 @click.option("--alphabet", type=click.Choice(ALPHABETS), help="Alphabet of random inputs  [default: dna]")
 @click.option("--seed", type=int, default=1, show_default=True)
@@ -514,7 +561,7 @@ def mutate_command(fasta, rate, seed, region, output):
 @click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
 @click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes).")
 @click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
-def bench(workload, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels, repeats,
+def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels, repeats,
           warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out, plot_out,
           verbose, quiet):
     """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
@@ -529,6 +576,7 @@ def bench(workload, query_lengths, db_size, check, matrix, gap_open, gap_extend,
       nwalign bench --sizes 1000,10000 --repeats 5
       nwalign bench --kernels diagonal-block --block 8x8,16x16,32x32 --sizes 10k,20k --json t1.json
       nwalign bench --traceback --kernels cpu,wavefront,adm-submatrix --sizes 10k,37k --plot t.png
+      nwalign bench --workload allpairs --sizes 1500 --count 1000 --kernels lazy-rscan --slice 4,8,16,32
     """
     import json
     from dataclasses import asdict
@@ -540,9 +588,18 @@ def bench(workload, query_lengths, db_size, check, matrix, gap_open, gap_extend,
 
     _setup_logging(verbose, quiet)
     if workload == "allpairs":
-        raise NwalignError("--workload allpairs: not built yet in bench (it waits for the GPU kernels of "
-                           "'nwalign allpairs'); time 'nwalign allpairs' directly for now")
-    if workload == "search":
+        from .bench import run_allpairs
+
+        size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+        try:
+            slice_list = [int(k) for k in slices.split(",")]
+            default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
+            block_list = [None] if default_block else [int(b) for b in blocks.split(",")]
+        except ValueError:
+            raise NwalignError(f"--slice {slices} / --block {blocks}: give comma-separated integers") from None
+        rows = run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
+                            list(inputs), seed, alphabet, check)
+    elif workload == "search":
         lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part)]
         rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
                           gap_extend, check)
@@ -552,17 +609,26 @@ def bench(workload, query_lengths, db_size, check, matrix, gap_open, gap_extend,
         rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
                         list(inputs), seed, peers, alphabet)
     if not quiet:
-        what = "search, local, score only" if workload == "search" else \
+        what = "search, local, score only" if workload == "search" else f"allpairs, {mode}, score only" \
+            if workload == "allpairs" else \
             f"{workload}, {mode}, {'score only' if score_only else 'traceback'}"
         table = Table(title=f"nwalign bench: {what}")
-        for col in ("kernel", "query x target", "median s (min-max)", "GCUPS", "vs cpu", "vs serial", "verified"):
-            table.add_column(col, justify="left" if col in ("kernel", "query x target") else "right")
+        ap = workload == "allpairs"
+        cols = ("kernel", "config", "mean length", "pairs", "median s (min-max)", "pairs/s", "GCUPS", "vs cpu",
+                "verified") if ap else \
+            ("kernel", "query x target", "median s (min-max)", "GCUPS", "vs cpu", "vs serial", "verified")
+        for col in cols:
+            table.add_column(col, justify="left" if col in ("kernel", "query x target", "config") else "right")
         for r in rows:
-            table.add_row(r.kernel, f"{r.query_length} x {r.target_length}",
-                          f"{r.median_s:.4g} ({r.min_s:.3g}-{r.max_s:.3g})", f"{r.gcups:.3g}",
-                          "" if r.speedup_cpu is None else f"{r.speedup_cpu:.3g}x",
-                          "" if r.speedup_serial is None else f"{r.speedup_serial:.3g}x",
-                          "yes" if r.verified else "[red]NO[/red]")
+            timing = f"{r.median_s:.4g} ({r.min_s:.3g}-{r.max_s:.3g})"
+            vs_cpu = "" if r.speedup_cpu is None else f"{r.speedup_cpu:.3g}x"
+            ok = "yes" if r.verified else "[red]NO[/red]"
+            if ap:
+                table.add_row(r.kernel, r.config, str(r.query_length), str(r.pairs), timing,
+                              f"{r.pairs_per_s:,.0f}", f"{r.gcups:.3g}", vs_cpu, ok)
+            else:
+                table.add_row(r.kernel, f"{r.query_length} x {r.target_length}", timing, f"{r.gcups:.3g}", vs_cpu,
+                              "" if r.speedup_serial is None else f"{r.speedup_serial:.3g}x", ok)
         Console().print(table)
     if json_out:
         with output_stream(json_out) as out:

@@ -95,7 +95,8 @@ def test_cli_tsv_against_and_matrices(capsys, tmp_path):
     (["--columns", "qseqid,bogus"], "unknown column 'bogus'"),
     (["--min-identity", "1.5"], "between 0 and 1"),
     (["--matrix-out", "x.txt"], "must end in .phy"),
-    (["--backend", "cuda"], "no GPU kernels yet"),
+    (["--slice", "3"], "--slice"),
+    (["--match", "1", "--mismatch", "-1", "--gap-open", "1", "--gap-extend", "2"], "gap-extend"),
 ])
 def test_cli_errors(capsys, args, message):
     code = main(["allpairs", SIXTEEN_S, *args])
@@ -109,3 +110,90 @@ def test_cli_single_sequence_is_an_error(capsys, tmp_path):
     one.write_text(">a\nACGT\n")
     assert main(["allpairs", str(one)]) == 2
     assert "at least two sequences" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(__import__("nwalign.cuda").cuda.available(), reason="a GPU is present: the no-GPU error cannot occur")
+def test_cli_backend_cuda_without_gpu_is_one_line(capsys):
+    assert main(["allpairs", SIXTEEN_S, "--backend", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--backend cuda" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("n_a, n_b, size", [(1, None, 3), (2, None, 1), (7, None, 4), (5, None, 100), (3, 4, 5),
+                                            (1, 1, 1), (40, None, 64)])
+def test_pair_batches_cover_every_pair_once_in_order(n_a, n_b, size):
+    from nwalign.allpairs import pair_batches
+
+    batches = list(pair_batches(n_a, n_b, size))
+    assert all(0 < len(b) <= size and b.dtype == np.int32 and b.shape[1] == 2 for b in batches)
+    got = [tuple(p) for b in batches for p in b.tolist()]
+    want = [(i, j) for i in range(n_a) for j in (range(i + 1, n_a) if n_b is None else range(n_b))]
+    assert got == want
+
+
+def _diagonal_offsets(ops):
+    step_i = np.where(ops == 2, 0, 1)
+    step_j = np.where(ops == 1, 0, 1)
+    offsets = np.cumsum(step_j) - np.cumsum(step_i)
+    return min(0, int(offsets.min())), max(0, int(offsets.max()))
+
+
+@pytest.mark.parametrize("w_start", [4, 16, 64])
+def test_banded_survivors_are_optimal_and_equal_the_full_path_inside_the_band(w_start):
+    """Banded alignments score the optimum; when the unbanded engine's path lies in the first band, the
+    banded traceback returns exactly that path; None only when no alignment can reach the identity."""
+    from nwalign.cpu.banded import align_global_banded
+    from nwalign.cpu.pair import align_codes
+    from nwalign.results import rescore
+
+    scoring = make_scoring("dna")
+    enc = encode_all(_records(12), scoring, "16S")
+    same = 0
+    for i in range(len(enc)):
+        for j in range(i + 1, len(enc)):
+            q, t = enc[i].codes, enc[j].codes
+            m, n = len(q), len(t)
+            full = align_codes(q, t, scoring.matrix, 10, 1, 0)
+            for mid in (0.8, 0.95):
+                w_max = int(np.ceil((1 - mid) * (m + n)))
+                got = align_global_banded(q, t, scoring.matrix, 10, 1, full[0], w_max, w_start=w_start)
+                if got is None:  # the full alignment leaves the widest band: it cannot reach mid
+                    assert align_pair(enc[i], enc[j], scoring).identity < mid
+                    continue
+                aln = align_pair(enc[i], enc[j], scoring)
+                aln.ops, aln.query_start, aln.target_start = got[5], 0, 0
+                assert got[0] == full[0] == rescore(aln, q, t, scoring.matrix, 10, 1)
+                lo, hi = _diagonal_offsets(full[5])
+                w = min(w_start, w_max)
+                if lo >= min(0, n - m) - w and hi <= max(0, n - m) + w:
+                    same += 1
+                    assert np.array_equal(got[5], full[5]), (i, j, mid)
+    assert same > 10
+
+
+def test_banded_rejects_a_wrong_optimum():
+    from nwalign.cpu.banded import align_global_banded
+
+    scoring = make_scoring("dna")
+    q = scoring.encode_str("ACGTACGTAC")
+    with pytest.raises(AssertionError):
+        align_global_banded(q, q, scoring.matrix, 10, 1, optimum=10, w_max=5)
+
+
+def test_choose_kernel_rule():
+    from nwalign.cuda.allpairs import choose_kernel
+
+    assert choose_kernel(10**6, 1500, 132) == "lazy-rscan"
+    assert choose_kernel(100, 1500, 132) == "dscan"
+    assert choose_kernel(100, 100, 132) == "lazy-rscan"
+
+
+def test_cli_matrix_out_npy_streams_to_disk(tmp_path):
+    src = tmp_path / "s.fa"
+    recs = _records(5)
+    src.write_text("".join(f">s{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    npy = tmp_path / "d.npy"
+    assert main(["allpairs", str(src), "--matrix-out", str(npy), "-o", str(tmp_path / "o.tsv")]) == 0
+    dist = np.load(npy)
+    assert dist.shape == (5, 5) and np.allclose(dist, dist.T) and np.all(np.diag(dist) == 0)
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".") or p.endswith(".tmp")]
