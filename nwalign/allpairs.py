@@ -5,14 +5,14 @@ Identity filter (after Li et al., section 5.4, re-derived for nwalign's definiti
 least ``s_id`` (the smallest diagonal score of the matrix), and every other column costs at most
 ``c = max(gap_open, -(smallest substitution score))``. So its score is at least
 ``length * (MID * s_id - (1 - MID) * c)``; in global mode ``max(m, n) <= length <= m + n``, and the
-smaller of the two ends is the bound L. A pair whose optimal score is below L has no optimal alignment
+smaller of the two ends is the bound L (infinite when ``min(m, n) < MID * max(m, n)``, since at most
+min(m, n) columns can be identical). A pair whose optimal score is below L has no optimal alignment
 with that identity, so dropping it before the traceback never loses a pair that passes. Local and
 semiglobal alignments have no useful length bound, so the filter is applied in global mode only.
 
 Pipeline: pairs are generated in batches (never all at once), scored by the GPU kernels of
 :mod:`nwalign.cuda.allpairs` or the CPU engine, filtered by the bound, and the survivors aligned in a
-diagonal band of at most ``ceil((1 - MID)(m + n))`` gap columns (:mod:`nwalign.cpu.banded`), which
-holds every alignment that can reach the identity.
+diagonal band (:mod:`nwalign.cpu.banded`) that holds every alignment that can reach the identity.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequen
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
     """The lower bound L on the optimal global score of an m x n pair whose alignment has identity
     >= ``min_identity`` (see the module docstring)."""
+    if min(m, n) < min_identity * max(m, n):  # nident <= min(m, n) and length >= max(m, n)
+        return math.inf
     s_id = float(np.diag(scoring.matrix).min())
     c = float(max(scoring.gap_open, -int(scoring.matrix.min())))
     per_column = min_identity * s_id - (1.0 - min_identity) * c
@@ -136,7 +138,8 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         q, t = a[i], targets[j]
         if not use_bound:
             return i, j, align_pair(q, t, scoring)
-        w_max = math.ceil((1.0 - min_identity) * (len(q.codes) + len(t.codes)))
+        m, n = len(q.codes), len(t.codes)
+        w_max = max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
         res = align_global_banded(q.codes, t.codes, scoring.matrix, go, ge, int(score), w_max)
         if res is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
             return i, j, base(i, j, score)

@@ -1,12 +1,14 @@
 """Global alignment restricted to a diagonal band, for pairs that must reach a minimum identity.
 
 An alignment with identity >= MID has at most ``(1 - MID) * length`` non-identical columns, gap
-columns included, and ``length <= m + n``; its path never strays more than that many gap columns from
-the main diagonal. So for the all-pairs identity filter (Li et al., seed 003, section 5.4) the
-traceback only needs the band ``min(0, n-m) - w <= j - i <= max(0, n-m) + w``: we start with a narrow
-band and double it until the banded optimum equals the pair's full optimal score (known from the score
-kernels), which proves an optimal path lies inside. If even ``w_max = ceil((1 - MID)(m + n))`` does not
-reach the optimum, every optimal alignment leaves that band and none can have identity >= MID.
+columns included, and ``length <= m + n``. Its path starts on diagonal 0 (offset j - i = 0) and ends on
+d = n - m; to reach offset max(0, d) + x or min(0, d) - x on the way it needs at least |d| + 2x gap
+columns. So every such alignment lies in the band ``min(0, d) - w <= j - i <= max(0, d) + w`` with
+``w_max = floor(((1 - MID)(m + n) - |d|) / 2)``. For the all-pairs identity filter (Li et al., seed 003,
+section 5.4) we start with a narrow band and double it until the banded optimum equals the pair's full
+optimal score (known from the score kernels), which proves an optimal path lies inside. If even
+``w_max`` does not reach the optimum, every optimal alignment leaves that band and none can have
+identity >= MID.
 
 The fill uses the same recurrence, comparison order and direction bytes as :func:`nwalign.cpu.dp.fill_band`,
 so when the unbanded engine's optimal path lies inside the band, the banded traceback returns that
@@ -93,7 +95,7 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
         q, t: uint8 residue codes, shapes (m,) and (n,), m, n >= 1.
         matrix, gap_open, gap_extend: as for :func:`nwalign.cpu.pair.align_codes`.
         optimum: the pair's optimal global score (from a score-only kernel).
-        w_max: the widest band worth trying: ``ceil((1 - MID) * (m + n))`` for minimum identity MID.
+        w_max: the widest band worth trying (see the module docstring), >= 0.
         w_start: the first band half-width.
 
     Returns:
@@ -101,7 +103,7 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
         no optimal path lies within ``w_max`` gap columns of the diagonal (so identity < MID).
     """
     m, n = len(q), len(t)
-    w = max(1, min(w_start, w_max))
+    w = max(0, min(w_start, w_max))
     while True:
         lo, hi = min(0, n - m) - w, max(0, n - m) + w
         if lo <= -m and hi >= n:  # the band is the whole matrix
@@ -116,4 +118,4 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
             raise AssertionError(f"banded score {score} exceeds the optimum {optimum}")
         if w >= w_max:
             return None
-        w = min(2 * w, w_max)
+        w = min(max(1, 2 * w), w_max)

@@ -21,13 +21,20 @@ log = logging.getLogger("nwalign")
 KERNELS = ("lazy-rscan", "rscan", "dscan", "tiled-dscan")
 SLICES = (2, 4, 8, 16, 32)      # lazy-rscan slice heights (query rows per thread, in registers)
 TILES = (8, 16, 32)             # tiled-dscan tile sizes
-DEFAULT_SLICE = 16
+DEFAULT_SLICE = 32
 DEFAULT_TILE = 16
 DEFAULT_DSCAN_THREADS = 256
 LAZY_THREADS = 128
 MAX_BATCH = 1 << 20             # pairs per batch, whatever the memory
 MAX_ALPHABET = 32
 _MODE = {"global": 0, "local": 1, "semiglobal": 2}
+# Every template instance, compiled in one NVRTC call (and cached on disk by CuPy).
+_NAMES = tuple([f"lazy_rscan<{m}, {k}>" for m in range(3) for k in (1,) + SLICES] + [f"dscan<{m}>" for m in range(3)]
+               + [f"tiled_dscan<{m}, {t}>" for m in range(3) for t in TILES])
+
+
+def _function(name: str):
+    return modules.function("allpairs", name, name_expressions=_NAMES)
 
 
 def choose_kernel(n_pairs: int, max_length: int, multiprocessors: int) -> str:
@@ -122,12 +129,21 @@ class AllPairsScorer:
         return base + 2 * ((L + T - 1) // T) * (2 * T + 1) * 4
 
     def batch_size(self, kernel: str) -> int:
-        """Pairs per batch: two batches in flight must fit the memory budget."""
+        """Pairs per batch: two batches in flight must fit the memory budget. For the one-thread-per-pair
+        kernels a batch is a whole number of waves of resident threads when it can be, so that with long
+        sequences the GPU works on the next batch while the host aligns the previous one's survivors."""
         per = self.bytes_per_pair(kernel)
         size = min(MAX_BATCH, self.budget // (2 * per))
         if size < 1:
             raise NwalignError(f"GPU memory: one pair of {self.max_length} residues needs {per} bytes of "
                                f"scratch; only {self.budget} are available (use --backend cpu)")
+        if kernel in ("lazy-rscan", "rscan"):
+            k = 1 if kernel == "rscan" else self.slice_k
+            threads = self.tile or LAZY_THREADS
+            wave = modules.resident_blocks(_function(f"lazy_rscan<{self.mode}, {k}>"), threads,
+                                           4 * (self.A + 1) * self.A) * threads
+            if size > wave:
+                size = size // wave * wave
         return int(size)
 
     # -- launching --------------------------------------------------------------------------------
@@ -138,7 +154,7 @@ class AllPairsScorer:
         if kernel in ("lazy-rscan", "rscan"):
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
-            func = modules.function("allpairs", name, name_expressions=(name,))
+            func = _function(name)
             bufH, bufF = scratch[: self.max_length * n], scratch[self.max_length * n: 2 * self.max_length * n]
             threads = self.tile or LAZY_THREADS
             blocks = (n + threads - 1) // threads
@@ -146,7 +162,7 @@ class AllPairsScorer:
                  shared_mem=4 * (self.A + 1) * self.A)
         elif kernel == "dscan":
             name = f"dscan<{self.mode}>"
-            func = modules.function("allpairs", name, name_expressions=(name,))
+            func = _function(name)
             threads = self.tile or DEFAULT_DSCAN_THREADS
             shared = self._dscan_shared()
             if shared <= self.smem_optin - 1024:
@@ -159,7 +175,7 @@ class AllPairsScorer:
         else:
             T = self.tile or DEFAULT_TILE
             name = f"tiled_dscan<{self.mode}, {T}>"
-            func = modules.function("allpairs", name, name_expressions=(name,))
+            func = _function(name)
             slots = (self.max_length + T - 1) // T
             half = n * slots * (2 * T + 1)
             rowbuf, colbuf = scratch[:half], scratch[half: 2 * half]

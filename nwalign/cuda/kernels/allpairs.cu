@@ -39,64 +39,67 @@ __device__ __forceinline__ int cell(int diag, int s, int e, int f) {
 // lazy_rscan / rscan: one thread per pair. bufH/bufF hold the last row of the previous slice,
 // laid out [column][pair] so a warp's loads and stores coalesce. Shared memory: the A x A matrix and
 // one row of AP_PAD for the padding rows of the last slice.
+// Registers hold G = H - go rather than H: G is what both gap recurrences read (E from the left, F
+// from above), so each cell subtracts go once; the diagonal term adds it back through the matrix in
+// shared memory, which holds S + go.
 template <int MODE, int K>
-__global__ void __launch_bounds__(256) lazy_rscan(const u8 *seqs, const long long *offsets, const int2 *pairs,
+__global__ void __launch_bounds__(256, 1) lazy_rscan(const u8 *seqs, const long long *offsets, const int2 *pairs,
                                                   int npairs, const int *matrix, int A, int go, int ge, int *bufH,
                                                   int *bufF, int *scores) {
     extern __shared__ int sS[];
-    for (int k = threadIdx.x; k < (A + 1) * A; k += blockDim.x) sS[k] = k < A * A ? matrix[k] : AP_PAD;
+    for (int k = threadIdx.x; k < (A + 1) * A; k += blockDim.x) sS[k] = k < A * A ? matrix[k] + go : AP_PAD;
     __syncthreads();
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
     const Pair pr = load_pair(seqs, offsets, pairs, p);
     const size_t stride = (size_t)npairs;
-    int *colH = bufH + p, *colF = bufF + p;
+    int *colG = bufH + p, *colF = bufF + p;
     int best = MODE == NW_GLOBAL ? NW_NEG : 0;  // local: the empty alignment; semiglobal: H(m, 0) = 0
     for (int i0 = 0; i0 < pr.m; i0 += K) {
         const bool first = i0 == 0, last = i0 + K >= pr.m;
         const int rlast = pr.m - 1 - i0;  // slice row of query row m, in the last slice
-        int prof[K], H[K], E[K];
+        int prof[K], G[K], E[K];
 #pragma unroll
         for (int r = 0; r < K; ++r) {
             prof[r] = (i0 + r < pr.m ? pr.q[i0 + r] : A) * A;
-            H[r] = nw_border(i0 + r + 1, MODE, go, ge);  // column 0
+            G[r] = nw_border(i0 + r + 1, MODE, go, ge) - go;  // column 0
             E[r] = NW_NEG;
         }
-        int diag_top = nw_border(i0, MODE, go, ge);
+        int diag_top = nw_border(i0, MODE, go, ge) - go;
         for (int j = 1; j <= pr.n; ++j) {
             const int c = pr.t[j - 1];
             const size_t at = (size_t)(j - 1) * stride;
-            int h_up = first ? nw_border(j, MODE, go, ge) : colH[at];
+            int g_up = first ? nw_border(j, MODE, go, ge) - go : colG[at];
             int f = first ? NW_NEG : colF[at];
             int diag = diag_top;
-            diag_top = h_up;
+            diag_top = g_up;
 #pragma unroll
             for (int r = 0; r < K; ++r) {
-                const int e = __viaddmax_s32(E[r], -ge, H[r] - go);
-                f = __viaddmax_s32(f, -ge, h_up - go);
+                const int e = __viaddmax_s32(E[r], -ge, G[r]);
+                f = __viaddmax_s32(f, -ge, g_up);
                 int h = cell(diag, sS[prof[r] + c], e, f);
                 if (MODE == NW_LOCAL) {
                     h = max(h, 0);
                     best = max(best, h);
                 }
-                diag = H[r];
-                H[r] = h;
+                diag = G[r];
+                G[r] = h - go;
                 E[r] = e;
-                h_up = h;
+                g_up = G[r];
             }
             if (!last) {
-                colH[at] = h_up;
+                colG[at] = g_up;
                 colF[at] = f;
             } else if (MODE == NW_SEMIGLOBAL) {  // the last row of the matrix
 #pragma unroll
                 for (int r = 0; r < K; ++r)
-                    if (r == rlast) best = max(best, H[r]);
+                    if (r == rlast) best = max(best, G[r] + go);
             }
         }
 #pragma unroll
-        for (int r = 0; r < K; ++r) {  // H now holds column n
-            if (MODE == NW_GLOBAL && last && r == rlast) best = H[r];
-            if (MODE == NW_SEMIGLOBAL && (!last || r <= rlast)) best = max(best, H[r]);
+        for (int r = 0; r < K; ++r) {  // G now holds column n
+            if (MODE == NW_GLOBAL && last && r == rlast) best = G[r] + go;
+            if (MODE == NW_SEMIGLOBAL && (!last || r <= rlast)) best = max(best, G[r] + go);
         }
     }
     scores[p] = best;
