@@ -105,7 +105,8 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         need_identity_all: align every pair even when filtered (a distance matrix needs them all).
         threads: CPU threads (the Numba kernels release the GIL).
         stats: filled with ``pairs``, ``filtered`` (by the bound), ``below`` (aligned, then below MID),
-            ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored) and ``score_seconds``.
+            ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored), ``score_seconds`` (waiting
+            for scores) and, on the GPU, ``gpu_seconds`` (kernel time by CUDA events).
         backend: ``cpu`` or ``cuda`` (resolve ``auto`` first).
         kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.cuda.allpairs`).
 
@@ -156,7 +157,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         scorer = AllPairsScorer([e.codes for e in a] + ([e.codes for e in b] if b is not None else []), scoring,
                                 kernel, slice_k, block, device)
         total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
-        name = scorer.kernel_for(min(total, scorer.batch_size("lazy-rscan")))
+        name = scorer.kernel_for(total)
         stats["kernel"] = name
         size = scorer.batch_size(name)
         log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
@@ -203,7 +204,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         if pool:
             pool.shutdown()
     if backend == "cuda" and need_scores:
-        stats["cells"] = scorer.cells
+        stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.gpu_seconds
 
 
 def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:

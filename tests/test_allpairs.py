@@ -184,7 +184,7 @@ def test_choose_kernel_rule():
     from nwalign.cuda.allpairs import choose_kernel
 
     assert choose_kernel(10**6, 1500, 132) == "lazy-rscan"
-    assert choose_kernel(100, 1500, 132) == "dscan"
+    assert choose_kernel(100, 1500, 132) == "dscan" and choose_kernel(87153, 30000, 132) == "lazy-rscan"
     assert choose_kernel(100, 100, 132) == "lazy-rscan"
 
 

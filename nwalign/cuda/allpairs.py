@@ -38,15 +38,13 @@ def _function(name: str):
 
 
 def choose_kernel(n_pairs: int, max_length: int, multiprocessors: int) -> str:
-    """The ``auto`` rule: lazy-rscan (one thread per pair) when the pairs can fill the GPU with threads,
-    dscan (one block per pair) when there are too few pairs for that.
+    """The ``auto`` rule: lazy-rscan (one thread per pair) unless there are too few pairs to give every
+    multiprocessor a few warps, where dscan (one block per pair) keeps the GPU busier.
 
-    lazy-rscan needs about 128 resident threads per multiprocessor scheduler to hide its latencies; with
-    fewer pairs than ``8 * 128`` per multiprocessor some of the GPU idles, and dscan, which puts a whole
-    block on each pair, wins once the pairs are long enough to keep a block busy (docs/performance.md
-    has the measurements behind the numbers).
+    On the H100 lazy-rscan already beats dscan at 19,900 pairs of 1.5 kb (473 against 340 GCUPS);
+    docs/performance.md has the crossover measurements behind ``64 * multiprocessors`` pairs.
     """
-    if n_pairs >= 4 * 128 * multiprocessors or max_length < 256:
+    if n_pairs >= 64 * multiprocessors or max_length < 256:
         return "lazy-rscan"
     return "dscan"
 
@@ -107,6 +105,7 @@ class AllPairsScorer:
         self.budget = int(max_memory if max_memory else free // 2)
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
         self.cells = 0
+        self.gpu_seconds = 0.0  # kernel time (CUDA events), summed over batches
 
     # -- planning ---------------------------------------------------------------------------------
     def kernel_for(self, n_pairs: int) -> str:
@@ -228,19 +227,21 @@ class AllPairsScorer:
                 d_pairs.set(pinned_pairs, stream=stream)
                 d_scores = cp.empty(n, dtype=cp.int32)
                 scratch = cp.empty(self._scratch_ints(name, n), dtype=cp.int32)
+                start = stream.record()
                 self._launch(name, d_pairs, n, d_scores, scratch, int(q_len.max()), int(t_len.max()))
-                d_scores.get(stream=stream, out=pinned_scores)
                 event = stream.record()
-            slots[s] = (pairs, order, pinned_scores, event, (d_pairs, d_scores, scratch, pinned_pairs))
+                d_scores.get(stream=stream, out=pinned_scores)
+                done = stream.record()
+            slots[s] = (pairs, order, pinned_scores, (start, event, done), (d_pairs, d_scores, scratch, pinned_pairs))
             k += 1
         for s in (k % 2, (k + 1) % 2):
             if slots[s] is not None:
                 yield self._collect(slots[s])
 
-    @staticmethod
-    def _collect(slot) -> tuple[np.ndarray, np.ndarray]:
-        pairs, order, pinned_scores, event, _buffers = slot
-        event.synchronize()
+    def _collect(self, slot) -> tuple[np.ndarray, np.ndarray]:
+        pairs, order, pinned_scores, (start, end, done), _buffers = slot
+        done.synchronize()
+        self.gpu_seconds += self.cp.cuda.get_elapsed_time(start, end) / 1000.0
         scores = np.empty(len(pairs), dtype=np.int64)
         scores[order] = pinned_scores
         return pairs, scores
