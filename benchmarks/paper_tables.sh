@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One `nwalign bench` command per table of the seed papers that nwalign can reproduce today
-# (pair workload). Run on a GPU machine from the repository root: bash benchmarks/paper_tables.sh [OUTDIR]
+# (pair, search and allpairs workloads). Run on a GPU machine from the repository root: bash benchmarks/paper_tables.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-paper-tables-out}}
 mkdir -p "$OUTDIR"
@@ -24,3 +24,6 @@ nw bench --workload search --kernels gsw --query-lengths 4,8,16,32,64,128,256,51
     --matrix BLOSUM50 --gap-open 10 --gap-extend 10 --repeats 3 --warmup 1 --json "$OUTDIR/t004_table2_gsw.json"
 nw bench --workload search --kernels cpu --query-lengths 4,64,256 --db-size 392768 \
     --matrix BLOSUM50 --gap-open 10 --gap-extend 10 --repeats 1 --warmup 0 --json "$OUTDIR/t004_table2_cpu.json"
+# Li et al. (seed 003) Table 4: LazyRScan by threads per block and slice size, ~1.5 kb pairs (pairs/s).
+nw bench --workload allpairs --sizes 1500 --count 600 --kernels lazy-rscan --slice 2,4,8,16,32 \
+    --block 32,64,128,256 --repeats 2 --warmup 1 --check 200 --json "$OUTDIR/t003_table4.json"

@@ -448,7 +448,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     if not gpu_ok and any(n in GPU_KERNELS for n in names):
         log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
         names = [n for n in names if n not in GPU_KERNELS]
-    slices = slices or [16]
+    slices = slices or [32]
     blocks = blocks or [None]
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
     info = versions()

@@ -525,7 +525,7 @@ def mutate_command(fasta, rate, seed, region, output):
                    "--sizes (16S-like variants of one random sequence), scores only.")
 @click.option("--count", type=click.IntRange(min=2), default=500, show_default=True,
               help="allpairs: sequences in the set (count * (count - 1) / 2 pairs).")
-@click.option("--slice", "slices", default="16", show_default=True, metavar="K[,K]",
+@click.option("--slice", "slices", default="32", show_default=True, metavar="K[,K]",
               help="allpairs: lazy-rscan slice heights to time (2, 4, 8, 16, 32).")
 @click.option("--query-lengths", default="64,256,1024", show_default=True, metavar="N,N,...",
               help="search: random protein queries of these lengths.")
