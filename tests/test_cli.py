@@ -11,7 +11,7 @@ import pytest
 
 from nwalign.cli import main
 
-from conftest import GENOME_A, GENOME_B
+from conftest import DATA, GENOME_A, GENOME_B
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -235,7 +235,8 @@ def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--workload", "allpairs"], "not built yet"),
+    (["--workload", "allpairs", "--kernels", "wavefront"], "not an allpairs kernel"),
+    (["--workload", "allpairs", "--slice", "x"], "comma-separated integers"),
     (["--workload", "search", "--kernels", "wavefront"], "not a search kernel"),
     (["--kernels", "nope"], "unknown kernel"),
     (["--sizes", "1,2,x"], "--random"),
@@ -254,3 +255,26 @@ def test_bench_search_workload_cpu(capsys, tmp_path):
     rows = json.loads(js.read_text())
     assert [r["query_length"] for r in rows] == [16, 40] and all(r["verified"] for r in rows)
     assert all(r["workload"] == "search" and r["db_sequences"] == 60 and r["gcups"] > 0 for r in rows)
+
+
+def test_bench_allpairs_on_cpu_writes_verified_rows(tmp_path, capsys):
+    import json
+
+    out, tsv = tmp_path / "a.json", tmp_path / "a.tsv"
+    assert main(["bench", "--workload", "allpairs", "--backend", "cpu", "--sizes", "120", "--count", "6",
+                 "--repeats", "1", "--warmup", "0", "--check", "10", "--json", str(out), "--tsv", str(tsv)]) == 0
+    rows = json.loads(out.read_text())
+    assert len(rows) == 1 and rows[0]["workload"] == "allpairs" and rows[0]["kernel"] == "cpu"
+    assert rows[0]["verified"] and rows[0]["pairs"] == 10 and rows[0]["pairs_per_s"] > 0 and rows[0]["gcups"] > 0
+    assert "pairs_per_s" in tsv.read_text().splitlines()[0]
+    assert "GPU kernels skipped" in capsys.readouterr().err or __import__("nwalign.cuda").cuda.available()
+
+
+def test_bench_allpairs_input_file(tmp_path):
+    import json
+
+    out = tmp_path / "a.json"
+    assert main(["bench", "--workload", "allpairs", "--backend", "cpu", "--input", os.path.join(DATA, "16S_100_dada2.fasta.gz"),
+                 "--count", "5", "--repeats", "1", "--warmup", "0", "--json", str(out), "-q"]) == 0
+    rows = json.loads(out.read_text())
+    assert rows[0]["pairs"] == 10 and rows[0]["verified"]
