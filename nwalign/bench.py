@@ -21,6 +21,7 @@ import numpy as np
 from . import __version__, cuda
 from .cpu import align_codes, score_codes
 from .cpu.pair import score_rows
+from .engine import Encoded
 from .errors import NwalignError
 from .results import Alignment, rescore
 from .scoring import Scoring, make_scoring
@@ -29,7 +30,8 @@ from .sequences import Record, detect_alphabet, mutate, random_records, read_fas
 log = logging.getLogger("nwalign")
 
 WORKLOADS = ("pair", "search", "allpairs")
-SEARCH_KERNELS = ("cpu", "gsw")
+SEARCH_KERNELS = ("cpu", "gsw", "scan")
+GPU_SEARCH_KERNELS = ("gsw", "scan")
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 CPU_KERNELS = ("cpu", "cpu-serial")
 PEERS = ("parasail", "biopython")
@@ -341,40 +343,49 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     for name in names:
         if name not in SEARCH_KERNELS:
             raise NwalignError(f"--kernels: {name!r} is not a search kernel (choose from {', '.join(SEARCH_KERNELS)})")
-    if "gsw" in names and not gpu_ok:
-        log.warning("GPU kernel gsw skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
-        names = [k for k in names if k != "gsw"]
+    if any(k in GPU_SEARCH_KERNELS for k in names) and not gpu_ok:
+        log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        names = [k for k in names if k not in GPU_SEARCH_KERNELS]
+    if inputs and len(inputs) > 2:
+        raise NwalignError("--input for search: give the query FASTA, and optionally the database FASTA")
     if inputs:
-        if len(inputs) != 2:
-            raise NwalignError("--input for search: give the query FASTA and the database FASTA")
         queries = read_fasta(inputs[0])
-        db = database_from_records(read_fasta(inputs[1]), inputs[1])
     else:
         rng = np.random.default_rng(seed)
         queries = [Record(f"query_len{n}", "", AMINO[rng.integers(0, 20, size=n)].tobytes().decode())
                    for n in query_lengths]
+    if inputs and len(inputs) == 2:
+        from .search import load_database
+
+        db = load_database(inputs[1])
+    else:
         db = synthetic_database(db_size, seed + 1)
     scoring = make_scoring("protein", "local", matrix, None, None, gap_open, gap_extend)
     codes = encode_database(db, scoring)
     threads = __import__("os").cpu_count() or 1
     sub = database_from_records([db.record(k) for k in range(min(check, db.count))], "check")
     sub_codes = encode_database(sub, scoring)
-    gpu = None
+    gpu = {}
     if "gsw" in names:
         from .cuda.search import GswSearcher
 
-        gpu = GswSearcher(db, scoring)
+        gpu["gsw"] = GswSearcher(db, scoring)
+    if "scan" in names:
+        from .cuda.search import ScanSearcher
+
+        gpu["scan"] = ScanSearcher(codes, db.offsets, scoring)
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
     rows: list[Row] = []
     for q in queries:
         qc = scoring.encode(q)
-        cpu_scores = None
+        cpu_scores = other_gpu = None
         for name in names:
             if name == "cpu":
                 fn, timer = (lambda: scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
             else:
-                fn, timer = (lambda: gpu.scores(q.seq)), _gpu_timer()
+                enc = Encoded(q, qc)
+                fn, timer = (lambda: gpu[name].score_query(enc)), _gpu_timer()
             for _ in range(warmup):
                 fn()
             times, scores = [], None
@@ -390,12 +401,18 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
             else:
                 ref = scan(qc, sub_codes, sub.offsets, scoring, threads)
                 verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), f"cpu engine (first {sub.count})"
+                if name in GPU_SEARCH_KERNELS and other_gpu is not None:
+                    verified &= bool(np.array_equal(scores, other_gpu))
+                    ref_name += ", the other GPU kernel (whole database)"
+            if name in GPU_SEARCH_KERNELS and other_gpu is None:
+                other_gpu = scores
             median = statistics.median(times)
             if not verified:
                 print(f"nwalign bench: MISMATCH {name} query {q.id}: scores differ from the {ref_name}", file=sys.stderr)
             rows.append(Row("search", name, len(qc), db.total_length, "local", False, len(times), median, min(times),
                             max(times), len(qc) * db.total_length / median / 1e9, int(scores.max()), verified,
-                            ref_name, device if name == "gsw" else "cpu", db_sequences=db.count, versions=info))
+                            ref_name, device if name in GPU_SEARCH_KERNELS else "cpu", db_sequences=db.count,
+                            versions=info))
         by_kernel = {r.kernel: r.median_s for r in rows if r.query_length == len(qc)}
         for r in rows:
             if r.query_length == len(qc):

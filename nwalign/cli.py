@@ -379,9 +379,10 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
 @scoring_options
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="auto: the GPU when CuPy sees one, else the CPU engine.")
-@click.option("--kernel", "search_kernel", type=click.Choice(("gsw",)), default="gsw", show_default=True,
-              help="GPU scan kernel: gsw (Akoglu and Striemer: one thread per database sequence). The faster "
-                   "'scan' kernel is not built yet.")
+@click.option("--kernel", "search_kernel", type=click.Choice(("scan", "gsw")), default="scan", show_default=True,
+              help="GPU kernel: scan (32 query rows per thread in registers, length-sorted database, long "
+                   "sequences on the whole GPU) or gsw (Akoglu and Striemer: one thread per database sequence, "
+                   "query and matrix in constant memory).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads over database sequences (0 = all cores).")
@@ -432,9 +433,10 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     codes = encode_database(db, scoring)
     gpu = None
     if choose_backend(backend) == "cuda":
-        from .cuda.search import GswSearcher
+        from .cuda.search import GswSearcher, ScanSearcher
 
-        gpu = GswSearcher(db, scoring, device)
+        gpu = GswSearcher(db, scoring, device) if search_kernel == "gsw" else \
+            ScanSearcher(codes, db.offsets, scoring, device)
         log.info("search: kernel %s on the GPU; hits aligned on the CPU engine", search_kernel)
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
              db.total_length, scoring.matrix_name, threads)
@@ -446,8 +448,11 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             targets = [Record(i, "", "N" * int(db.offsets[k + 1] - db.offsets[k])) for k, i in enumerate(db.ids)]
             writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
             writer.begin()
+        progress = _search_progress(len(qenc) * db.total_length, quiet)
         for q in qenc:
-            for hit in search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu):
+            hits = search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu)
+            progress(db.total_length)
+            for hit in hits:
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")
                 elif fmt == "json":
@@ -465,6 +470,28 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                 out.flush()
         if writer:
             writer.end()
+
+
+def _search_progress(total: int, quiet: bool):
+    """A Rich progress bar on stderr over database residues x queries, only when stderr is a terminal.
+    Returns advance(residues); the bar closes when it is full."""
+    if quiet or not sys.stderr.isatty():
+        return lambda n: None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("search"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("search", total=total)
+    bar.start()
+    done = [0]
+
+    def advance(n: int) -> None:
+        done[0] += n
+        bar.update(task, advance=n)
+        if done[0] >= total:
+            bar.stop()
+    return advance
 
 
 @cli.command()

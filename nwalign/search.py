@@ -65,6 +65,12 @@ def makedb(fasta: str, path: str) -> Database:
     """Write ``fasta`` as a memory-mappable .nwdb: magic, header length, JSON header (ids, descriptions,
     count), then offsets (int64) and residues (uint8 ASCII), 8-byte aligned. Returns the database."""
     db = database_from_records(read_fasta(fasta), fasta)
+    write_database(db, path)
+    return db
+
+
+def write_database(db: Database, path: str) -> None:
+    """Write a database in the .nwdb layout of :func:`makedb` (atomically: temporary file, then rename)."""
     header = json.dumps({"count": db.count, "total": db.total_length, "ids": db.ids,
                          "descriptions": db.descriptions}).encode()
     pad = (-(len(MAGIC) + 8 + len(header))) % 8
@@ -75,7 +81,6 @@ def makedb(fasta: str, path: str) -> Database:
         out.write(db.offsets.tobytes())
         out.write(db.residues.tobytes())
     os.replace(tmp, path)
-    return db
 
 
 def load_database(path: str) -> Database:
@@ -159,10 +164,10 @@ def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
 def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
                  top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
                  threads: int = 1, gpu=None) -> list[Hit]:
-    """Scan one query (on the CPU engine, or ``gpu``, a :class:`nwalign.cuda.search.GswSearcher`), then
-    align its reported hits on the CPU engine (exact columns; scores equal the scan's) with statistics."""
-    scores = gpu.scores(query.record.seq) if gpu is not None else scan(query.codes, codes, db.offsets, scoring,
-                                                                         threads)
+    """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.cuda.search.ScanSearcher` or
+    ``GswSearcher``), then align its reported hits on the CPU engine (exact columns; scores equal the
+    scan's) with statistics."""
+    scores = gpu.score_query(query) if gpu is not None else scan(query.codes, codes, db.offsets, scoring, threads)
     hits = []
     for k in top_hits(scores, top, min_score).tolist():
         target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])

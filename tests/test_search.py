@@ -11,7 +11,7 @@ from nwalign.cli import main
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.search import database_from_records, encode_database, load_database, search_query, top_hits
-from nwalign.sequences import read_fasta
+from nwalign.sequences import Record, read_fasta
 from nwalign.statistics import parameters
 
 from conftest import DATA
@@ -151,3 +151,54 @@ def test_search_gpu_equals_cpu():
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
                         for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
             assert cpu_hits == gpu_hits
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("threshold", [None, 300])
+def test_scan_kernel_equals_cpu(threshold):
+    """scan scores equal the CPU engine's for every database sequence (with a low long-sequence threshold
+    too, so the wavefront partition is exercised); the reported hits are identical."""
+    from nwalign.cuda.search import ScanSearcher
+    from nwalign.search import scan
+
+    scoring = make_scoring("protein", "local")
+    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
+                                (read_fasta(BENCH20)[:4], read_fasta(ECOLI))):
+        db = database_from_records(db_records, "db")
+        codes = encode_database(db, scoring)
+        gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=threshold)
+        if threshold:
+            assert gpu.long.size > 0
+        for q in encode_all(queries, scoring, "q"):
+            assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2))
+            cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
+            gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
+                        for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
+            assert cpu_hits == gpu_hits
+
+
+@pytest.mark.gpu
+def test_scan_dna_and_stars_and_cli(tmp_path):
+    """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
+    from nwalign.cuda.search import ScanSearcher
+    from nwalign.search import scan
+
+    rng = np.random.default_rng(4)
+    scoring = make_scoring("dna", "local")
+    recs = [Record(f"d{k}", "", "".join(rng.choice(list("ACGT"), size=int(rng.integers(1, 700)))))
+            for k in range(300)]
+    db = database_from_records(recs, "dna")
+    codes = encode_database(db, scoring)
+    q = encode_all([Record("q", "", recs[7].seq[10:400] or "ACGT")], scoring, "q")[0]
+    assert np.array_equal(ScanSearcher(codes, db.offsets, scoring).score_query(q),
+                          scan(q.codes, codes, db.offsets, scoring, 2))
+    star = tmp_path / "star.fa"
+    star.write_text(">s1\nMKVLAAGIVG*\n>s2\nMKV*LA\n")
+    outs = []
+    for backend in ("cpu", "cuda"):
+        out = tmp_path / f"{backend}.tsv"
+        assert main(["search", OPAL, str(star), "--backend", backend, "-o", str(out), "--columns",
+                     "qseqid,sseqid,score,cigar"]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and outs[0]

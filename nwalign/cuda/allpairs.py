@@ -28,6 +28,7 @@ LAZY_THREADS = 128
 MAX_BATCH = 1 << 20             # pairs per batch, whatever the memory
 MAX_ALPHABET = 32
 _MODE = {"global": 0, "local": 1, "semiglobal": 2}
+_SETS = np.dtype([("qseqs", np.uint64), ("qoffsets", np.uint64), ("tseqs", np.uint64), ("toffsets", np.uint64)])
 # Every template instance, compiled in one NVRTC call (and cached on disk by CuPy).
 _NAMES = tuple([f"lazy_rscan<{m}, {k}>" for m in range(3) for k in (1,) + SLICES] + [f"dscan<{m}>" for m in range(3)]
                + [f"tiled_dscan<{m}, {t}>" for m in range(3) for t in TILES])
@@ -53,7 +54,8 @@ class AllPairsScorer:
     """Optimal scores of many pairs of one sequence collection on the GPU.
 
     Arguments:
-        codes: the residue codes of every sequence (uint8 arrays, each of length >= 1).
+        codes: the residue codes of every sequence (uint8 arrays, each of length >= 1); pairs index them
+            on both sides unless :meth:`set_queries` gives a separate query set.
         scoring: the scoring scheme (its matrix must have at most 32 letters).
         kernel: one of :data:`KERNELS`, or ``auto`` (see :func:`choose_kernel`).
         slice_k: lazy-rscan slice height (one of :data:`SLICES`).
@@ -85,15 +87,9 @@ class AllPairsScorer:
             raise NwalignError(f"--block {tile}: dscan threads per block must be a multiple of 32 up to 1024")
         if kernel in ("lazy-rscan", "rscan") and tile is not None and not (32 <= tile <= 256 and tile % 32 == 0):
             raise NwalignError(f"--block {tile}: {kernel} threads per block must be a multiple of 32 up to 256")
-        lengths = np.array([len(c) for c in codes], dtype=np.int64)
-        if lengths.size == 0 or lengths.min() < 1:
-            raise NwalignError("allpairs: every sequence needs at least one residue")
-        self.lengths = lengths
-        self.max_length = int(lengths.max())
-        offsets = np.zeros(len(codes) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        self.seqs = cp.asarray(np.concatenate(codes).astype(np.uint8))
-        self.offsets = cp.asarray(offsets)
+        self.t_lengths, self.t_seqs, self.t_offsets = self._upload(codes)
+        self.q_lengths, self.q_seqs, self.q_offsets = self.t_lengths, self.t_seqs, self.t_offsets
+        self.max_length = int(self.t_lengths.max())  # bounds both sides (scratch sizes)
         self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
         self.A = A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
@@ -106,6 +102,23 @@ class AllPairsScorer:
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
         self.cells = 0
         self.gpu_seconds = 0.0  # kernel time (CUDA events), summed over batches
+
+    def _upload(self, codes):
+        lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        if lengths.size == 0 or lengths.min() < 1:
+            raise NwalignError("every sequence needs at least one residue")
+        offsets = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return lengths, self.cp.asarray(np.concatenate(codes).astype(np.uint8)), self.cp.asarray(offsets)
+
+    def set_queries(self, codes: list[np.ndarray]) -> None:
+        """A separate query set (pairs then index it on the left, the constructor's set on the right)."""
+        self.q_lengths, self.q_seqs, self.q_offsets = self._upload(codes)
+        self.max_length = max(int(self.t_lengths.max()), int(self.q_lengths.max()))
+
+    def _sets(self):
+        return np.array([(self.q_seqs.data.ptr, self.q_offsets.data.ptr, self.t_seqs.data.ptr,
+                          self.t_offsets.data.ptr)], dtype=_SETS)[0]
 
     # -- planning ---------------------------------------------------------------------------------
     def kernel_for(self, n_pairs: int) -> str:
@@ -149,7 +162,7 @@ class AllPairsScorer:
     def _launch(self, kernel: str, d_pairs, n: int, d_scores, scratch, max_q: int, max_t: int):
         cp = self.cp
         i32 = np.int32
-        common = (self.seqs, self.offsets, d_pairs, i32(n), self.matrix, i32(self.A), i32(self.go), i32(self.ge))
+        common = (self._sets(), d_pairs, i32(n), self.matrix, i32(self.A), i32(self.go), i32(self.ge))
         if kernel in ("lazy-rscan", "rscan"):
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
@@ -189,17 +202,19 @@ class AllPairsScorer:
     def _scratch_ints(self, kernel: str, n: int) -> int:
         return max(1, (self.bytes_per_pair(kernel) - 12) * n // 4)
 
-    def scores(self, pairs: np.ndarray, kernel: str | None = None) -> np.ndarray:
+    def scores(self, pairs: np.ndarray, kernel: str | None = None, presorted: bool = False) -> np.ndarray:
         """Scores of one array of pairs (int32, shape (k, 2): indices into ``codes``) -> int64 (k,)."""
         pairs = np.asarray(pairs, dtype=np.int32).reshape(-1, 2)
         size = self.batch_size(kernel or self.kernel_for(len(pairs)))
         chunks = [pairs[k:k + size] for k in range(0, len(pairs), size)]
-        return np.concatenate([s for _, s in self.stream(chunks, kernel)] + [np.zeros(0, dtype=np.int64)])
+        return np.concatenate([s for _, s in self.stream(chunks, kernel, presorted)] +
+                              [np.zeros(0, dtype=np.int64)])
 
-    def stream(self, batches: Iterable[np.ndarray], kernel: str | None = None
+    def stream(self, batches: Iterable[np.ndarray], kernel: str | None = None, presorted: bool = False
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Score batches of pairs (int32 (k, 2) arrays, each at most :meth:`batch_size` long), yielding
-        (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned."""
+        (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned.
+        ``presorted``: the pairs already come in (query length, target length) order."""
         cp = self.cp
         import cupyx
 
@@ -214,9 +229,9 @@ class AllPairsScorer:
             if slots[s] is not None:  # this stream's previous batch: finish and hand it out first
                 yield self._collect(slots[s])
                 slots[s] = None
-            q_len = self.lengths[pairs[:, 0]]
-            t_len = self.lengths[pairs[:, 1]]
-            order = np.lexsort((t_len, q_len))
+            q_len = self.q_lengths[pairs[:, 0]]
+            t_len = self.t_lengths[pairs[:, 1]]
+            order = np.arange(n) if presorted else np.lexsort((t_len, q_len))
             self.cells += int((q_len * t_len).sum())
             pinned_pairs = cupyx.empty_pinned((n, 2), dtype=np.int32)
             pinned_pairs[:] = pairs[order]

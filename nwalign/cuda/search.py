@@ -1,4 +1,4 @@
-"""Host side of the GSW search kernel: the database uploaded once, one launch per query and batch."""
+"""Host side of the GPU search kernels: ``gsw`` (seed 004) and ``scan``; the database is uploaded once."""
 
 from __future__ import annotations
 
@@ -59,3 +59,79 @@ class GswSearcher:
             self.func((blocks,), (threads,), (self.db, self.offsets, self.order[lo:lo + n], np.int32(n), np.int32(m),
                                               np.int32(self.go), np.int32(self.ge), temp, best))
         return best.get().astype(np.int64)
+
+    def score_query(self, query) -> np.ndarray:
+        """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
+        return self.scores(query.record.seq.upper())
+
+
+class ScanSearcher:
+    """Scores of a query against every database sequence with the ``scan`` kernel.
+
+    Database sequences are partitioned by length. The short partition (nearly all of a protein
+    database) is scored by the one-thread-per-pair slice kernel of :mod:`nwalign.cuda.allpairs`
+    (``lazy_rscan`` in local mode: 32 query rows per thread in registers, DPX cell updates, the
+    substitution matrix in shared memory, only each slice's last row through global memory), the
+    sequences length-sorted once so a warp's threads finish together, in batches on two streams. A
+    sequence longer than ``long_threshold`` would keep one thread busy long after the others are done,
+    so each of those is scored by the whole GPU with the wavefront kernel of ``nwalign pair``.
+
+    Arguments:
+        codes: the database residue codes (uint8, all sequences concatenated).
+        offsets: int64 (count + 1,) sequence boundaries in ``codes``.
+        scoring: a local-mode :class:`nwalign.scoring.Scoring`.
+        device: CUDA device index.
+        long_threshold: database sequences longer than this go to the wavefront kernel (default:
+            :func:`long_threshold`).
+
+    Raises:
+        NwalignError: no usable GPU, or a matrix with more than 32 letters.
+    """
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0,
+                 long_threshold: int | None = None):
+        from .allpairs import AllPairsScorer
+
+        require(device)
+        self.scoring, self.device = scoring, device
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.diff(offsets)
+        if lengths.size == 0 or lengths.min() < 1:
+            raise NwalignError("scan: every database sequence needs at least one residue")
+        self.count = lengths.size
+        self.threshold = long_threshold if long_threshold is not None else default_long_threshold(lengths)
+        short = np.flatnonzero(lengths <= self.threshold)
+        self.short = short[np.argsort(lengths[short], kind="stable")].astype(np.int32)  # length order
+        self.long = np.flatnonzero(lengths > self.threshold)
+        self.long_codes = [codes[offsets[k]:offsets[k + 1]] for k in self.long.tolist()]
+        parts = [codes[offsets[k]:offsets[k + 1]] for k in self.short.tolist()]
+        self.scorer = AllPairsScorer(parts or [codes[:1]], scoring, "lazy-rscan", 32, device=device)
+        self.cells = 0
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
+        from .pair import Options, run_kernel
+
+        best = np.zeros(self.count, dtype=np.int64)
+        if self.short.size:
+            self.scorer.set_queries([query])
+            pairs = np.zeros((self.short.size, 2), dtype=np.int32)
+            pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
+            best[self.short] = self.scorer.scores(pairs, "lazy-rscan", presorted=True)
+        opts = Options(kernel="wavefront", device=self.device)
+        for k, t in zip(self.long.tolist(), self.long_codes):
+            (score, *_), _ = run_kernel(query, t, self.scoring, False, opts)
+            best[k] = score
+        return best
+
+    def score_query(self, query) -> np.ndarray:
+        """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
+        return self.scores(query.codes)
+
+
+def default_long_threshold(lengths: np.ndarray) -> int:
+    """Longest database sequence left to one thread: a thread sweeps about 25 M cells/s on an H100
+    while the whole GPU sweeps about 1,400 G, so one sequence of n residues takes as long as the
+    database's N_total residues when n ~ N_total / 56,000; half that keeps the tail short. At least
+    1,024, so small databases stay on the batch kernel."""
+    return max(1024, int(lengths.sum()) // 112_000)

@@ -19,16 +19,24 @@
 
 #define AP_PAD (-(1 << 28))  // substitution score of padding rows: never part of an optimal path
 
-// pairs[p] = (query index, target index) into the concatenated codes seqs / offsets.
+// The query set and the target set: residue codes concatenated, sequence k at seqs[offsets[k] ..
+// offsets[k + 1]). All pairs within one set pass the same arrays twice. pairs[p] = (query, target).
+struct Sets {
+    const u8 *qseqs;
+    const long long *qoffsets;
+    const u8 *tseqs;
+    const long long *toffsets;
+};
+
 struct Pair {
     const u8 *q, *t;
     int m, n;
 };
 
-__device__ __forceinline__ Pair load_pair(const u8 *seqs, const long long *offsets, const int2 *pairs, int p) {
+__device__ __forceinline__ Pair load_pair(const Sets &s, const int2 *pairs, int p) {
     const int2 pr = pairs[p];
-    const long long q0 = offsets[pr.x], t0 = offsets[pr.y];
-    return Pair{seqs + q0, seqs + t0, (int)(offsets[pr.x + 1] - q0), (int)(offsets[pr.y + 1] - t0)};
+    const long long q0 = s.qoffsets[pr.x], t0 = s.toffsets[pr.y];
+    return Pair{s.qseqs + q0, s.tseqs + t0, (int)(s.qoffsets[pr.x + 1] - q0), (int)(s.toffsets[pr.y + 1] - t0)};
 }
 
 __device__ __forceinline__ int cell(int diag, int s, int e, int f) {
@@ -43,7 +51,7 @@ __device__ __forceinline__ int cell(int diag, int s, int e, int f) {
 // from above), so each cell subtracts go once; the diagonal term adds it back through the matrix in
 // shared memory, which holds S + go.
 template <int MODE, int K>
-__global__ void __launch_bounds__(256, 1) lazy_rscan(const u8 *seqs, const long long *offsets, const int2 *pairs,
+__global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2 *pairs,
                                                   int npairs, const int *matrix, int A, int go, int ge, int *bufH,
                                                   int *bufF, int *scores) {
     extern __shared__ int sS[];
@@ -51,7 +59,7 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const u8 *seqs, const long 
     __syncthreads();
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
-    const Pair pr = load_pair(seqs, offsets, pairs, p);
+    const Pair pr = load_pair(sets, pairs, p);
     const size_t stride = (size_t)npairs;
     int *colG = bufH + p, *colF = bufF + p;
     int best = MODE == NW_GLOBAL ? NW_NEG : 0;  // local: the empty alignment; semiglobal: H(m, 0) = 0
@@ -111,7 +119,7 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const u8 *seqs, const long 
 // scratch_ints == 0: the arrays live in dynamic shared memory after the matrix; otherwise in global
 // scratch, scratch_ints per block.
 template <int MODE>
-__global__ void dscan(const u8 *seqs, const long long *offsets, const int2 *pairs, int npairs, const int *matrix,
+__global__ void dscan(const Sets sets, const int2 *pairs, int npairs, const int *matrix,
                       int A, int go, int ge, int *scratch, long long scratch_ints, int *scores) {
     extern __shared__ int smem[];
     __shared__ int block_best;
@@ -119,7 +127,7 @@ __global__ void dscan(const u8 *seqs, const long long *offsets, const int2 *pair
     if (p >= npairs) return;
     for (int k = threadIdx.x; k < A * A; k += blockDim.x) smem[k] = matrix[k];
     if (threadIdx.x == 0) block_best = MODE == NW_GLOBAL ? NW_NEG : 0;
-    const Pair pr = load_pair(seqs, offsets, pairs, p);
+    const Pair pr = load_pair(sets, pairs, p);
     const int m = pr.m, n = pr.n, w = m + 1;
     int *base = scratch_ints ? scratch + (size_t)p * (size_t)scratch_ints : smem + A * A;
     int *Hd2 = base, *Hd1 = base + w, *Hn = base + 2 * w, *E1 = base + 3 * w, *En = base + 4 * w,
@@ -166,7 +174,7 @@ __global__ void dscan(const u8 *seqs, const long long *offsets, const int2 *pair
 // tile to the left (H[0..T], then E[1..T]). Only tile (ti, tj) touches those two slots on diagonal D,
 // so blocks of one launch never race. scores must start at NW_NEG (global) or 0.
 template <int MODE, int T>
-__global__ void __launch_bounds__(T) tiled_dscan(const u8 *seqs, const long long *offsets, const int2 *pairs,
+__global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pairs,
                                                  int npairs, const int *matrix, int A, int go, int ge, int D,
                                                  int *rowbuf, int *colbuf, int row_slots, int col_slots,
                                                  int *scores) {
@@ -175,7 +183,7 @@ __global__ void __launch_bounds__(T) tiled_dscan(const u8 *seqs, const long long
     __shared__ u8 sT[T];
     const int p = blockIdx.x;
     if (p >= npairs) return;
-    const Pair pr = load_pair(seqs, offsets, pairs, p);
+    const Pair pr = load_pair(sets, pairs, p);
     const int ntr = (pr.m + T - 1) / T, ntc = (pr.n + T - 1) / T;
     const int ti = max(0, D - ntc + 1) + (int)blockIdx.y, tj = D - ti;
     if (ti > min(D, ntr - 1) || tj < 0) return;  // whole block: this pair has no such tile
@@ -227,7 +235,7 @@ __global__ void __launch_bounds__(T) tiled_dscan(const u8 *seqs, const long long
 }
 
 #define AP_LAZY(M, K)                                                                                        \
-    template __global__ void lazy_rscan<M, K>(const u8 *, const long long *, const int2 *, int, const int *, \
+    template __global__ void lazy_rscan<M, K>(const Sets, const int2 *, int, const int *, \
                                               int, int, int, int *, int *, int *);
 #define AP_LAZY_ALL(K) AP_LAZY(0, K) AP_LAZY(1, K) AP_LAZY(2, K)
 AP_LAZY_ALL(1)
@@ -237,15 +245,15 @@ AP_LAZY_ALL(8)
 AP_LAZY_ALL(16)
 AP_LAZY_ALL(32)
 
-template __global__ void dscan<0>(const u8 *, const long long *, const int2 *, int, const int *, int, int, int, int *,
+template __global__ void dscan<0>(const Sets, const int2 *, int, const int *, int, int, int, int *,
                                   long long, int *);
-template __global__ void dscan<1>(const u8 *, const long long *, const int2 *, int, const int *, int, int, int, int *,
+template __global__ void dscan<1>(const Sets, const int2 *, int, const int *, int, int, int, int *,
                                   long long, int *);
-template __global__ void dscan<2>(const u8 *, const long long *, const int2 *, int, const int *, int, int, int, int *,
+template __global__ void dscan<2>(const Sets, const int2 *, int, const int *, int, int, int, int *,
                                   long long, int *);
 
 #define AP_TILED(M, T)                                                                                        \
-    template __global__ void tiled_dscan<M, T>(const u8 *, const long long *, const int2 *, int, const int *, \
+    template __global__ void tiled_dscan<M, T>(const Sets, const int2 *, int, const int *, \
                                                int, int, int, int, int *, int *, int, int, int *);
 #define AP_TILED_ALL(T) AP_TILED(0, T) AP_TILED(1, T) AP_TILED(2, T)
 AP_TILED_ALL(8)
