@@ -133,8 +133,8 @@ class AllPairsScorer:
         """Device bytes one pair of a batch needs (pair indices, score, and the kernel's scratch)."""
         L = self.max_length
         base = 8 + 4
-        if kernel in ("lazy-rscan", "rscan"):
-            return base + 8 * L
+        if kernel in ("lazy-rscan", "rscan"):  # one H and F per target column
+            return base + 8 * int(self.t_lengths.max())
         if kernel == "dscan":
             return base + (0 if self._dscan_shared() <= self.smem_optin - 1024 else 4 * 7 * (L + 1))
         T = self.tile or DEFAULT_TILE
@@ -167,7 +167,8 @@ class AllPairsScorer:
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
             func = _function(name)
-            bufH, bufF = scratch[: self.max_length * n], scratch[self.max_length * n: 2 * self.max_length * n]
+            cols = int(self.t_lengths.max())
+            bufH, bufF = scratch[: cols * n], scratch[cols * n: 2 * cols * n]
             threads = self.tile or LAZY_THREADS
             blocks = (n + threads - 1) // threads
             func((blocks,), (threads,), common + (bufH, bufF, d_scores),

@@ -72,9 +72,10 @@ class ScanSearcher:
     database) is scored by the one-thread-per-pair slice kernel of :mod:`nwalign.cuda.allpairs`
     (``lazy_rscan`` in local mode: 32 query rows per thread in registers, DPX cell updates, the
     substitution matrix in shared memory, only each slice's last row through global memory), the
-    sequences length-sorted once so a warp's threads finish together, in batches on two streams. A
-    sequence longer than ``long_threshold`` would keep one thread busy long after the others are done,
-    so each of those is scored by the whole GPU with the wavefront kernel of ``nwalign pair``.
+    sequences sorted once by decreasing length, so a warp's threads finish together and the longest
+    start first, in batches on two streams. A sequence longer than ``long_threshold`` would keep one
+    thread busy long after the others are done, so each of those is scored by the whole GPU with the
+    wavefront kernel of ``nwalign pair``.
 
     Arguments:
         codes: the database residue codes (uint8, all sequences concatenated).
@@ -101,7 +102,8 @@ class ScanSearcher:
         self.count = lengths.size
         self.threshold = long_threshold if long_threshold is not None else default_long_threshold(lengths)
         short = np.flatnonzero(lengths <= self.threshold)
-        self.short = short[np.argsort(lengths[short], kind="stable")].astype(np.int32)  # length order
+        # Longest first: the longest threads start at once and the block scheduler fills in behind them.
+        self.short = short[np.argsort(-lengths[short], kind="stable")].astype(np.int32)
         self.long = np.flatnonzero(lengths > self.threshold)
         self.long_codes = [codes[offsets[k]:offsets[k + 1]] for k in self.long.tolist()]
         parts = [codes[offsets[k]:offsets[k + 1]] for k in self.short.tolist()]
@@ -130,8 +132,8 @@ class ScanSearcher:
 
 
 def default_long_threshold(lengths: np.ndarray) -> int:
-    """Longest database sequence left to one thread: a thread sweeps about 25 M cells/s on an H100
-    while the whole GPU sweeps about 1,400 G, so one sequence of n residues takes as long as the
-    database's N_total residues when n ~ N_total / 56,000; half that keeps the tail short. At least
-    1,024, so small databases stay on the batch kernel."""
-    return max(1024, int(lengths.sum()) // 112_000)
+    """Longest database sequence left to one thread. A thread sweeps about 25 M cells/s on an H100
+    while the whole GPU sweeps about 1,400 G, so one sequence of n residues takes as long as the whole
+    database of N residues when n ~ N / 56,000 (whatever the query length). At least 4,096, so that
+    small databases stay on the batch kernel."""
+    return max(4096, int(lengths.sum()) // 56_000)

@@ -81,14 +81,19 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
             int f = first ? NW_NEG : colF[at];
             int diag = diag_top;
             diag_top = g_up;
+            int h_pair = 0;  // local: cells are folded into best two at a time
 #pragma unroll
             for (int r = 0; r < K; ++r) {
                 const int e = __viaddmax_s32(E[r], -ge, G[r]);
                 f = __viaddmax_s32(f, -ge, g_up);
-                int h = cell(diag, sS[prof[r] + c], e, f);
+                int h;
                 if (MODE == NW_LOCAL) {
-                    h = max(h, 0);
-                    best = max(best, h);
+                    h = __vimax3_s32_relu(diag + sS[prof[r] + c], e, f);  // max(., ., ., 0) in one DPX op
+                    if (K == 1) best = max(best, h);
+                    else if (r & 1) best = __vimax3_s32(best, h_pair, h);
+                    else h_pair = h;
+                } else {
+                    h = cell(diag, sS[prof[r] + c], e, f);
                 }
                 diag = G[r];
                 G[r] = h - go;
