@@ -203,6 +203,20 @@ class AllPairsScorer:
     def _scratch_ints(self, kernel: str, n: int) -> int:
         return max(1, (self.bytes_per_pair(kernel) - 12) * n // 4)
 
+    def scores_resident(self, d_pairs, kernel: str, batch: int):
+        """Scores of pairs already on the GPU (CuPy int32 (k, 2), in the order to run them), on the current
+        stream, ``batch`` pairs per launch; returns a CuPy int32 (k,) array. For repeated runs over the
+        same pairs (a database search), where re-sending the pairs would cost more than the kernel."""
+        cp = self.cp
+        total = d_pairs.shape[0]
+        out = cp.empty(total, dtype=cp.int32)
+        max_q, max_t = int(self.q_lengths.max()), int(self.t_lengths.max())
+        for lo in range(0, total, batch):
+            n = min(batch, total - lo)
+            scratch = cp.empty(self._scratch_ints(kernel, n), dtype=cp.int32)
+            self._launch(kernel, d_pairs[lo:lo + n], n, out[lo:lo + n], scratch, max_q, max_t)
+        return out
+
     def scores(self, pairs: np.ndarray, kernel: str | None = None, presorted: bool = False) -> np.ndarray:
         """Scores of one array of pairs (int32, shape (k, 2): indices into ``codes``) -> int64 (k,)."""
         pairs = np.asarray(pairs, dtype=np.int32).reshape(-1, 2)

@@ -108,7 +108,11 @@ class ScanSearcher:
         self.long_codes = [codes[offsets[k]:offsets[k + 1]] for k in self.long.tolist()]
         parts = [codes[offsets[k]:offsets[k + 1]] for k in self.short.tolist()]
         self.scorer = AllPairsScorer(parts or [codes[:1]], scoring, "lazy-rscan", 32, device=device)
-        self.cells = 0
+        # The pairs (query 0, database sequence k) are the same for every query: sent to the GPU once.
+        pairs = np.zeros((self.short.size, 2), dtype=np.int32)
+        pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
+        self.d_pairs = self.scorer.cp.asarray(pairs)
+        self.batch = self.scorer.batch_size("lazy-rscan")
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
@@ -117,9 +121,7 @@ class ScanSearcher:
         best = np.zeros(self.count, dtype=np.int64)
         if self.short.size:
             self.scorer.set_queries([query])
-            pairs = np.zeros((self.short.size, 2), dtype=np.int32)
-            pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
-            best[self.short] = self.scorer.scores(pairs, "lazy-rscan", presorted=True)
+            best[self.short] = self.scorer.scores_resident(self.d_pairs, "lazy-rscan", self.batch).get()
         opts = Options(kernel="wavefront", device=self.device)
         for k, t in zip(self.long.tolist(), self.long_codes):
             (score, *_), _ = run_kernel(query, t, self.scoring, False, opts)
