@@ -140,7 +140,7 @@ class AllPairsScorer:
         T = self.tile or DEFAULT_TILE
         return base + 2 * ((L + T - 1) // T) * (2 * T + 1) * 4
 
-    def batch_size(self, kernel: str) -> int:
+    def batch_size(self, kernel: str, waves: bool = True) -> int:
         """Pairs per batch: two batches in flight must fit the memory budget. For the one-thread-per-pair
         kernels a batch is a whole number of waves of resident threads when it can be, so that with long
         sequences the GPU works on the next batch while the host aligns the previous one's survivors."""
@@ -149,7 +149,7 @@ class AllPairsScorer:
         if size < 1:
             raise NwalignError(f"GPU memory: one pair of {self.max_length} residues needs {per} bytes of "
                                f"scratch; only {self.budget} are available (use --backend cpu)")
-        if kernel in ("lazy-rscan", "rscan"):
+        if waves and kernel in ("lazy-rscan", "rscan"):
             k = 1 if kernel == "rscan" else self.slice_k
             threads = self.tile or LAZY_THREADS
             wave = modules.resident_blocks(_function(f"lazy_rscan<{self.mode}, {k}>"), threads,
@@ -163,7 +163,7 @@ class AllPairsScorer:
         cp = self.cp
         i32 = np.int32
         common = (self._sets(), d_pairs, i32(n), self.matrix, i32(self.A), i32(self.go), i32(self.ge))
-        if kernel in ("lazy-rscan", "rscan"):
+        if waves and kernel in ("lazy-rscan", "rscan"):
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
             func = _function(name)

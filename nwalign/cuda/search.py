@@ -112,7 +112,7 @@ class ScanSearcher:
         pairs = np.zeros((self.short.size, 2), dtype=np.int32)
         pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
         self.d_pairs = self.scorer.cp.asarray(pairs)
-        self.batch = self.scorer.batch_size("lazy-rscan")
+        self.batch = self.scorer.batch_size("lazy-rscan", waves=False)  # one launch when it fits
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
