@@ -160,10 +160,9 @@ class AllPairsScorer:
 
     # -- launching --------------------------------------------------------------------------------
     def _launch(self, kernel: str, d_pairs, n: int, d_scores, scratch, max_q: int, max_t: int):
-        cp = self.cp
         i32 = np.int32
         common = (self._sets(), d_pairs, i32(n), self.matrix, i32(self.A), i32(self.go), i32(self.ge))
-        if waves and kernel in ("lazy-rscan", "rscan"):
+        if kernel in ("lazy-rscan", "rscan"):
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
             func = _function(name)
