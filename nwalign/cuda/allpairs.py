@@ -166,11 +166,11 @@ class AllPairsScorer:
             k = 1 if kernel == "rscan" else self.slice_k
             name = f"lazy_rscan<{self.mode}, {k}>"
             func = _function(name)
-            cols = int(self.t_lengths.max())
-            bufH, bufF = scratch[: cols * n], scratch[cols * n: 2 * cols * n]
+            # scratch: 2 * (longest target) * n ints, read by the kernel as (G, F) int2 pairs
+
             threads = self.tile or LAZY_THREADS
             blocks = (n + threads - 1) // threads
-            func((blocks,), (threads,), common + (bufH, bufF, d_scores),
+            func((blocks,), (threads,), common + (scratch, d_scores),
                  shared_mem=4 * (self.A + 1) * self.A)
         elif kernel == "dscan":
             name = f"dscan<{self.mode}>"

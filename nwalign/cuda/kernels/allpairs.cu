@@ -44,16 +44,16 @@ __device__ __forceinline__ int cell(int diag, int s, int e, int f) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// lazy_rscan / rscan: one thread per pair. bufH/bufF hold the last row of the previous slice,
-// laid out [column][pair] so a warp's loads and stores coalesce. Shared memory: the A x A matrix and
+// lazy_rscan / rscan: one thread per pair. bufGF holds the last row of the previous slice, (G, F)
+// pairs laid out [column][pair] so a warp's 8-byte loads and stores coalesce. Shared memory: the A x A matrix and
 // one row of AP_PAD for the padding rows of the last slice.
 // Registers hold G = H - go rather than H: G is what both gap recurrences read (E from the left, F
 // from above), so each cell subtracts go once; the diagonal term adds it back through the matrix in
 // shared memory, which holds S + go.
 template <int MODE, int K>
 __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2 *pairs,
-                                                  int npairs, const int *matrix, int A, int go, int ge, int *bufH,
-                                                  int *bufF, int *scores) {
+                                                  int npairs, const int *matrix, int A, int go, int ge, int2 *bufGF,
+                                                  int *scores) {
     extern __shared__ int sS[];
     for (int k = threadIdx.x; k < (A + 1) * A; k += blockDim.x) sS[k] = k < A * A ? matrix[k] + go : AP_PAD;
     __syncthreads();
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
     if (p >= npairs) return;
     const Pair pr = load_pair(sets, pairs, p);
     const size_t stride = (size_t)npairs;
-    int *colG = bufH + p, *colF = bufF + p;
+    int2 *col = bufGF + p;
     int best = MODE == NW_GLOBAL ? NW_NEG : 0;  // local: the empty alignment; semiglobal: H(m, 0) = 0
     for (int i0 = 0; i0 < pr.m; i0 += K) {
         const bool first = i0 == 0, last = i0 + K >= pr.m;
@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
         for (int j = 1; j <= pr.n; ++j) {
             const int c = pr.t[j - 1];
             const size_t at = (size_t)(j - 1) * stride;
-            int g_up = first ? nw_border(j, MODE, go, ge) - go : colG[at];
-            int f = first ? NW_NEG : colF[at];
+            const int2 gf = first ? make_int2(nw_border(j, MODE, go, ge) - go, NW_NEG) : col[at];
+            int g_up = gf.x, f = gf.y;
             int diag = diag_top;
             diag_top = g_up;
             int h_pair = 0;  // local: cells are folded into best two at a time
@@ -101,8 +101,7 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
                 g_up = G[r];
             }
             if (!last) {
-                colG[at] = g_up;
-                colF[at] = f;
+                col[at] = make_int2(g_up, f);
             } else if (MODE == NW_SEMIGLOBAL) {  // the last row of the matrix
 #pragma unroll
                 for (int r = 0; r < K; ++r)
@@ -241,7 +240,7 @@ __global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pa
 
 #define AP_LAZY(M, K)                                                                                        \
     template __global__ void lazy_rscan<M, K>(const Sets, const int2 *, int, const int *, \
-                                              int, int, int, int *, int *, int *);
+                                              int, int, int, int2 *, int *);
 #define AP_LAZY_ALL(K) AP_LAZY(0, K) AP_LAZY(1, K) AP_LAZY(2, K)
 AP_LAZY_ALL(1)
 AP_LAZY_ALL(2)
