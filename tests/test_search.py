@@ -154,8 +154,8 @@ def test_search_gpu_equals_cpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("threshold", [None, 300])
-def test_scan_kernel_equals_cpu(threshold):
+@pytest.mark.parametrize("threshold, packed16", [(None, True), (None, False), (300, True)])
+def test_scan_kernel_equals_cpu(threshold, packed16):
     """scan scores equal the CPU engine's for every database sequence (with a low long-sequence threshold
     too, so the wavefront partition is exercised); the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
@@ -167,7 +167,7 @@ def test_scan_kernel_equals_cpu(threshold):
                                 (read_fasta(BENCH20)[:4], read_fasta(ECOLI))):
         db = database_from_records(db_records, "db")
         codes = encode_database(db, scoring)
-        gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=threshold)
+        gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=threshold, packed16=packed16)
         if threshold:
             assert gpu.long.size > 0
         for q in encode_all(queries, scoring, "q"):
@@ -202,3 +202,26 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
                      "qseqid,sseqid,score,cigar"]) == 0
         outs.append(out.read_text())
     assert outs[0] == outs[1] and outs[0]
+
+
+@pytest.mark.gpu
+def test_scan16_overflow_is_recomputed_in_32_bits():
+    """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts."""
+    from nwalign.cuda.search import ScanSearcher
+    from nwalign.search import scan
+
+    rng = np.random.default_rng(8)
+    scoring = make_scoring("dna", "local")
+    query = "".join(rng.choice(list("ACGT"), size=7500))
+    recs = [Record("same", "", query), Record("longer", "", query + query[:600])]
+    recs += [Record(f"r{k}", "", "".join(rng.choice(list("ACGT"), size=int(rng.integers(1, 3000)))))
+             for k in range(37)]
+    recs.append(Record("half", "", query[:3000]))
+    db = database_from_records(recs, "dna")
+    codes = encode_database(db, scoring)
+    q = encode_all([Record("q", "", query)], scoring, "q")[0]
+    gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=10**6)
+    got = gpu.score_query(q)
+    want = scan(q.codes, codes, db.offsets, scoring, 2)
+    assert want.max() > 32767 and gpu.recomputed >= 2
+    assert np.array_equal(got, want)

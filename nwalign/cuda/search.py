@@ -83,14 +83,15 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         long_threshold: database sequences longer than this go to the wavefront kernel (default:
-            :func:`long_threshold`).
+            :func:`default_long_threshold`).
+        packed16: run the 16-bit pass first (False: 32-bit only).
 
     Raises:
         NwalignError: no usable GPU, or a matrix with more than 32 letters.
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0,
-                 long_threshold: int | None = None):
+                 long_threshold: int | None = None, packed16: bool = True):
         from .allpairs import AllPairsScorer
 
         require(device)
@@ -113,6 +114,11 @@ class ScanSearcher:
         pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
         self.d_pairs = self.scorer.cp.asarray(pairs)
         self.batch = self.scorer.batch_size("lazy-rscan", waves=False)  # one launch when it fits
+        # Packed 16-bit pass first (two sequences per thread); a score at or above the limit may have
+        # saturated and is recomputed in 32 bits.
+        self.limit = 32767 - (int(scoring.matrix.max()) + scoring.gap_open)
+        self.packed16 = packed16 and self.limit > 0 and scoring.gap_open + scoring.gap_extend < 2000
+        self.recomputed = 0
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
@@ -121,12 +127,46 @@ class ScanSearcher:
         best = np.zeros(self.count, dtype=np.int64)
         if self.short.size:
             self.scorer.set_queries([query])
-            best[self.short] = self.scorer.scores_resident(self.d_pairs, "lazy-rscan", self.batch).get()
+            if self.packed16:
+                got = self._scores16(len(query))
+                again = np.flatnonzero(got >= self.limit)
+                if again.size:  # may have saturated: exact 32-bit scores for these
+                    self.recomputed += int(again.size)
+                    redo = self.d_pairs[self.scorer.cp.asarray(again)]
+                    got[again] = self.scorer.scores_resident(redo, "lazy-rscan", self.batch).get()
+            else:
+                got = self.scorer.scores_resident(self.d_pairs, "lazy-rscan", self.batch).get()
+            best[self.short] = got
         opts = Options(kernel="wavefront", device=self.device)
         for k, t in zip(self.long.tolist(), self.long_codes):
             (score, *_), _ = run_kernel(query, t, self.scoring, False, opts)
             best[k] = score
         return best
+
+    def _scores16(self, m: int) -> np.ndarray:
+        """The packed 16-bit pass over the short partition (scores in its length order, int64)."""
+        sc = self.scorer
+        cp = sc.cp
+        count = self.short.size
+        names = ("scan16<16>", "scan16<32>")
+        func = modules.function("scan", "scan16<32>", name_expressions=names)
+        max_t = int(sc.t_lengths.max())
+        slots = (count + 1) // 2
+        per_slot = 8 * max_t + 16
+        batch = max(1, min(slots, sc.budget // per_slot))
+        order = cp.arange(count, dtype=cp.int32)  # the scorer's targets are already longest first
+        out = cp.empty(count, dtype=cp.int32)
+        threads = 128
+        i32 = np.int32
+        for lo in range(0, slots, batch):
+            n_slots = min(batch, slots - lo)
+            n_seq = min(2 * n_slots, count - 2 * lo)
+            scratch = cp.empty(2 * max_t * n_slots, dtype=cp.int32)
+            blocks = (n_slots + threads - 1) // threads
+            func((blocks,), (threads,), (sc.t_seqs, sc.t_offsets, order[2 * lo:], i32(n_seq), sc.q_seqs, i32(m),
+                                         sc.matrix, i32(sc.A), i32(sc.go), i32(sc.ge), scratch, out[2 * lo:]),
+                 shared_mem=4 * (sc.A + 1) * (sc.A + 1))
+        return out.get().astype(np.int64)
 
     def score_query(self, query) -> np.ndarray:
         """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
