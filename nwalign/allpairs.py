@@ -164,6 +164,10 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         shifted = (_shift(p, offset) for p in pair_batches(len(a), None if b is None else len(b), size))
         scored = ((_shift(p, -offset), s) for p, s in scorer.stream(shifted, name))
     else:
+        if backend == "cuda":
+            log.info("allpairs: every pair needs its alignment (no --min-identity filter in global mode, and "
+                     "alignment columns requested): all of them run on the CPU engine, the GPU is not used")
+
         def cpu_batches():
             for pairs in pair_batches(len(a), None if b is None else len(b), TILE):
                 if need_scores:

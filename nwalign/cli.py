@@ -700,7 +700,8 @@ def devices(as_json):
                           f"{d['memory_free'] / 2**30:.1f} / {d['memory_total'] / 2**30:.1f} GiB", d["cupy"],
                           f"{d['cuda_runtime']} / {d['cuda_driver']}")
         console.print(table)
-    console.print("CUDA kernels: " + ", ".join(KERNELS))
+    console.print("CUDA kernels: pair: " + ", ".join(KERNELS) + "; allpairs: " + ", ".join(AP_KERNELS)
+                  + "; search: scan, gsw")
 
 
 def main(argv: list[str] | None = None) -> int:
