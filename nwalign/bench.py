@@ -313,6 +313,15 @@ def plot(rows: list[Row], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[str]:
+    """--kernels for the search and allpairs workloads: ``all`` or names from ``known``."""
+    names = list(known) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
+    for name in names:
+        if name not in known:
+            raise NwalignError(f"--kernels: {name!r} is not {what} kernel (choose from {', '.join(known)})")
+    return names
+
+
 def synthetic_database(count: int, seed: int):
     """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
     from .search import database_from_records
@@ -339,10 +348,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     gpu_ok = backend != "cpu" and cuda.available()
     if backend == "cuda" and not gpu_ok:
         raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
-    names = list(SEARCH_KERNELS) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
-    for name in names:
-        if name not in SEARCH_KERNELS:
-            raise NwalignError(f"--kernels: {name!r} is not a search kernel (choose from {', '.join(SEARCH_KERNELS)})")
+    names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
     if any(k in GPU_SEARCH_KERNELS for k in names) and not gpu_ok:
         log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
         names = [k for k in names if k not in GPU_SEARCH_KERNELS]
@@ -450,16 +456,13 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     import os
     from concurrent.futures import ThreadPoolExecutor
 
+    from .allpairs import pair_batches
     from .cuda.allpairs import KERNELS as GPU_KERNELS
 
     gpu_ok = backend != "cpu" and cuda.available()
     if backend == "cuda" and not gpu_ok:
         raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
-    names = list(ALLPAIRS_KERNELS) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
-    for name in names:
-        if name not in ALLPAIRS_KERNELS:
-            raise NwalignError(f"--kernels: {name!r} is not an allpairs kernel (choose from "
-                               f"{', '.join(ALLPAIRS_KERNELS)})")
+    names = _workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
     if count < 2:
         raise NwalignError("--count: allpairs needs at least 2 sequences")
     if not gpu_ok and any(n in GPU_KERNELS for n in names):
@@ -477,7 +480,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
         scoring = make_scoring(kind, mode)
         codes = [scoring.encode(r) for r in records]
         n = len(codes)
-        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)], dtype=np.int32)
+        pairs = np.concatenate(list(pair_batches(n, None, 1 << 20)))
         lengths = np.array([len(c) for c in codes], dtype=np.int64)
         cells = int((lengths[pairs[:, 0]] * lengths[pairs[:, 1]]).sum())
         rng = np.random.default_rng(seed)

@@ -78,6 +78,20 @@ def output_stream(path: str | None):
         raise
 
 
+def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """--columns: comma-separated names from ``allowed``.
+
+    Raises:
+        NwalignError: an unknown name, or none at all.
+    """
+    cols = tuple(c.strip() for c in text.split(",") if c.strip())
+    unknown = [c for c in cols if c not in allowed]
+    if unknown or not cols:
+        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
+                           f"(choose from {', '.join(allowed)})")
+    return cols
+
+
 def _setup_logging(verbose: bool, quiet: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("nwalign: %(message)s"))
@@ -250,7 +264,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
 @click.option("--slice", "slice_k", type=click.Choice([str(k) for k in AP_SLICES]), default=str(AP_DEFAULT_SLICE),
               show_default=True, help="lazy-rscan slice height k (query rows per thread).")
 @click.option("--block", "ap_block", type=click.IntRange(min=1), metavar="N",
-              help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default 256), lazy-rscan and rscan (up to 256, default 128).")
+              help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default "
+                   "256), lazy-rscan and rscan (up to 256, default 128).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
@@ -275,11 +290,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     from .allpairs import run as run_allpairs
 
     _setup_logging(verbose, quiet)
-    cols = tuple(c.strip() for c in columns.split(",") if c.strip())
-    unknown = [c for c in cols if c not in ALLPAIRS_COLUMNS]
-    if unknown or not cols:
-        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
-                           f"(choose from {', '.join(ALLPAIRS_COLUMNS)})")
+    cols = parse_columns(columns, ALLPAIRS_COLUMNS)
     if matrix_out and not matrix_out.endswith((".phy", ".npy")):
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
@@ -408,11 +419,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     from .statistics import parameters
 
     _setup_logging(verbose, quiet)
-    cols = tuple(c.strip() for c in columns.split(",") if c.strip())
-    unknown = [c for c in cols if c not in SEARCH_COLUMNS]
-    if unknown or not cols:
-        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
-                           f"(choose from {', '.join(SEARCH_COLUMNS)})")
+    cols = parse_columns(columns, SEARCH_COLUMNS)
     threads = threads or os.cpu_count() or 1
     queries = read_fasta(query)
     db = load_database(database)
@@ -591,8 +598,8 @@ def mutate_command(fasta, rate, seed, region, output):
 @click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
 @click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes).")
 @click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
-def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels, repeats,
-          warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out, plot_out,
+def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels,
+          repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out, plot_out,
           verbose, quiet):
     """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
 

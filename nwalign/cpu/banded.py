@@ -10,7 +10,7 @@ optimal score (known from the score kernels), which proves an optimal path lies 
 ``w_max`` does not reach the optimum, every optimal alignment leaves that band and none can have
 identity >= MID.
 
-The fill uses the same recurrence, comparison order and direction bytes as :func:`nwalign.cpu.dp.fill_band`,
+The fill uses the same cell update (:func:`nwalign.cpu.dp.gotoh_cell`) as :func:`nwalign.cpu.dp.fill_band`,
 so when the unbanded engine's optimal path lies inside the band, the banded traceback returns that
 same path; among co-optimal paths of which the unbanded choice leaves the band, it returns one inside.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .dp import E_EXTENDED, F_EXTENDED, FROM_DIAG, FROM_E, FROM_F, NEG, _trace_step
+from .dp import NEG, _trace_step, gotoh_cell
 from .pair import align_codes, finish_path
 
 
@@ -52,24 +52,8 @@ def fill_banded(q, t, S, go, ge, lo, hi, dirs):
         drow = dirs[i - 1]
         for j in range(jlo, jhi + 1):
             h_up = H[j]
-            f_open = h_up - go
-            f_ext = F[j] - ge
-            f_extended = f_ext > f_open
-            f = f_ext if f_extended else f_open
-            e_open = h_left - go
-            e_ext = e - ge
-            e_extended = e_ext > e_open
-            e = e_ext if e_extended else e_open
-            h = diag + row[tt[j - 1]]
-            src = FROM_DIAG
-            if e > h:
-                h = e
-                src = FROM_E
-            if f > h:
-                h = f
-                src = FROM_F
-            drow[j - i - lo] = (src | (np.uint8(E_EXTENDED) if e_extended else np.uint8(0))
-                                | (np.uint8(F_EXTENDED) if f_extended else np.uint8(0)))
+            h, e, f, src, flags = gotoh_cell(diag, h_up, F[j], h_left, e, row[tt[j - 1]], go, ge)
+            drow[j - i - lo] = src | flags
             diag = h_up
             H[j] = h
             F[j] = f

@@ -34,6 +34,32 @@ def init_row0(H, F, mode, go, ge):
     F[0] = NEG
 
 
+@njit(cache=True, nogil=True, inline="always")
+def gotoh_cell(diag, h_up, f_up, h_left, e_left, s, go, ge):
+    """One cell of the recurrence above: H(i-1,j-1), H/F(i-1,j), H/E(i,j-1) and S(q_i, t_j) give
+    (H, E, F, src, flags): src where H came from (diagonal wins ties, then E), flags the extension
+    bits of the direction byte. Shared by every CPU fill so they all break ties the same way."""
+    f_open = h_up - go
+    f_ext = f_up - ge
+    f_extended = f_ext > f_open
+    f = f_ext if f_extended else f_open
+    e_open = h_left - go
+    e_ext = e_left - ge
+    e_extended = e_ext > e_open
+    e = e_ext if e_extended else e_open
+    h = diag + s
+    src = np.uint8(FROM_DIAG)
+    if e > h:
+        h = e
+        src = np.uint8(FROM_E)
+    if f > h:
+        h = f
+        src = np.uint8(FROM_F)
+    flags = (np.uint8(E_EXTENDED) if e_extended else np.uint8(0)) | (np.uint8(F_EXTENDED) if f_extended
+                                                                     else np.uint8(0))
+    return h, e, f, src, flags
+
+
 @njit(cache=True, nogil=True, boundscheck=False)
 def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     """Advance H and F (int32 arrays, length >= ncols + 1) from row i0 to row i1 over columns 0..ncols.
@@ -59,30 +85,14 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
         drow = dirs[i - i0 - 1 if store else 0]
         for j in range(1, ncols + 1):
             h_up = np.int64(H[j])
-            f_open = h_up - go
-            f_ext = np.int64(F[j]) - ge
-            f_extended = f_ext > f_open
-            f = f_ext if f_extended else f_open
-            e_open = h_left - go
-            e_ext = e - ge
-            e_extended = e_ext > e_open
-            e = e_ext if e_extended else e_open
-            h = diag + row[tt[j - 1]]
-            src = FROM_DIAG
-            if e > h:
-                h = e
-                src = FROM_E
-            if f > h:
-                h = f
-                src = FROM_F
+            h, e, f, src, flags = gotoh_cell(diag, h_up, np.int64(F[j]), h_left, e, row[tt[j - 1]], go, ge)
             if local:
                 if h <= 0:
                     h = 0
-                    src = FROM_START
+                    src = np.uint8(FROM_START)
                 elif h > best_score:
                     best_score, best_i, best_j = h, i, j
-            drow[j] = (src | (np.uint8(E_EXTENDED) if e_extended else np.uint8(0))
-                           | (np.uint8(F_EXTENDED) if f_extended else np.uint8(0)))
+            drow[j] = src | flags
             diag = h_up
             H[j] = h
             F[j] = f

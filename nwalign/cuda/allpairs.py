@@ -216,19 +216,18 @@ class AllPairsScorer:
             self._launch(kernel, d_pairs[lo:lo + n], n, out[lo:lo + n], scratch, max_q, max_t)
         return out
 
-    def scores(self, pairs: np.ndarray, kernel: str | None = None, presorted: bool = False) -> np.ndarray:
+    def scores(self, pairs: np.ndarray, kernel: str | None = None) -> np.ndarray:
         """Scores of one array of pairs (int32, shape (k, 2): indices into ``codes``) -> int64 (k,)."""
         pairs = np.asarray(pairs, dtype=np.int32).reshape(-1, 2)
         size = self.batch_size(kernel or self.kernel_for(len(pairs)))
         chunks = [pairs[k:k + size] for k in range(0, len(pairs), size)]
-        return np.concatenate([s for _, s in self.stream(chunks, kernel, presorted)] +
+        return np.concatenate([s for _, s in self.stream(chunks, kernel)] +
                               [np.zeros(0, dtype=np.int64)])
 
-    def stream(self, batches: Iterable[np.ndarray], kernel: str | None = None, presorted: bool = False
+    def stream(self, batches: Iterable[np.ndarray], kernel: str | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Score batches of pairs (int32 (k, 2) arrays, each at most :meth:`batch_size` long), yielding
-        (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned.
-        ``presorted``: the pairs already come in (query length, target length) order."""
+        (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned."""
         cp = self.cp
         import cupyx
 
@@ -245,7 +244,7 @@ class AllPairsScorer:
                 slots[s] = None
             q_len = self.q_lengths[pairs[:, 0]]
             t_len = self.t_lengths[pairs[:, 1]]
-            order = np.arange(n) if presorted else np.lexsort((t_len, q_len))
+            order = np.lexsort((t_len, q_len))
             self.cells += int((q_len * t_len).sum())
             pinned_pairs = cupyx.empty_pinned((n, 2), dtype=np.int32)
             pinned_pairs[:] = pairs[order]

@@ -119,6 +119,7 @@ class ScanSearcher:
         self.limit = 32767 - (int(scoring.matrix.max()) + scoring.gap_open)
         self.packed16 = packed16 and self.limit > 0 and scoring.gap_open + scoring.gap_extend < 2000
         self.recomputed = 0
+        self.d_order = self.scorer.cp.arange(self.short.size, dtype=np.int32)  # targets are longest first
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
@@ -154,7 +155,7 @@ class ScanSearcher:
         slots = (count + 1) // 2
         per_slot = 8 * max_t + 16
         batch = max(1, min(slots, sc.budget // per_slot))
-        order = cp.arange(count, dtype=cp.int32)  # the scorer's targets are already longest first
+        order = self.d_order
         out = cp.empty(count, dtype=cp.int32)
         threads = 128
         i32 = np.int32
