@@ -99,6 +99,90 @@ def test_wavefront_linear_space_traceback(mode, m, n):
         assert trow.replace("-", "") == b[aln.target_start:aln.target_end]
 
 
+WAVE_ROWS = (4, 6, 8, 12, 16)
+
+
+@pytest.mark.parametrize("rows", WAVE_ROWS)
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_wave_score_rows_and_grid(rows, mode):
+    """wave_score.cu: band edges (32 x rows), short targets (fill and drain overlap), and grids smaller
+    than the band count (warps take several bands; the hand-off row is reused)."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    band = 32 * rows
+    sizes = [(1, 1), (5, 40), (40, 5), (band - 1, 300), (band, 301), (band + 1, 29), (3 * band + 7, 1000),
+             (2000, 31), (2000, 32), (33, 2000)]
+    rng = np.random.default_rng(rows)
+    for gaps in ((10, 1), (3, 3)):
+        scoring = make_scoring("dna", mode, gap_open=gaps[0], gap_extend=gaps[1])
+        for m, n in sizes:
+            a = random_seq(rng, DNA, m)
+            b = (mutate(rng, a, DNA, rate=0.15) + random_seq(rng, DNA, n))[:n]
+            q, t = scoring.encode_str(a), scoring.encode_str(b)
+            expected = score_codes(q, t, scoring.matrix, *gaps, scoring.mode_code)
+            for blocks in (None, 2, 1):
+                wf = Wavefront(cupy, q, t, scoring, rows)
+                wf.max_blocks = blocks
+                assert wf.fast
+                assert wf.score() == expected, (rows, mode, gaps, m, n, blocks)
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_wave_score_end_cell_equals_previous_pass(mode):
+    """Local/semiglobal end cells (ties: earliest row, then column) agree with wavefront.cu's pass."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront, GLOBAL
+
+    rng = np.random.default_rng(5)
+    scoring = make_scoring("dna", mode, match=1, mismatch=-1, gap_open=1, gap_extend=1)  # many ties
+    for m, n in ((700, 650), (1500, 90), (90, 1500)):
+        q = scoring.encode_str(random_seq(rng, DNA, m))
+        t = scoring.encode_str(random_seq(rng, DNA, n))
+        cells = []
+        for fast in (True, False):
+            wf = Wavefront(cupy, q, t, scoring, 8)
+            wf.fast = fast
+            _, band_best = wf.launch(0, m, n, wf.border_row, wf.neg_row, False, wf.mode != GLOBAL)
+            cells.append(wf.end_cell(band_best))
+        assert cells[0] == cells[1]
+        assert cells[0][0] == score_codes(q, t, scoring.matrix, 1, 1, scoring.mode_code)
+
+
+def test_wave_score_falls_back_for_wide_scores():
+    """Scores outside a signed byte take wavefront.cu's score pass; both give the CPU engine's score."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(9)
+    scoring = make_scoring("dna", "global", match=300, mismatch=-200, gap_open=500, gap_extend=20)
+    a = random_seq(rng, DNA, 3000)
+    b = mutate(rng, a, DNA, rate=0.1)
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    wf = Wavefront(cupy, q, t, scoring, 12)
+    assert not wf.fast and wf.rows_per_lane == 8
+    assert wf.score() == score_codes(q, t, scoring.matrix, 500, 20, 0)
+
+
+@pytest.mark.parametrize("rows", (4, 12))
+def test_wavefront_linear_space_other_band_heights(rows):
+    """Checkpoints written by wave_score.cu at other band heights feed the recompute passes exactly."""
+    from nwalign.cuda.pair import Options
+
+    rng = np.random.default_rng(rows)
+    for mode in ("global", "local", "semiglobal"):
+        a = random_seq(rng, DNA, 3100)
+        b = mutate(rng, a, DNA, rate=0.2)[:2900]
+        scoring = make_scoring("dna", mode)
+        q, t = _enc(scoring, a, "q"), _enc(scoring, b, "t")
+        expected = score_codes(q.codes, t.codes, scoring.matrix, 10, 1, scoring.mode_code)
+        # room for a few 32*rows-row bands of 4-bit directions, far below the whole matrix
+        opts = Options(kernel="wavefront", max_memory=3 * 32 * rows * 2901 // 2, rows_per_lane=rows)
+        aln = align_pair(q, t, scoring, backend="cuda", cuda_options=opts)
+        assert aln.score == expected
+        assert rescore(aln, q.codes, t.codes, scoring.matrix, 10, 1) == expected
+
+
 def test_wavefront_budget_below_one_band_is_an_error():
     from nwalign.cuda.pair import Options
 

@@ -47,7 +47,7 @@ class Options:
     device: int = 0
     submatrix_cells: int = 1 << 26
     max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 40% of free memory)
-    rows_per_lane: int = 8  # wavefront score passes: query rows each lane keeps in registers (8 or 16)
+    rows_per_lane: int = 8  # wavefront score passes: query rows each lane keeps in registers (4, 6, 8, 12, 16)
 
 
 def _ptr(arr) -> int:

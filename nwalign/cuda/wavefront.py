@@ -22,6 +22,7 @@ from . import modules
 log = logging.getLogger("nwalign")
 
 STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit word)
+SCORE_ROWS = (4, 6, 8, 12, 16)  # rows per lane of wave_score.cu's score passes
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
                   ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
@@ -30,6 +31,11 @@ _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np
                   ("dirs", np.uint64), ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32),
                   ("corner", np.uint64), ("band_best", np.uint64), ("track", np.int32)], align=True)
 _RING_BYTES = 2 << 30  # cap on the band hand-off ring
+_SCORE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
+                        ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
+                        ("ncols", np.int32), ("nbands", np.int32), ("row", np.uint64),
+                        ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32), ("corner", np.uint64),
+                        ("band_best", np.uint64)], align=True)
 
 
 def _ptr(arr) -> int:
@@ -45,13 +51,18 @@ class Wavefront:
     """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed."""
 
     def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int = 8):
-        if rows_per_lane not in (2, 4, 8, 16):
-            raise NwalignError(f"wavefront: rows per lane must be 2, 4, 8 or 16, not {rows_per_lane}")
-        self.rows_per_lane = rows_per_lane  # of score-only passes
+        if rows_per_lane not in SCORE_ROWS:
+            raise NwalignError(f"wavefront: rows per lane must be one of {', '.join(map(str, SCORE_ROWS))}, "
+                               f"not {rows_per_lane}")
         self.cp = cp
         self.m, self.n = len(q), len(t)
         self.mode, self.go, self.ge = scoring.mode_code, scoring.gap_open, scoring.gap_extend
-        self.q, self.t = cp.asarray(q), cp.asarray(t)
+        # wave_score.cu packs scores in signed bytes and go in 16 bits; other scorings take wavefront.cu's pass.
+        self.fast = int(np.abs(scoring.matrix).max()) <= 127 and self.go <= 0xFFFF
+        self.rows_per_lane = rows_per_lane if self.fast or rows_per_lane in (4, 8, 16) else 8  # of score passes
+        self.max_blocks = None  # tests: a smaller grid, so warps take several bands each
+        self.q = cp.asarray(q)
+        self.t = cp.asarray(np.concatenate([t, np.zeros(32, dtype=np.uint8)]))  # wave_score reads past n
         self.A = scoring.matrix.shape[0]
         self.S = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
         self.corner = cp.zeros(1, dtype=cp.int32)
@@ -69,12 +80,36 @@ class Wavefront:
         name = f"wavefront<{self.mode}, {'true' if store else 'false'}, {rows}>"
         return modules.function("wavefront", name, name_expressions=(name,))
 
+    def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, track: bool, ck_every: int, ckH, ckF):
+        """A score pass of wave_score.cu: rows r0+1..r1 over columns 1..ncols (see ``launch``)."""
+        cp = self.cp
+        rows = self.rows_per_lane
+        nbands = -(-(r1 - r0) // (32 * rows))
+        name = f"wave_score<{self.mode}, {rows}>"
+        func = modules.function("wave_score", name, name_expressions=(name,))
+        words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
+        shared = self.A * 32 * words * 4  # the query profile of one warp
+        blocks = min(modules.resident_blocks(func, 32, shared), nbands, self.max_blocks or nbands)
+        # The hand-off row starts as row r0: H, and F of row r0 + 1 as H - F, tagged as band -1's.
+        h = topH[:ncols + 1].astype(cp.int64)
+        d = h - cp.maximum(h - self.go, topF[:ncols + 1].astype(cp.int64) - self.ge)
+        row = (h & 0xFFFFFFFF).astype(cp.uint64) | ((d.astype(cp.uint64) | 0x80000000) << 32)
+        track = track or self.mode != GLOBAL  # the kernel always reports local and semiglobal end cells
+        band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
+        args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
+                          r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
+                          _ptr(self.corner), _ptr(band_best))], dtype=_SCORE_ARGS)[0]
+        func((blocks,), (32,), (args,), shared_mem=shared)
+        return None, (band_best.get().reshape(-1, 3) if track else None)
+
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
                ckH=None, ckF=None):
         """Run rows r0+1..r1 over columns 1..ncols from row r0 = (topH, topF).
 
         Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
         """
+        if not store and self.fast:
+            return self._score_launch(r0, r1, ncols, topH, topF, track, ck_every, ckH, ckF)
         cp = self.cp
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))

@@ -206,9 +206,6 @@ __global__ void __launch_bounds__(32, 16) wavefront(WaveArgs a) {
     for (int b = warp; b < a.nbands; b += nwarps) wave_band<MODE, STORE, R>(a, sS, b, lane);
 }
 
-template __global__ void wavefront<0, false, 2>(WaveArgs);
-template __global__ void wavefront<1, false, 2>(WaveArgs);
-template __global__ void wavefront<2, false, 2>(WaveArgs);
 template __global__ void wavefront<0, false, 4>(WaveArgs);
 template __global__ void wavefront<1, false, 4>(WaveArgs);
 template __global__ void wavefront<2, false, 4>(WaveArgs);

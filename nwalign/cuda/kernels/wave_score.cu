@@ -1,0 +1,262 @@
+// Score-only wavefront kernel for one long pair (the forward passes of `nwalign pair --backend cuda`).
+//
+// Same sweep as wavefront.cu: the query is cut into bands of 32 x R rows, a warp owns a band, lane k keeps
+// R consecutive rows (H, E) in registers and at step s computes column s - k + 1, taking H of the row
+// above and F of its first row from lane k - 1 by a warp shuffle. What differs is the hand-off between
+// bands and the cell update:
+//
+// - One hand-off row in global memory, each column a 64-bit word {H of the band's bottom row, F of the
+//   next band's first row as H - F (0 .. go), a 15-bit tag naming the band that wrote it}. The word is
+//   its own ready flag: lane 31 stores it with one relaxed 64-bit store as soon as the column is done,
+//   and the next band's lanes load it LOOKAHEAD steps before lane 0 needs it and re-load only if the
+//   tag is not yet the expected one. No fences, no progress counters, no 32-column chunks: a band runs
+//   ~32 + lookahead columns behind the one above it. A single row suffices because band b overwrites a
+//   column only after it has consumed band b - 1's word there, and band b + 1 waits for b's tag.
+//   (The decoupled look-back of Merrill & Garland's single-pass scan packs status and value the same way.)
+// - Substitution scores from a per-lane query profile in shared memory: for each target letter, the R
+//   scores of the lane's rows as signed bytes, read with one shared load per step and one byte permute
+//   (prmt) per cell, instead of one dependent shared-memory lookup per cell.
+// - F(i+1, j) = max(F(i, j) - ge, max(H(i-1, j-1) + s, E(i, j)) - go): one DPX operation per row on the
+//   path from row to row (go >= ge makes it equal to Gotoh's max(H(i, j) - go, F(i, j) - ge)), with F
+//   kept as F + go so that neither it nor H needs a separate subtraction.
+//
+// Requires scores in [-128, 127] and 0 <= ge <= go <= 65535 (checked on the host; otherwise the host
+// uses wavefront.cu's score pass). Local and semiglobal modes keep each row's best cell (score, earliest
+// column); the band's best over rows follows the CPU engine's order (score, then row, then column).
+#include "common.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+struct ScoreArgs {
+    const u8 *q; const u8 *t; const int *S; int A; int m; int n; int go; int ge;
+    int r0; int r1; int ncols; int nbands;   // rows r0+1 .. r1, columns 1 .. ncols
+    u64 *row;                                // hand-off words, columns 0 .. ncols (band 0 reads row r0 there)
+    int *ckH; int *ckF; int ck_every;        // checkpoint rows: H(i, j) and F(i, j), (ncols + 1) ints each
+    int *corner;                             // H(m, n)
+    int *band_best;                          // per band: score, i, j of its best end cell
+};
+
+// Tag of the words band w writes (band -1: the top row); bit 15 set so that zeroed memory never matches.
+__device__ __forceinline__ unsigned wave_tag(int w) { return ((unsigned)(w + 1) & 0x7fffu) | 0x8000u; }
+
+__device__ __forceinline__ u64 load_word(const u64 *p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// The load writes v only when `pred` holds; v's register is the destination, so no move waits on the load.
+__device__ __forceinline__ void load_word_if(bool pred, u64 &v, const u64 *p) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; @p ld.relaxed.gpu.global.b64 %0, [%2]; }"
+                 : "+l"(v) : "r"((int)pred), "l"(p) : "memory");
+}
+
+__device__ __forceinline__ void store_word(u64 *p, u64 v) {
+    asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Signed byte k of w, sign-extended (prmt: selector nibbles with bit 3 set replicate the byte's sign).
+template <int K>
+__device__ __forceinline__ int sbyte(unsigned w) {
+    int r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(K | ((K | 8) << 4) | ((K | 8) << 8) | ((K | 8) << 12)));
+    return r;
+}
+
+__device__ __forceinline__ bool wave_better(int s, int i, int j, int bs, int bi, int bj) {
+    return s > bs || (s == bs && (i < bi || (i == bi && j < bj)));
+}
+
+template <bool B> struct Guard { static constexpr bool value = B; };
+
+#ifndef LOOKAHEAD
+#define LOOKAHEAD 8  // steps between loading a hand-off word (or a target code) and using it
+#endif
+
+template <int MODE, int R>
+__device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, int b, int lane) {
+    constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);  // profile words per letter and lane
+    constexpr int BAND = 32 * R;
+    const int row0 = a.r0 + b * BAND + lane * R;        // this lane's rows: row0 + 1 .. row0 + R
+    const int ncols = a.ncols;
+
+    // This lane's query profile: prof[(c * 32 + lane) * RP + w] holds S(q_i, c) of rows 4w .. 4w + 3.
+    __syncwarp();  // the previous band's last reads are done
+    for (int c = 0; c < a.A; ++c) {
+#pragma unroll
+        for (int w = 0; w < RP; ++w) {
+            unsigned word = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int i = row0 + 4 * w + k + 1;
+                const int s = (4 * w + k < R && i <= a.r1) ? a.S[a.q[i - 1] * a.A + c] : 0;
+                word |= ((unsigned)s & 0xffu) << (8 * k);
+            }
+            prof[(c * 32 + lane) * RP + w] = word;
+        }
+    }
+    __syncwarp();
+
+    int H[R], E[R], bs[R], bj[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        H[r] = nw_border(row0 + r + 1, MODE, a.go, a.ge);
+        E[r] = NW_NEG;
+        bs[r] = NW_NEG;
+        bj[r] = 0;
+    }
+    int diag = nw_border(row0, MODE, a.go, a.ge);  // H(row0, j - 1)
+    // Lanes carry F + go (fg): then F(i + 1, j) + go = max(F(i, j) + go - ge, max(H(i-1, j-1) + s, E(i, j)))
+    // and H(i, j) = max(that inner max, F(i, j)) are one DPX operation each.
+    int up_h = 0, up_f = NW_NEG;                     // H of the last row and F + go of the row below, to lane + 1
+    const unsigned expect = wave_tag(b - 1), mine = wave_tag(b) << 16;
+    // A register that a load is still filling stalls the whole warp as soon as any lane reads it, so loads
+    // go to registers read LOOKAHEAD steps later. Steps run in groups of LOOKAHEAD: at the start of the
+    // group from step s, lane (s + k) & 31 holds the hand-off word of column s + k + 1 in `cur` (checked
+    // here, once for the group), and the lanes of the next group load theirs into `nxt`. Each lane loads
+    // the target code of its column at step s + u into tq[u] at step s + u - LOOKAHEAD.
+    u64 cur = 0, nxt = 0;
+    load_word_if(lane < LOOKAHEAD && lane + 1 <= ncols, nxt, a.row + lane + 1);
+    int tq[LOOKAHEAD];
+#pragma unroll
+    for (int u = 0; u < LOOKAHEAD; ++u) tq[u] = a.t[min(max(u - lane, 0), a.n - 1)];
+    const bool checkpoint = a.ck_every > 0 && (b + 1) % a.ck_every == 0 && a.r0 + (b + 1) * BAND <= a.r1;
+    int *ckH = checkpoint ? a.ckH + (size_t)((b + 1) / a.ck_every) * (ncols + 1) : nullptr;
+    int *ckF = checkpoint ? a.ckF + (size_t)((b + 1) / a.ck_every) * (ncols + 1) : nullptr;
+    // Semiglobal alignments end on the last row or column: only the band holding row m tracks rows.
+    const bool track = MODE == NW_LOCAL || (MODE == NW_SEMIGLOBAL && a.m > row0 - lane * R && a.m <= row0 - lane * R + BAND);
+
+    // Step s + u of the group from s; out = a.row + s - 30 (where lane 31 hands over), tp = the target codes
+    // LOOKAHEAD columns ahead of this lane's column at step s.
+    auto step = [&](int s, auto guard, const int u, u64 *out, const u8 *tp) {
+        constexpr bool G = decltype(guard)::value;
+        const int j = s + u - lane + 1;
+        const int src = (s + u) & 31;
+        int h_in = __shfl_up_sync(FULL_MASK, up_h, 1);
+        int f_in = __shfl_up_sync(FULL_MASK, up_f, 1);
+        const unsigned lo = __shfl_sync(FULL_MASK, (unsigned)cur, src);
+        const unsigned hi = __shfl_sync(FULL_MASK, (unsigned)(cur >> 32), src);
+        if (lane == 0) { h_in = (int)lo; f_in = (int)lo - (int)(hi & 0xffffu) + a.go; }
+        const int tc = tq[u];
+        // The host pads t, so the steady state may read a few columns past ncols.
+        tq[u] = G ? a.t[min(max(j + LOOKAHEAD - 1, 0), a.n - 1)] : tp[u];
+        if (!G || (j >= 1 && j <= ncols)) {
+            unsigned p[RP];
+            if (RP == 1) p[0] = prof[tc * 32 + lane];
+            if (RP == 2) { const uint2 v = ((const uint2 *)prof)[tc * 32 + lane]; p[0] = v.x; p[1] = v.y; }
+            if (RP == 4) {
+                const uint4 v = ((const uint4 *)prof)[tc * 32 + lane];
+                p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
+            }
+            int hd = diag, fg = f_in;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                int sc;
+                switch (r & 3) {
+                    case 0: sc = sbyte<0>(p[r >> 2]); break;
+                    case 1: sc = sbyte<1>(p[r >> 2]); break;
+                    case 2: sc = sbyte<2>(p[r >> 2]); break;
+                    default: sc = sbyte<3>(p[r >> 2]); break;
+                }
+                const int de = MODE == NW_LOCAL ? __viaddmax_s32_relu(hd, sc, E[r]) : __viaddmax_s32(hd, sc, E[r]);
+                const int h = __viaddmax_s32(fg, -a.go, de);
+                fg = __viaddmax_s32(fg, -a.ge, de);  // F(i + 1, j) + go
+                E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);  // E(i, j + 1)
+                hd = H[r];
+                H[r] = h;
+                if (MODE != NW_GLOBAL && track) {
+                    bool keep;
+                    bs[r] = __vibmax_s32(bs[r], h, &keep);
+                    if (!keep) bj[r] = j;
+                }
+            }
+            diag = h_in;
+            up_h = H[R - 1];
+            up_f = fg;
+        }
+        // Lane 31 finished column s + u - 30: hand it to the next band (and to the checkpoint row).
+        const int j31 = s + u - 30;
+        const bool put = lane == 31 && (!G || (j31 >= 1 && j31 <= ncols));
+        if (put) store_word(out + u, (u64)(unsigned)up_h | ((u64)(mine | (unsigned)(up_h - up_f + a.go)) << 32));
+        if (checkpoint && put) {
+            ckH[j31] = up_h;
+            ckF[j31] = up_f - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
+        }
+    };
+    auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
+        cur = nxt;
+        // This group's hand-off words: re-load until they carry band b - 1's tag (rare once the band runs
+        // far enough behind the one above).
+        const int k = (lane - s) & 31;
+        const bool stale = k < LOOKAHEAD && s + k + 1 <= ncols && (unsigned)(cur >> 48) != expect;
+        if (__any_sync(FULL_MASK, stale)) {
+            if (stale)
+                while ((unsigned)(cur >> 48) != expect) cur = load_word(a.row + s + k + 1);
+            __syncwarp();
+        }
+        const int k2 = (lane - s - LOOKAHEAD) & 31;
+        load_word_if(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, a.row + s + LOOKAHEAD + k2 + 1);
+        u64 *out = a.row + s - 30;
+        const u8 *tp = a.t + (s - lane + LOOKAHEAD);
+#pragma unroll
+        for (int u = 0; u < LOOKAHEAD; ++u) step(s, guard, u, out, tp);
+    };
+
+    // Steps 0 .. ncols + 30; lanes compute only from step 31 to ncols - 1 without checking their column.
+    int s = 0;
+    for (; s < 32; s += LOOKAHEAD) group(s, Guard<true>());
+    for (; s + LOOKAHEAD <= ncols; s += LOOKAHEAD) group(s, Guard<false>());
+    for (; s < ncols + 31; s += LOOKAHEAD) group(s, Guard<true>());
+
+    if (MODE == NW_GLOBAL && a.r1 == a.m && ncols == a.n) {  // H holds the last column: H(m, n)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (row0 + r + 1 == a.m) *a.corner = H[r];
+    }
+    if (MODE != NW_GLOBAL) {  // the band's best end cell: score, then row, then column
+        int best_s = NW_NEG, best_i = 0x7fffffff, best_j = 0x7fffffff;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = row0 + r + 1;
+            if (i > a.r1) continue;
+            if ((MODE == NW_LOCAL || i == a.m) && wave_better(bs[r], i, bj[r], best_s, best_i, best_j)) {
+                best_s = bs[r]; best_i = i; best_j = bj[r];
+            }
+            if (MODE == NW_SEMIGLOBAL && ncols == a.n && wave_better(H[r], i, ncols, best_s, best_i, best_j)) {
+                best_s = H[r]; best_i = i; best_j = ncols;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const int os = __shfl_xor_sync(FULL_MASK, best_s, o);
+            const int oi = __shfl_xor_sync(FULL_MASK, best_i, o);
+            const int oj = __shfl_xor_sync(FULL_MASK, best_j, o);
+            if (wave_better(os, oi, oj, best_s, best_i, best_j)) { best_s = os; best_i = oi; best_j = oj; }
+        }
+        if (lane == 0) {
+            a.band_best[3 * b] = best_s;
+            a.band_best[3 * b + 1] = best_i;
+            a.band_best[3 * b + 2] = best_j;
+        }
+    }
+}
+
+// One warp per block (blocks spread over the SMs); warps take bands in order, band b depending only on
+// band b - 1, so the spin-waits cannot deadlock when the grid is no larger than what is resident.
+template <int MODE, int R>
+__global__ void __launch_bounds__(32, R >= 12 ? 8 : 16) wave_score(ScoreArgs a) {
+    extern __shared__ unsigned prof[];
+    for (int b = blockIdx.x; b < a.nbands; b += gridDim.x) score_band<MODE, R>(a, prof, b, threadIdx.x);
+}
+
+template __global__ void wave_score<0, 4>(ScoreArgs);
+template __global__ void wave_score<1, 4>(ScoreArgs);
+template __global__ void wave_score<2, 4>(ScoreArgs);
+template __global__ void wave_score<0, 8>(ScoreArgs);
+template __global__ void wave_score<1, 8>(ScoreArgs);
+template __global__ void wave_score<2, 8>(ScoreArgs);
+template __global__ void wave_score<0, 12>(ScoreArgs);
+template __global__ void wave_score<1, 12>(ScoreArgs);
+template __global__ void wave_score<2, 12>(ScoreArgs);
+template __global__ void wave_score<0, 16>(ScoreArgs);
+template __global__ void wave_score<1, 16>(ScoreArgs);
+template __global__ void wave_score<2, 16>(ScoreArgs);
