@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--kernels", default="all")
     ap.add_argument("--block-sweep-size", type=int, default=37000,
                     help="size at which every diagonal-block shape is timed (0 = skip)")
-    ap.add_argument("--rows16", default="", help="sizes timed for wavefront with 4, 6, 12 and 16 rows per lane")
+    ap.add_argument("--rows16", default="", help="sizes timed for wavefront with 4, 8, 12 and 16 rows per lane (the default is 6)")
     ap.add_argument("--large", default="", help="sizes timed for the wavefront kernel only, e.g. 1000000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json")
@@ -73,7 +73,7 @@ def main():
     for size in [int(s) for s in args.sizes.split(",") if s]:
         jobs += [(k, (32, 32), True, size, False) for k in kernels]
     for size in [int(s) for s in args.rows16.split(",") if s]:
-        jobs += [(f"wavefront-r{r}", (32, 32), True, size, False) for r in (4, 6, 12, 16)]
+        jobs += [(f"wavefront-r{r}", (32, 32), True, size, False) for r in (4, 8, 12, 16)]
     if args.block_sweep_size and "diagonal-block" in kernels:
         jobs += [("diagonal-block", shape, shared, args.block_sweep_size, False)
                  for shape in BLOCK_SHAPES for shared in (True, False) if (shape, shared) != ((32, 32), True)]
@@ -87,7 +87,7 @@ def main():
         entry = pair(size)
         q, t, expected = entry
         opts = Options(kernel=kernel, block=block, shared=shared)
-        if kernel.startswith("wavefront-r"):  # rows per lane other than the default 8
+        if kernel.startswith("wavefront-r"):  # rows per lane other than the default 6
             opts = Options(kernel="wavefront", rows_per_lane=int(kernel[len("wavefront-r"):]))
         median, low, high, result = measure(q, t, scoring, traceback, opts, args.repeats)
         if expected is None:  # first (score-only) run of a large size sets the reference

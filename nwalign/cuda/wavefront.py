@@ -23,6 +23,7 @@ log = logging.getLogger("nwalign")
 
 STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit word)
 SCORE_ROWS = (4, 6, 8, 12, 16)  # rows per lane of wave_score.cu's score passes
+SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
                   ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
@@ -88,8 +89,12 @@ class Wavefront:
         name = f"wave_score<{self.mode}, {rows}>"
         func = modules.function("wave_score", name, name_expressions=(name,))
         words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
-        shared = self.A * 32 * words * 4  # the query profile of one warp
-        blocks = min(modules.resident_blocks(func, 32, shared), nbands, self.max_blocks or nbands)
+        shared = SCORE_WARPS * self.A * 32 * words * 4  # one query profile per warp
+        if shared > 48 << 10:
+            func.max_dynamic_shared_size_bytes = shared
+        threads = 32 * SCORE_WARPS
+        groups = -(-nbands // SCORE_WARPS)
+        blocks = min(modules.resident_blocks(func, threads, shared), groups, self.max_blocks or groups)
         # The hand-off row starts as row r0: H, and F of row r0 + 1 as H - F, tagged as band -1's.
         h = topH[:ncols + 1].astype(cp.int64)
         d = h - cp.maximum(h - self.go, topF[:ncols + 1].astype(cp.int64) - self.ge)
@@ -99,7 +104,7 @@ class Wavefront:
         args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
                           r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
                           _ptr(self.corner), _ptr(band_best))], dtype=_SCORE_ARGS)[0]
-        func((blocks,), (32,), (args,), shared_mem=shared)
+        func((blocks,), (threads,), (args,), shared_mem=shared)
         return None, (band_best.get().reshape(-1, 3) if track else None)
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,

@@ -70,8 +70,9 @@ __device__ __forceinline__ bool wave_better(int s, int i, int j, int bs, int bi,
 template <bool B> struct Guard { static constexpr bool value = B; };
 
 #ifndef LOOKAHEAD
-#define LOOKAHEAD 8  // steps between loading a hand-off word (or a target code) and using it
+#define LOOKAHEAD 12  // steps between loading a hand-off word (or a target code) and using it (measured best of 6-12)
 #endif
+static_assert(LOOKAHEAD <= 16, "two groups of hand-off words must use distinct lanes");
 
 template <int MODE, int R>
 __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, int b, int lane) {
@@ -240,15 +241,27 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
     }
 }
 
-// One warp per block (blocks spread over the SMs); warps take bands in order, band b depending only on
-// band b - 1, so the spin-waits cannot deadlock when the grid is no larger than what is resident.
+#ifndef WAVE_WARPS
+#define WAVE_WARPS 4  // warps (bands) per block
+#endif
+
+// Blocks of WAVE_WARPS warps, each warp with its own query profile, take consecutive bands (band b
+// depending only on band b - 1), so the spin-waits cannot deadlock when the grid is no larger than what
+// is resident. Four warps per block put one band on each of an SM's four sub-partitions (schedulers);
+// blocks of one warp can land several bands on one scheduler (measured: ~4% slower at 100k x 100k).
+// Occupancy: 16 warps per SM, 8 where the band's registers (R rows of H, E and best cells) need more.
 template <int MODE, int R>
-__global__ void __launch_bounds__(32, R >= 12 ? 8 : 16) wave_score(ScoreArgs a) {
+__global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R == 8 && MODE == NW_SEMIGLOBAL) ? 8 : 16) / WAVE_WARPS)
+    wave_score(ScoreArgs a) {
+    constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);
     extern __shared__ unsigned prof[];
-    for (int b = blockIdx.x; b < a.nbands; b += gridDim.x) score_band<MODE, R>(a, prof, b, threadIdx.x);
+    const int w = threadIdx.x >> 5;
+    for (int b = blockIdx.x * WAVE_WARPS + w; b < a.nbands; b += gridDim.x * WAVE_WARPS)
+        score_band<MODE, R>(a, prof + w * a.A * 32 * RP, b, threadIdx.x & 31);
 }
 
 template __global__ void wave_score<0, 4>(ScoreArgs);
+template __global__ void wave_score<0, 6>(ScoreArgs);
 template __global__ void wave_score<1, 4>(ScoreArgs);
 template __global__ void wave_score<2, 4>(ScoreArgs);
 template __global__ void wave_score<0, 8>(ScoreArgs);
