@@ -10,6 +10,7 @@ checkpoint-and-recompute scheme of CUDAlign; about twice the work of the score).
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -46,6 +47,16 @@ def _ptr(arr) -> int:
 def dirs_bytes(rows: int, ncols: int) -> int:
     """Bytes of packed directions for ``rows`` x ``ncols`` cells (whole bands, 4 bits a cell)."""
     return -(-rows // BAND) * BAND * (ncols + 1) // 2
+
+
+@functools.lru_cache(maxsize=None)
+def _handoff_row(cp):
+    """Elementwise (H, F, go, ge) -> wave_score.cu's hand-off word of band -1 (one launch, not six)."""
+    return cp.ElementwiseKernel(
+        "int32 h, int32 f, int32 go, int32 ge", "uint64 w",
+        "long long d = (long long)h - max((long long)h - go, (long long)f - ge);"
+        "w = (unsigned long long)(unsigned)h | ((unsigned long long)(d | 0x80000000LL) << 32)",
+        "nwalign_handoff_row")
 
 
 class Wavefront:
@@ -96,9 +107,7 @@ class Wavefront:
         groups = -(-nbands // SCORE_WARPS)
         blocks = min(modules.resident_blocks(func, threads, shared), groups, self.max_blocks or groups)
         # The hand-off row starts as row r0: H, and F of row r0 + 1 as H - F, tagged as band -1's.
-        h = topH[:ncols + 1].astype(cp.int64)
-        d = h - cp.maximum(h - self.go, topF[:ncols + 1].astype(cp.int64) - self.ge)
-        row = (h & 0xFFFFFFFF).astype(cp.uint64) | ((d.astype(cp.uint64) | 0x80000000) << 32)
+        row = _handoff_row(cp)(topH[:ncols + 1], topF[:ncols + 1], self.go, self.ge)
         track = track or self.mode != GLOBAL  # the kernel always reports local and semiglobal end cells
         band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
         args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
