@@ -55,3 +55,19 @@ __device__ __forceinline__ void nw_offer(u64 *best, u64 key) {
 
 // Reads of values other blocks wrote in the same launch go to L2 (L1 is not coherent across SMs).
 __device__ __forceinline__ int nw_load(const int *p) { return __ldcg(p); }
+
+// The wavefront kernels' end-cell order: larger score, then earlier row, then earlier column.
+__device__ __forceinline__ bool nw_band_better(int s, int i, int j, int bs, int bi, int bj) {
+    return s > bs || (s == bs && (i < bi || (i == bi && j < bj)));
+}
+
+// Warp-wide best (score, i, j) by nw_band_better; lane 0 stores it at out[0..2]. Every lane must call it.
+__device__ __forceinline__ void nw_band_best_store(int *out, int s, int i, int j, int lane) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const int os = __shfl_xor_sync(0xffffffffu, s, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        const int oj = __shfl_xor_sync(0xffffffffu, j, o);
+        if (nw_band_better(os, oi, oj, s, i, j)) { s = os; i = oi; j = oj; }
+    }
+    if (lane == 0) { out[0] = s; out[1] = i; out[2] = j; }
+}

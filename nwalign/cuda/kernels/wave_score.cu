@@ -63,10 +63,6 @@ __device__ __forceinline__ int sbyte(unsigned w) {
     return r;
 }
 
-__device__ __forceinline__ bool wave_better(int s, int i, int j, int bs, int bi, int bj) {
-    return s > bs || (s == bs && (i < bi || (i == bi && j < bj)));
-}
-
 template <bool B> struct Guard { static constexpr bool value = B; };
 
 #ifndef LOOKAHEAD
@@ -220,24 +216,14 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
         for (int r = 0; r < R; ++r) {
             const int i = row0 + r + 1;
             if (i > a.r1) continue;
-            if ((MODE == NW_LOCAL || i == a.m) && wave_better(bs[r], i, bj[r], best_s, best_i, best_j)) {
+            if ((MODE == NW_LOCAL || i == a.m) && nw_band_better(bs[r], i, bj[r], best_s, best_i, best_j)) {
                 best_s = bs[r]; best_i = i; best_j = bj[r];
             }
-            if (MODE == NW_SEMIGLOBAL && ncols == a.n && wave_better(H[r], i, ncols, best_s, best_i, best_j)) {
+            if (MODE == NW_SEMIGLOBAL && ncols == a.n && nw_band_better(H[r], i, ncols, best_s, best_i, best_j)) {
                 best_s = H[r]; best_i = i; best_j = ncols;
             }
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            const int os = __shfl_xor_sync(FULL_MASK, best_s, o);
-            const int oi = __shfl_xor_sync(FULL_MASK, best_i, o);
-            const int oj = __shfl_xor_sync(FULL_MASK, best_j, o);
-            if (wave_better(os, oi, oj, best_s, best_i, best_j)) { best_s = os; best_i = oi; best_j = oj; }
-        }
-        if (lane == 0) {
-            a.band_best[3 * b] = best_s;
-            a.band_best[3 * b + 1] = best_i;
-            a.band_best[3 * b + 2] = best_j;
-        }
+        nw_band_best_store(a.band_best + 3 * b, best_s, best_i, best_j, lane);
     }
 }
 
@@ -249,9 +235,10 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
 // depending only on band b - 1), so the spin-waits cannot deadlock when the grid is no larger than what
 // is resident. Four warps per block put one band on each of an SM's four sub-partitions (schedulers);
 // blocks of one warp can land several bands on one scheduler (measured: ~4% slower at 100k x 100k).
-// Occupancy: 16 warps per SM, 8 where the band's registers (R rows of H, E and best cells) need more.
+// Occupancy: 16 warps per SM (at most 128 registers), 8 where the band's registers need more: from 12
+// rows per lane, and from 6 in local and semiglobal mode (each row's best cell too).
 template <int MODE, int R>
-__global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R == 8 && MODE == NW_SEMIGLOBAL) ? 8 : 16) / WAVE_WARPS)
+__global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R >= 6 && MODE != NW_GLOBAL) ? 8 : 16) / WAVE_WARPS)
     wave_score(ScoreArgs a) {
     constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);
     extern __shared__ unsigned prof[];
@@ -260,16 +247,13 @@ __global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R == 8 && MODE =
         score_band<MODE, R>(a, prof + w * a.A * 32 * RP, b, threadIdx.x & 31);
 }
 
-template __global__ void wave_score<0, 4>(ScoreArgs);
-template __global__ void wave_score<0, 6>(ScoreArgs);
-template __global__ void wave_score<1, 4>(ScoreArgs);
-template __global__ void wave_score<2, 4>(ScoreArgs);
-template __global__ void wave_score<0, 8>(ScoreArgs);
-template __global__ void wave_score<1, 8>(ScoreArgs);
-template __global__ void wave_score<2, 8>(ScoreArgs);
-template __global__ void wave_score<0, 12>(ScoreArgs);
-template __global__ void wave_score<1, 12>(ScoreArgs);
-template __global__ void wave_score<2, 12>(ScoreArgs);
-template __global__ void wave_score<0, 16>(ScoreArgs);
-template __global__ void wave_score<1, 16>(ScoreArgs);
-template __global__ void wave_score<2, 16>(ScoreArgs);
+// Every mode for every height that wavefront.py's SCORE_ROWS offers (also what the no-spill test compiles).
+#define WAVE_SCORE_MODES(R)                              \
+    template __global__ void wave_score<0, R>(ScoreArgs); \
+    template __global__ void wave_score<1, R>(ScoreArgs); \
+    template __global__ void wave_score<2, R>(ScoreArgs);
+WAVE_SCORE_MODES(4)
+WAVE_SCORE_MODES(6)
+WAVE_SCORE_MODES(8)
+WAVE_SCORE_MODES(12)
+WAVE_SCORE_MODES(16)

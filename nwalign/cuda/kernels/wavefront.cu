@@ -60,14 +60,10 @@ __device__ __forceinline__ void wave_fetch(const WaveArgs &a, int b, int slot_in
     if (jc <= a.ncols) t = a.t[jc - 1];
 }
 
-__device__ __forceinline__ bool better(int s, int i, int j, int bs, int bi, int bj) {
-    return s > bs || (s == bs && (i < bi || (i == bi && j < bj)));
-}
-
 // End-cell candidates: any cell (local), the last row or column of the whole matrix (semiglobal).
 template <int MODE>
 __device__ __forceinline__ void track_cell(const WaveArgs &a, int h, int i, int j, int &bs, int &bi, int &bj) {
-    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || j == a.n) && better(h, i, j, bs, bi, bj)) {
+    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || j == a.n) && nw_band_better(h, i, j, bs, bi, bj)) {
         bs = h; bi = i; bj = j;
     }
 }
@@ -180,19 +176,8 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
         for (int r = 0; r < R; ++r)
             if (row0 + r + 1 == a.m) *a.corner = H[r];
     }
-    if (MODE != NW_GLOBAL && a.track) {  // the band's best end cell: score, then row, then column
-        for (int o = 16; o > 0; o >>= 1) {
-            const int os = __shfl_xor_sync(FULL_MASK, best_s, o);
-            const int oi = __shfl_xor_sync(FULL_MASK, best_i, o);
-            const int oj = __shfl_xor_sync(FULL_MASK, best_j, o);
-            if (better(os, oi, oj, best_s, best_i, best_j)) { best_s = os; best_i = oi; best_j = oj; }
-        }
-        if (lane == 0) {
-            a.band_best[3 * b] = best_s;
-            a.band_best[3 * b + 1] = best_i;
-            a.band_best[3 * b + 2] = best_j;
-        }
-    }
+    if (MODE != NW_GLOBAL && a.track)  // the band's best end cell: score, then row, then column
+        nw_band_best_store(a.band_best + 3 * b, best_s, best_i, best_j, lane);
 }
 
 template <int MODE, bool STORE, int R>
