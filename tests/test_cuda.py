@@ -129,6 +129,23 @@ def test_wave_score_rows_and_grid(rows, mode):
 
 
 @pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_wave_score_gap_from_column_zero(mode):
+    """Mismatches dearer than a gap: H(i, 1) may come from E(i, 1) = H(i, 0) - go (a gap leaving column 0),
+    which a pass that starts E at minus infinity misses."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(3)
+    scoring = make_scoring("dna", mode, match=2, mismatch=-40, gap_open=5, gap_extend=1)
+    for m, n in ((300, 280), (700, 50), (64, 900)):
+        q = scoring.encode_str(random_seq(rng, DNA, m))
+        t = scoring.encode_str(random_seq(rng, DNA, n))
+        expected = score_codes(q, t, scoring.matrix, 5, 1, scoring.mode_code)
+        for rows in WAVE_ROWS:
+            assert Wavefront(cupy, q, t, scoring, rows).score() == expected, (mode, m, n, rows)
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
 def test_wave_score_end_cell_equals_previous_pass(mode):
     """Local/semiglobal end cells (ties: earliest row, then column) agree with wavefront.cu's pass."""
     import cupy
@@ -149,6 +166,60 @@ def test_wave_score_end_cell_equals_previous_pass(mode):
         assert cells[0][0] == score_codes(q, t, scoring.matrix, 1, 1, scoring.mode_code)
 
 
+def _nibbles(dirs, r0, r1, ncols, planes, local):
+    """Direction nibbles of rows r0+1..r1, columns 1..ncols from a [band][lane][column] word array of
+    8 rows per word: nibbles, or wave_score.cu's bit planes (decoded as wavefront.cu's wave_dir does)."""
+    w = dirs.get().reshape(-1, 32, ncols + 1)[:, :, None, 1:]          # band, lane, row, column
+    r = np.arange(8, dtype=np.uint32)[None, None, :, None]
+    if planes:
+        bit = lambda pos: (w >> pos) & 1  # noqa: E731
+        fw, ew = bit(22 - 3 * r), bit(23 - 3 * r)
+        nib = np.where(fw == 1, 2, ew) | bit(31 - r) << 2 | bit(21 - 3 * r) << 3
+    else:
+        nib = (w >> (4 * r)) & 15
+        if not local:
+            nib = np.where(nib & 3 == 3, nib ^ 1, nib)  # source 3 outside local mode reads as F (2)
+    return nib.reshape(-1, ncols)[:r1 - r0]                              # row, column
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_wavefront_directions_equal_cpu_engine(mode):
+    """Both direction-storing passes (wave_score.cu, and wavefront.cu for wide scores) write the CPU
+    engine's direction byte (source, E and F extension, tie order) for every cell, as wave_trace reads
+    them: band and 32-column chunk
+    edges, ties (go == ge; +1/-1 scores), blocks starting at a row r0 > 0 (as the linear-space traceback
+    recomputes them), and grids of 1-2 blocks (warps take several bands)."""
+    import cupy
+    from nwalign.cpu.dp import fill_band, init_row0
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(11)
+    for params in (dict(gap_open=10, gap_extend=1), dict(gap_open=3, gap_extend=3),
+                   dict(match=1, mismatch=-1, gap_open=1, gap_extend=1)):
+        scoring = make_scoring("dna", mode, **params)
+        go, ge = scoring.gap_open, scoring.gap_extend
+        for m, n in ((1, 1), (255, 63), (256, 64), (257, 65), (700, 1000), (1100, 31), (40, 2000)):
+            a = random_seq(rng, DNA, m)
+            b = (mutate(rng, a, DNA, rate=0.15) + random_seq(rng, DNA, n))[:n]
+            q, t = scoring.encode_str(a), scoring.encode_str(b)
+            for r0, blocks in ((0, None), (0, 1), (m // 3, 2)):
+                H = np.empty(n + 1, dtype=np.int32)
+                F = np.empty(n + 1, dtype=np.int32)
+                init_row0(H, F, scoring.mode_code, go, ge)
+                best = np.zeros(3, dtype=np.int64)
+                scratch = np.empty((1, n + 1), dtype=np.uint8)
+                fill_band(q, t, scoring.matrix, go, ge, scoring.mode_code, 0, r0, n, H, F, scratch, False, best)
+                topH, topF = cupy.asarray(H), cupy.asarray(F)
+                cpu = np.empty((m - r0, n + 1), dtype=np.uint8)
+                fill_band(q, t, scoring.matrix, go, ge, scoring.mode_code, r0, m, n, H, F, cpu, True, best)
+                for fast in (True, False):
+                    wf = Wavefront(cupy, q, t, scoring, 6)
+                    wf.fast, wf.max_blocks = fast, blocks
+                    dirs, _ = wf.launch(r0, m, n, topH, topF, True, False)
+                    gpu = _nibbles(dirs, r0, m, n, fast and mode != "local", mode == "local")
+                    assert np.array_equal(gpu, cpu[:, 1:]), (mode, params, m, n, r0, blocks, fast)
+
+
 def test_wave_score_falls_back_for_wide_scores():
     """Scores outside a signed byte take wavefront.cu's score pass; both give the CPU engine's score."""
     import cupy
@@ -162,6 +233,9 @@ def test_wave_score_falls_back_for_wide_scores():
     wf = Wavefront(cupy, q, t, scoring, 12)
     assert not wf.fast and wf.rows_per_lane == 8
     assert wf.score() == score_codes(q, t, scoring.matrix, 500, 20, 0)
+    qe, te = _enc(scoring, a, "q"), _enc(scoring, b, "t")
+    aln = align_pair(qe, te, scoring, backend="cuda", cuda_options=_options("wavefront", (32, 32), True))
+    assert aln.score == wf.score() == rescore(aln, q, t, scoring.matrix, 500, 20)
 
 
 @pytest.mark.parametrize("rows", (4, 12))

@@ -53,10 +53,20 @@ def _resident_blocks(dev, func, threads: int, shared_bytes: int) -> int:
 
     sms = dev.attributes["MultiProcessorCount"]
     try:
-        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, threads, shared_bytes)
-    except Exception:  # older CuPy: estimate from the kernel's registers and shared memory
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function_ptr(func), threads,
+                                                                           shared_bytes)
+    except Exception:  # no driver handle: estimate from the kernel's registers and shared memory
         attrs = dev.attributes
         per_sm = min(attrs["MaxThreadsPerMultiProcessor"] // threads,
                      attrs["MaxRegistersPerMultiprocessor"] // max(1, func.num_regs * threads),
                      attrs["MaxSharedMemoryPerMultiprocessor"] // max(1, func.shared_size_bytes + shared_bytes))
     return max(1, int(per_sm)) * sms
+
+
+def function_ptr(func) -> int:
+    """The CUfunction handle of a RawKernel (CuPy 14 keeps it on ``func.kernel``; older CuPy on ``func``)."""
+    for obj in (func, getattr(func, "kernel", None)):
+        ptr = getattr(obj, "ptr", None)
+        if ptr:
+            return int(ptr)
+    raise AttributeError("no CUfunction handle on this kernel object")

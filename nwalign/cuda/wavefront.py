@@ -32,12 +32,18 @@ _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np
                   ("ringF", np.uint64), ("progress", np.uint64), ("ring_slots", np.int32), ("nbands", np.int32),
                   ("dirs", np.uint64), ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32),
                   ("corner", np.uint64), ("band_best", np.uint64), ("track", np.int32)], align=True)
+# Every instantiation of the two sources, named in one module each: one NVRTC compilation per source
+# (a module per name compiled the whole source once per name on a fresh machine).
+_WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}>" for mode in range(3)
+                          for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")])
+_WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
+                         for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
 _RING_BYTES = 2 << 30  # cap on the band hand-off ring
 _SCORE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
                         ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
                         ("ncols", np.int32), ("nbands", np.int32), ("row", np.uint64),
                         ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32), ("corner", np.uint64),
-                        ("band_best", np.uint64)], align=True)
+                        ("band_best", np.uint64), ("dirs", np.uint64), ("ld", np.int32)], align=True)
 
 
 def _ptr(arr) -> int:
@@ -89,18 +95,20 @@ class Wavefront:
         return out
 
     def _function(self, store: bool, rows: int):
-        name = f"wavefront<{self.mode}, {'true' if store else 'false'}, {rows}>"
-        return modules.function("wavefront", name, name_expressions=(name,))
+        return modules.function("wavefront", f"wavefront<{self.mode}, {'true' if store else 'false'}, {rows}>",
+                                name_expressions=_WAVEFRONT_NAMES)
 
-    def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, track: bool, ck_every: int, ckH, ckF):
-        """A score pass of wave_score.cu: rows r0+1..r1 over columns 1..ncols (see ``launch``)."""
+    def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int,
+                      ckH, ckF):
+        """A pass of wave_score.cu: rows r0+1..r1 over columns 1..ncols (see ``launch``)."""
         cp = self.cp
-        rows = self.rows_per_lane
+        rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))
-        name = f"wave_score<{self.mode}, {rows}>"
-        func = modules.function("wave_score", name, name_expressions=(name,))
+        name = f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
+        func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
         words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
-        shared = SCORE_WARPS * self.A * 32 * words * 4  # one query profile per warp
+        # One query profile per warp, and with directions a ring of 32 x 64 words per warp.
+        shared = SCORE_WARPS * (self.A * 32 * words + (32 * 64 if store else 0)) * 4
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
         threads = 32 * SCORE_WARPS
@@ -110,11 +118,13 @@ class Wavefront:
         row = _handoff_row(cp)(topH[:ncols + 1], topF[:ncols + 1], self.go, self.ge)
         track = track or self.mode != GLOBAL  # the kernel always reports local and semiglobal end cells
         band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
+        ld = ncols + 1
+        dirs = cp.empty(nbands * 32 * ld, dtype=cp.uint32) if store else None
         args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
                           r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
-                          _ptr(self.corner), _ptr(band_best))], dtype=_SCORE_ARGS)[0]
+                          _ptr(self.corner), _ptr(band_best), _ptr(dirs), ld)], dtype=_SCORE_ARGS)[0]
         func((blocks,), (threads,), (args,), shared_mem=shared)
-        return None, (band_best.get().reshape(-1, 3) if track else None)
+        return dirs, (band_best.get().reshape(-1, 3) if track else None)
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
                ckH=None, ckF=None):
@@ -122,8 +132,8 @@ class Wavefront:
 
         Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
         """
-        if not store and self.fast:
-            return self._score_launch(r0, r1, ncols, topH, topF, track, ck_every, ckH, ckF)
+        if self.fast:
+            return self._score_launch(r0, r1, ncols, topH, topF, store, track, ck_every, ckH, ckF)
         cp = self.cp
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))
@@ -144,6 +154,17 @@ class Wavefront:
                           _ptr(band_best), int(track))], dtype=_ARGS)[0]
         func((warps,), (32,), (args,), shared_mem=shared)
         return dirs, (band_best.get().reshape(-1, 3) if track else None)
+
+    def trace(self, dirs, r0: int, ncols: int, io, ops) -> None:
+        """Walk the directions of one launch (rows r0+1.., columns 1..ncols) on the GPU: ``wave_trace``.
+
+        io: int32 device array {i, j, state, nops, stopped} (in: the first four); ops: uint8 device array
+        receiving the columns in reverse order.
+        """
+        func = modules.function("wavefront", "wave_trace", name_expressions=_WAVEFRONT_NAMES)
+        planes = self.fast and self.mode != LOCAL  # wave_score.cu's bit planes, else nibbles
+        func((1,), (32,), (dirs, np.int32(r0), np.int32(ncols), np.int32(self.mode == LOCAL), np.int32(planes), io,
+                           ops))
 
     def end_cell(self, band_best) -> tuple[int, int, int]:
         """The optimal score and its end cell: (m, n) in global mode, else the best band's best cell."""
@@ -166,7 +187,6 @@ class Wavefront:
         """
         cp = self.cp
         m, n = self.m, self.n
-        trace = modules.function("wavefront", "wave_trace")
         ops = cp.empty(m + n, dtype=cp.uint8)
         io = cp.zeros(5, dtype=cp.int32)
         fwd_band = 32 * self.rows_per_lane  # checkpoints fall on the forward pass's band boundaries
@@ -206,7 +226,7 @@ class Wavefront:
                 cp.get_default_memory_pool().free_all_blocks()
                 dirs, _ = self.launch(top, i, j, topH, topF, True, False)
             io.set(np.array([i, j, state, nops, 0], dtype=np.int32))
-            trace((1,), (1,), (dirs, np.int32(top), np.int32(j if topH is not None else n), io, ops))
+            self.trace(dirs, top, j if topH is not None else n, io, ops)
             i, j, state, nops, stopped = (int(v) for v in io.get())
             dirs = None
         host_ops = np.empty(m + n, dtype=np.uint8)

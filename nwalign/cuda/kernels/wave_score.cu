@@ -34,6 +34,7 @@ struct ScoreArgs {
     int *ckH; int *ckF; int ck_every;        // checkpoint rows: H(i, j) and F(i, j), (ncols + 1) ints each
     int *corner;                             // H(m, n)
     int *band_best;                          // per band: score, i, j of its best end cell
+    unsigned *dirs; int ld;                  // STORE: nibbles of 8 rows, word (band * 32 + lane) * ld + j
 };
 
 // Tag of the words band w writes (band -1: the top row); bit 15 set so that zeroed memory never matches.
@@ -70,8 +71,9 @@ template <bool B> struct Guard { static constexpr bool value = B; };
 #endif
 static_assert(LOOKAHEAD <= 16, "two groups of hand-off words must use distinct lanes");
 
-template <int MODE, int R>
-__device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, int b, int lane) {
+template <int MODE, int R, bool STORE>
+__device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, unsigned *ring, int b, int lane) {
+    static_assert(!STORE || R == 8, "stored directions are 8 nibbles per lane and column");
     constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);  // profile words per letter and lane
     constexpr int BAND = 32 * R;
     const int row0 = a.r0 + b * BAND + lane * R;        // this lane's rows: row0 + 1 .. row0 + R
@@ -98,7 +100,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         H[r] = nw_border(row0 + r + 1, MODE, a.go, a.ge);
-        E[r] = NW_NEG;
+        E[r] = H[r] - a.go;  // E(i, 1): a gap opened from H(i, 0)
         bs[r] = NW_NEG;
         bj[r] = 0;
     }
@@ -122,6 +124,11 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
     int *ckF = checkpoint ? a.ckF + (size_t)((b + 1) / a.ck_every) * (ncols + 1) : nullptr;
     // Semiglobal alignments end on the last row or column: only the band holding row m tracks rows.
     const bool track = MODE == NW_LOCAL || (MODE == NW_SEMIGLOBAL && a.m > row0 - lane * R && a.m <= row0 - lane * R + BAND);
+    // STORE: lane k's word of column j goes to ring[k * 64 + j % 64] in shared memory, and `flush` copies
+    // 32 columns of one lane at a time to its row of `dirs` with one coalesced store: one store per step
+    // instead of 32 scattered ones. ebits: the E-extended bits of the next column, known one column early.
+    unsigned ebits = 0;
+    unsigned *drow = STORE ? a.dirs + (size_t)b * 32 * a.ld : nullptr;
 
     // Step s + u of the group from s; out = a.row + s - 30 (where lane 31 hands over), tp = the target codes
     // LOOKAHEAD columns ahead of this lane's column at step s.
@@ -145,7 +152,8 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
                 const uint4 v = ((const uint4 *)prof)[tc * 32 + lane];
                 p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w;
             }
-            int hd = diag, fg = f_in;
+            int hd = diag, fg = f_in, h_up = h_in;  // h_up: H(i-1, j)
+            unsigned word = ebits, enext = 0;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 int sc;
@@ -155,10 +163,41 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
                     case 2: sc = sbyte<2>(p[r >> 2]); break;
                     default: sc = sbyte<3>(p[r >> 2]); break;
                 }
-                const int de = MODE == NW_LOCAL ? __viaddmax_s32_relu(hd, sc, E[r]) : __viaddmax_s32(hd, sc, E[r]);
-                const int h = __viaddmax_s32(fg, -a.go, de);
-                fg = __viaddmax_s32(fg, -a.ge, de);  // F(i + 1, j) + go
-                E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);  // E(i, j + 1)
+                int de, h;
+                if (STORE && MODE != NW_LOCAL) {
+                    // Bit planes, one funnel shift per bit (each bit is the sign of a difference): E beats
+                    // the diagonal, F beats both, F(i, j) extended (F + go > H(i-1, j)), and into the next
+                    // column's word, E(i, j + 1) extended (E - ge > H - go). wavefront.cu's wave_dir reads them.
+                    de = __viaddmax_s32(hd, sc, E[r]);
+                    h = __viaddmax_s32(fg, -a.go, de);
+                    word = __funnelshift_l(hd + sc - E[r], word, 1);
+                    word = __funnelshift_l(de - fg + a.go, word, 1);
+                    word = __funnelshift_l(h_up - fg, word, 1);
+                    enext = __funnelshift_l(h - E[r] + (a.ge - a.go), enext, 1);
+                    E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);
+                    fg = __viaddmax_s32(fg, -a.ge, de);
+                    h_up = h;
+                } else if (STORE) {  // local: nibbles (a start is a fifth case), from the DPX ops' predicates
+                    bool diag_wins;
+                    de = __vibmax_s32(hd + sc, E[r], &diag_wins);
+                    de = max(de, 0);
+                    h = __viaddmax_s32(fg, -a.go, de);
+                    const bool f_wins = h > de;
+                    if (!diag_wins && !f_wins) word |= 1u << (4 * r);
+                    if (f_wins) word |= 2u << (4 * r);
+                    if (h == 0) word |= 3u << (4 * r);
+                    if (fg > h_up) word |= 8u << (4 * r);  // F(i, j) + go > H(i-1, j): F(i, j) extended
+                    bool opened;
+                    E[r] = __vibmax_s32(h - a.go, E[r] - a.ge, &opened);
+                    if (!opened) enext |= 4u << (4 * r);
+                    fg = __viaddmax_s32(fg, -a.ge, de);
+                    h_up = h;
+                } else {
+                    de = MODE == NW_LOCAL ? __viaddmax_s32_relu(hd, sc, E[r]) : __viaddmax_s32(hd, sc, E[r]);
+                    h = __viaddmax_s32(fg, -a.go, de);
+                    E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);  // E(i, j + 1)
+                    fg = __viaddmax_s32(fg, -a.ge, de);            // F(i + 1, j) + go
+                }
                 hd = H[r];
                 H[r] = h;
                 if (MODE != NW_GLOBAL && track) {
@@ -170,6 +209,10 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
             diag = h_in;
             up_h = H[R - 1];
             up_f = fg;
+            if (STORE) {
+                ring[lane * 64 + (j & 63)] = word;
+                ebits = enext;
+            }
         }
         // Lane 31 finished column s + u - 30: hand it to the next band (and to the checkpoint row).
         const int j31 = s + u - 30;
@@ -180,7 +223,18 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
             ckF[j31] = up_f - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
         }
     };
+    // STORE: for each step S of the previous group, lane S % 32's words of chunk c = S / 32 - 1 (complete
+    // since step S - 1, overwritten from step S + 32), one coalesced row store each, after one __syncwarp.
+    auto flush = [&](int s) {
+        __syncwarp();
+#pragma unroll
+        for (int v = 0; v < LOOKAHEAD; ++v) {
+            const int S = s - LOOKAHEAD + v, k = S & 31, jc = ((S >> 5) - 1) * 32 + 1 + lane;
+            if (S >= 0 && jc >= 1 && jc <= ncols) drow[(size_t)k * a.ld + jc] = ring[k * 64 + (jc & 63)];
+        }
+    };
     auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
+        if (STORE) flush(s);
         cur = nxt;
         // This group's hand-off words: re-load until they carry band b - 1's tag (rare once the band runs
         // far enough behind the one above).
@@ -205,6 +259,16 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
     for (; s + LOOKAHEAD <= ncols; s += LOOKAHEAD) group(s, Guard<false>());
     for (; s < ncols + 31; s += LOOKAHEAD) group(s, Guard<true>());
 
+    if (STORE) {  // the last group's copies, and the last two chunks, not all copied before the sweep ended
+        flush(s);
+        __syncwarp();
+        const int last = (ncols - 1) >> 5;
+        for (int k = 0; k < 32; ++k)
+            for (int c = max(last - 1, 0); c <= last; ++c) {
+                const int jc = c * 32 + 1 + lane;
+                if (jc <= ncols) drow[(size_t)k * a.ld + jc] = ring[k * 64 + (jc & 63)];
+            }
+    }
     if (MODE == NW_GLOBAL && a.r1 == a.m && ncols == a.n) {  // H holds the last column: H(m, n)
 #pragma unroll
         for (int r = 0; r < R; ++r)
@@ -237,23 +301,26 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, i
 // blocks of one warp can land several bands on one scheduler (measured: ~4% slower at 100k x 100k).
 // Occupancy: 16 warps per SM (at most 128 registers), 8 where the band's registers need more: from 12
 // rows per lane, and from 6 in local and semiglobal mode (each row's best cell too).
-template <int MODE, int R>
+template <int MODE, int R, bool STORE>
 __global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R >= 6 && MODE != NW_GLOBAL) ? 8 : 16) / WAVE_WARPS)
     wave_score(ScoreArgs a) {
     constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);
     extern __shared__ unsigned prof[];
     const int w = threadIdx.x >> 5;
+    unsigned *ring = prof + WAVE_WARPS * a.A * 32 * RP + w * 32 * 64;  // STORE: 32 x 64 words per warp
     for (int b = blockIdx.x * WAVE_WARPS + w; b < a.nbands; b += gridDim.x * WAVE_WARPS)
-        score_band<MODE, R>(a, prof + w * a.A * 32 * RP, b, threadIdx.x & 31);
+        score_band<MODE, R, STORE>(a, prof + w * a.A * 32 * RP, ring, b, threadIdx.x & 31);
 }
 
-// Every mode for every height that wavefront.py's SCORE_ROWS offers (also what the no-spill test compiles).
-#define WAVE_SCORE_MODES(R)                              \
-    template __global__ void wave_score<0, R>(ScoreArgs); \
-    template __global__ void wave_score<1, R>(ScoreArgs); \
-    template __global__ void wave_score<2, R>(ScoreArgs);
-WAVE_SCORE_MODES(4)
-WAVE_SCORE_MODES(6)
-WAVE_SCORE_MODES(8)
-WAVE_SCORE_MODES(12)
-WAVE_SCORE_MODES(16)
+// Every mode for every height that wavefront.py's SCORE_ROWS offers (also what the no-spill test compiles),
+// and the direction-storing pass (8 rows per lane).
+#define WAVE_SCORE_MODES(R, STORE)                                \
+    template __global__ void wave_score<0, R, STORE>(ScoreArgs); \
+    template __global__ void wave_score<1, R, STORE>(ScoreArgs); \
+    template __global__ void wave_score<2, R, STORE>(ScoreArgs);
+WAVE_SCORE_MODES(4, false)
+WAVE_SCORE_MODES(6, false)
+WAVE_SCORE_MODES(8, false)
+WAVE_SCORE_MODES(12, false)
+WAVE_SCORE_MODES(16, false)
+WAVE_SCORE_MODES(8, true)
