@@ -250,8 +250,9 @@ def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         if traceback:
-            cp.get_default_memory_pool().free_all_blocks()  # cached blocks would not count as free
-            free, _ = cp.cuda.runtime.memGetInfo()
+            # Blocks cached by CuPy's pool count as free (a repeat alignment reuses them instead of a new
+            # cudaMalloc of gigabytes; the pool frees its cache and retries by itself when an allocation fails).
+            free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
             # Directions get 40% of free memory: a recompute block and the next one's allocation must fit.
             budget = int(free * 0.4) if opts.max_memory is None else min(opts.max_memory, int(free * 0.4))
             result = wf.align(budget)
