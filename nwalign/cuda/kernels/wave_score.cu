@@ -1,4 +1,5 @@
-// Score-only wavefront kernel for one long pair (the forward passes of `nwalign pair --backend cuda`).
+// Wavefront kernel for one long pair: every pass of `nwalign pair --backend cuda` (score-only, the forward
+// passes that write checkpoint rows, and with STORE the passes that keep each cell's direction bits).
 //
 // Same sweep as wavefront.cu: the query is cut into bands of 32 x R rows, a warp owns a band, lane k keeps
 // R consecutive rows (H, E) in registers and at step s computes column s - k + 1, taking H of the row
@@ -19,6 +20,10 @@
 // - F(i+1, j) = max(F(i, j) - ge, max(H(i-1, j-1) + s, E(i, j)) - go): one DPX operation per row on the
 //   path from row to row (go >= ge makes it equal to Gotoh's max(H(i, j) - go, F(i, j) - ge)), with F
 //   kept as F + go so that neither it nor H needs a separate subtraction.
+//
+// - STORE (8 rows per lane): per cell four direction bits, each the sign of a difference appended with a
+//   funnel shift (bit planes; local mode: the CPU engine's nibbles), through a shared-memory ring to
+//   coalesced rows of `dirs`, layout [band][lane][column]; wavefront.cu's wave_trace reads both forms.
 //
 // Requires scores in [-128, 127] and 0 <= ge <= go <= 65535 (checked on the host; otherwise the host
 // uses wavefront.cu's score pass). Local and semiglobal modes keep each row's best cell (score, earliest
