@@ -6,7 +6,6 @@ previous one), the traceback kernel alone over the stored directions, and the wh
 (with all directions on the GPU) for both passes; the two alignments must be identical.
 """
 import argparse
-import statistics
 
 import cupy as cp
 import numpy as np
@@ -14,19 +13,7 @@ import numpy as np
 from nwalign.cuda.wavefront import Wavefront
 from nwalign.scoring import make_scoring
 from nwalign.sequences import mutate, random_records
-
-
-def timed(fn, repeats=3):
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        value = fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times), value
+from wave_sweep import timed  # CUDA-event timing shared with the score sweep (same folder)
 
 
 def main():

@@ -7,7 +7,6 @@ import argparse
 import statistics
 
 import cupy as cp
-import numpy as np
 
 from nwalign.cuda.wavefront import Wavefront
 from nwalign.scoring import make_scoring
