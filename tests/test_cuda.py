@@ -100,6 +100,7 @@ def test_wavefront_linear_space_traceback(mode, m, n):
 
 
 WAVE_ROWS = (4, 6, 8, 12, 16)
+PACKED_ROWS = (8, 12, 16)
 
 
 @pytest.mark.parametrize("rows", WAVE_ROWS)
@@ -122,10 +123,12 @@ def test_wave_score_rows_and_grid(rows, mode):
             q, t = scoring.encode_str(a), scoring.encode_str(b)
             expected = score_codes(q, t, scoring.matrix, *gaps, scoring.mode_code)
             for blocks in (None, 2, 1):
-                wf = Wavefront(cupy, q, t, scoring, rows)
-                wf.max_blocks = blocks
-                assert wf.fast
-                assert wf.score() == expected, (rows, mode, gaps, m, n, blocks)
+                for packed in ((False, True) if mode == "global" and rows in PACKED_ROWS else (False,)):
+                    wf = Wavefront(cupy, q, t, scoring, rows, packed)
+                    wf.max_blocks = blocks
+                    assert wf.fast
+                    assert wf.score() == expected, (rows, mode, gaps, m, n, blocks, packed)
+                    assert wf.overflows == 0
 
 
 @pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
@@ -238,23 +241,133 @@ def test_wave_score_falls_back_for_wide_scores():
     assert aln.score == wf.score() == rescore(aln, q, t, scoring.matrix, 500, 20)
 
 
-@pytest.mark.parametrize("rows", (4, 12))
-def test_wavefront_linear_space_other_band_heights(rows):
-    """Checkpoints written by wave_score.cu at other band heights feed the recompute passes exactly."""
+@pytest.mark.parametrize("rows, packed", [(4, None), (12, False), (8, True), (12, True), (16, True)])
+def test_wavefront_linear_space_other_band_heights(rows, packed):
+    """Checkpoints written by either score pass at other band heights feed the recompute passes exactly."""
     from nwalign.cuda.pair import Options
 
     rng = np.random.default_rng(rows)
-    for mode in ("global", "local", "semiglobal"):
+    for mode in ("global", "local", "semiglobal") if not packed else ("global",):
         a = random_seq(rng, DNA, 3100)
         b = mutate(rng, a, DNA, rate=0.2)[:2900]
         scoring = make_scoring("dna", mode)
         q, t = _enc(scoring, a, "q"), _enc(scoring, b, "t")
         expected = score_codes(q.codes, t.codes, scoring.matrix, 10, 1, scoring.mode_code)
         # room for a few 32*rows-row bands of 4-bit directions, far below the whole matrix
-        opts = Options(kernel="wavefront", max_memory=3 * 32 * rows * 2901 // 2, rows_per_lane=rows)
+        opts = Options(kernel="wavefront", max_memory=3 * 32 * rows * 2901 // 2, rows_per_lane=rows, packed=packed)
         aln = align_pair(q, t, scoring, backend="cuda", cuda_options=opts)
         assert aln.score == expected
         assert rescore(aln, q.codes, t.codes, scoring.matrix, 10, 1) == expected
+
+
+def _checkpoints(wf, every):
+    """Score-only pass writing H and F of every ``every``-th band boundary: (corner, ckH, ckF) on the host."""
+    cp = wf.cp
+    band = 32 * wf.rows_per_lane
+    count = -(-wf.m // band) // every
+    ckH = cp.full((count + 1, wf.n + 1), 7, dtype=cp.int32)
+    ckF = cp.full((count + 1, wf.n + 1), 7, dtype=cp.int32)
+    wf.launch(0, wf.m, wf.n, wf.border_row, wf.neg_row, False, False, every, ckH, ckF)
+    return int(wf.corner.get()[0]), ckH[1:, 1:].get(), ckF[1:, 1:].get()
+
+
+@pytest.mark.parametrize("rows", PACKED_ROWS)
+def test_wave_score16_equals_32_bit_pass(rows):
+    """wave_score16.cu: the score and every checkpoint row (H and F) equal the 32-bit pass's, at band edges
+    (32 x rows), with DNA and protein scorings, gaps with go = ge, mismatches dearer than gaps, and grids
+    smaller than the band count."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(100 + rows)
+    band = 32 * rows
+    sizes = [(1, 1), (2, 70), (70, 2), (band - 1, 200), (band, 64), (band + 1, 65), (3 * band + 5, 900),
+             (2 * band, 63), (40, 1500)]
+    scorings = [make_scoring("dna"), make_scoring("dna", gap_open=3, gap_extend=3),
+                make_scoring("dna", match=2, mismatch=-40, gap_open=5, gap_extend=1), make_scoring("protein")]
+    for scoring in scorings:
+        letters = PROTEIN if scoring.matrix.shape[0] > 16 else DNA
+        for m, n in sizes:
+            a = random_seq(rng, letters, m)
+            b = (mutate(rng, a, letters, rate=0.2) + random_seq(rng, letters, n))[:n]
+            q, t = scoring.encode_str(a), scoring.encode_str(b)
+            expected = score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, 0)
+            reference = None
+            for packed, blocks in ((False, None), (True, None), (True, 1)):
+                wf = Wavefront(cupy, q, t, scoring, rows, packed)
+                wf.max_blocks = blocks
+                assert wf.score() == expected, (rows, m, n, packed, blocks)
+                got = _checkpoints(wf, 1)
+                assert got[0] == expected
+                if reference is None:
+                    reference = got
+                assert all(np.array_equal(x, y) for x, y in zip(got[1:], reference[1:])), (rows, m, n, packed)
+                assert wf.packed == packed and wf.overflows == 0
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_wave_score16_through_align_pair(alphabet):
+    """Options(packed=True) reaches the 16-bit pass: every edge length of the kernel suite, global mode."""
+    from nwalign.cuda.pair import Options
+
+    scoring = make_scoring(alphabet)
+    opts = Options(kernel="wavefront", packed=True, rows_per_lane=16)
+    for a, b in _pairs(17, alphabet):
+        q, t = _enc(scoring, a, "q"), _enc(scoring, b, "t")
+        expected = score_codes(q.codes, t.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend, 0)
+        assert align_pair(q, t, scoring, score_only=True, backend="cuda", cuda_options=opts).score == expected
+
+
+def test_wave_score16_chosen_for_long_global_pairs():
+    import cupy
+    from nwalign.cuda.wavefront import PACKED_MIN_ROWS, Wavefront
+
+    scoring = make_scoring("dna")
+    long_q = np.zeros(PACKED_MIN_ROWS, dtype=np.uint8)
+    t = scoring.encode_str("ACGT" * 50)
+    assert Wavefront(cupy, long_q, t, scoring).packed == (int(cupy.cuda.Device().compute_capability) >= 90)
+    assert not Wavefront(cupy, long_q[:-1], t, scoring).packed  # shorter: the 32-bit pass is faster
+    for mode in ("local", "semiglobal"):
+        assert not Wavefront(cupy, long_q, t, make_scoring("dna", mode)).packed
+        with pytest.raises(NwalignError, match="16-bit"):
+            Wavefront(cupy, t, t, make_scoring("dna", mode), 12, True)
+
+
+def test_wave_score16_overflow_is_recomputed_in_32_bit():
+    """A failed range check recomputes the pass in 32-bit: forced by a tiny limit, and genuinely by scores
+    whose spread over a warp's cells leaves int16."""
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(11)
+    scoring = make_scoring("dna")
+    a = random_seq(rng, DNA, 2000)
+    b = mutate(rng, a, DNA, rate=0.1)
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    expected = score_codes(q, t, scoring.matrix, 10, 1, 0)
+    reference = _checkpoints(Wavefront(cupy, q, t, scoring, 12, False), 1)
+    wf = Wavefront(cupy, q, t, scoring, 12, True)
+    wf.limit16 = 3
+    got = _checkpoints(wf, 1)
+    assert wf.overflows == 1 and not wf.packed
+    assert got[0] == expected and all(np.array_equal(x, y) for x, y in zip(got[1:], reference[1:]))
+
+    # Equal sequences, +100/-100, gaps 400/1: down a column H rises by 100 per row until the diagonal, so
+    # a band crossing it spans far more than int16 holds (and the host would not choose the 16-bit pass).
+    big = make_scoring("dna", match=100, mismatch=-100, gap_open=400, gap_extend=1)
+    seq = random_seq(rng, DNA, 1500)
+    q = t = big.encode_str(seq)
+    expected = score_codes(q, t, big.matrix, 400, 1, 0)
+    wf = Wavefront(cupy, q, t, big, 16, True)
+    assert wf.score() == expected
+    assert wf.overflows == 1 and not wf.packed
+    assert not Wavefront(cupy, q, t, big).packed
+    opts = _options("wavefront", (32, 32), True)
+    # linear space (two 512-row bands of directions per block): its forward pass overflows
+    opts.packed, opts.rows_per_lane, opts.max_memory = True, 16, 2 * 512 * 1501 // 2
+    qe = _enc(big, seq, "q")
+    aln = align_pair(qe, qe, big, backend="cuda", cuda_options=opts)
+    assert aln.score == expected == rescore(aln, q, t, big.matrix, 400, 1)
 
 
 def test_wavefront_budget_below_one_band_is_an_error():

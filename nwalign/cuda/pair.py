@@ -47,8 +47,9 @@ class Options:
     device: int = 0
     submatrix_cells: int = 1 << 26
     max_memory: int | None = None  # wavefront: GPU bytes for directions (None: 40% of free memory)
-    rows_per_lane: int = 6  # wavefront score passes: query rows each lane keeps in registers (4, 6, 8, 12, 16);
-    # 6 measured fastest at 100k x 100k on the H100 (8 at 300k and above is within 5%)
+    rows_per_lane: int | None = None  # wavefront score passes: query rows each lane keeps in registers
+    # (4, 6, 8, 12, 16; 8, 12, 16 for the 16-bit pass); None: the measured best (wavefront.DEFAULT_*ROWS)
+    packed: bool | None = None  # wavefront: 16-bit packed score pass (None: where the scoring allows it)
 
 
 def _ptr(arr) -> int:
@@ -246,7 +247,7 @@ def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
     from .wavefront import Wavefront
 
     try:
-        wf = Wavefront(cp, q, t, scoring, opts.rows_per_lane)
+        wf = Wavefront(cp, q, t, scoring, opts.rows_per_lane, opts.packed)
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         if traceback:

@@ -24,6 +24,12 @@ log = logging.getLogger("nwalign")
 
 STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit word)
 SCORE_ROWS = (4, 6, 8, 12, 16)  # rows per lane of wave_score.cu's score passes
+PACKED_ROWS = (8, 12, 16)  # rows per lane of wave_score16.cu (16-bit pairs; also 32-bit heights: its fallback)
+DEFAULT_ROWS, DEFAULT_PACKED_ROWS = 6, 16  # measured fastest on the H100: 32-bit at 100k, 16-bit at 500k-1M
+# The 16-bit pass steps a lone band more slowly (its s16x2 operations issue at half the 32-bit rate) and wins
+# only once every scheduler holds several bands: H100, 300k x 300k equal, 500k +13 %, 1M +36 % (performance.md).
+PACKED_MIN_ROWS = 400_000
+LOOKAHEAD = 12  # wave_common.cuh's steps between a range check and the next
 SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 _ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
@@ -44,6 +50,8 @@ _SCORE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("
                         ("ncols", np.int32), ("nbands", np.int32), ("row", np.uint64),
                         ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32), ("corner", np.uint64),
                         ("band_best", np.uint64), ("dirs", np.uint64), ("ld", np.int32)], align=True)
+_SCORE16_ARGS = np.dtype([("a", _SCORE_ARGS), ("limit16", np.int32), ("overflow", np.uint64)], align=True)
+_WAVE_SCORE16_NAMES = tuple(f"wave_score16<{rows // 2}>" for rows in PACKED_ROWS)
 
 
 def _ptr(arr) -> int:
@@ -65,11 +73,43 @@ def _handoff_row(cp):
         "nwalign_handoff_row")
 
 
-class Wavefront:
-    """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed."""
+def packed_limit(go: int, smax: int) -> int:
+    """wave_score16.cu's range check: the largest |H - base| accepted (<= 0: every check fails).
 
-    def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int = 8):
-        if rows_per_lane not in SCORE_ROWS:
+    Between two checks (LOOKAHEAD steps) a cell is at most LOOKAHEAD + 2 neighbours away from a checked
+    one (lane 0's input row included), neighbours differ by at most go + smax, intermediate values (E - ge,
+    H - go, H(i-1, j-1) + s) reach 3 go + smax beyond, and the base moves by at most the limit: twice the
+    limit plus that margin (rounded up generously) must stay within int16.
+    """
+    margin = (LOOKAHEAD + 6) * (go + smax) + 256
+    return (32767 - margin) // 2
+
+
+def packed_spread(rows: int, go: int, smax: int) -> int:
+    """Bound on |H - base| over the cells one warp of wave_score16.cu holds: 32 x rows rows, 64 + 2 x
+    LOOKAHEAD columns, neighbours differing by at most go + smax."""
+    return (32 * rows + 64 + 2 * LOOKAHEAD) * (go + smax)
+
+
+def choose_packed(mode: int, fast: bool, rows: int, go: int, smax: int, m: int, capability: int) -> bool:
+    """Whether a score pass runs 16-bit: global mode, byte scores (``fast``), a 16-bit band height, a range
+    bound that keeps the check from failing, a query of at least PACKED_MIN_ROWS rows, sm_90 or newer."""
+    return (fast and mode == GLOBAL and rows in PACKED_ROWS and packed_spread(rows, go, smax) <= packed_limit(go, smax)
+            and m >= PACKED_MIN_ROWS and capability >= 90)
+
+
+class Wavefront:
+    """One pair on the GPU: encoded sequences and scoring uploaded once, launched as often as needed.
+
+    Score passes run 16-bit packed (``wave_score16.cu``) where that is allowed and faster (``packed``: None
+    chooses by :func:`choose_packed`), else 32-bit (``wave_score.cu``, or ``wavefront.cu`` for scores beyond
+    a signed byte). A packed pass whose range check fails is recomputed in 32-bit at the same band height;
+    ``overflows`` counts those. Direction-storing passes are always 32-bit.
+    """
+
+    def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int | None = None,
+                 packed: bool | None = None):
+        if rows_per_lane is not None and rows_per_lane not in SCORE_ROWS:
             raise NwalignError(f"wavefront: rows per lane must be one of {', '.join(map(str, SCORE_ROWS))}, "
                                f"not {rows_per_lane}")
         self.cp = cp
@@ -77,6 +117,20 @@ class Wavefront:
         self.mode, self.go, self.ge = scoring.mode_code, scoring.gap_open, scoring.gap_extend
         # wave_score.cu packs scores in signed bytes and go in 16 bits; other scorings take wavefront.cu's pass.
         self.fast = int(np.abs(scoring.matrix).max()) <= 127 and self.go <= 0xFFFF
+        smax = max(int(scoring.matrix.max()), 0)
+        self.limit16 = packed_limit(self.go, smax)
+        rows = rows_per_lane or DEFAULT_PACKED_ROWS
+        possible = self.fast and self.mode == GLOBAL and rows in PACKED_ROWS
+        if packed is None:
+            packed = choose_packed(self.mode, self.fast, rows, self.go, smax, self.m,
+                                   int(cp.cuda.Device().compute_capability))
+        elif packed and not possible:
+            raise NwalignError("wavefront: the 16-bit pass needs global mode, scores in [-128, 127] and "
+                               f"{', '.join(map(str, PACKED_ROWS))} rows per lane")
+        self.packed = packed
+        self.overflows = 0
+        if rows_per_lane is None:
+            rows_per_lane = DEFAULT_PACKED_ROWS if packed else DEFAULT_ROWS
         self.rows_per_lane = rows_per_lane if self.fast or rows_per_lane in (4, 8, 16) else 8  # of score passes
         self.max_blocks = None  # tests: a smaller grid, so warps take several bands each
         self.q = cp.asarray(q)
@@ -99,14 +153,21 @@ class Wavefront:
                                 name_expressions=_WAVEFRONT_NAMES)
 
     def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int,
-                      ckH, ckF):
-        """A pass of wave_score.cu: rows r0+1..r1 over columns 1..ncols (see ``launch``)."""
+                      ckH, ckF, packed: bool = False):
+        """A pass of wave_score.cu (or with ``packed`` wave_score16.cu): rows r0+1..r1 over columns 1..ncols
+        (see ``launch``). Returns (dirs, band_best, overflowed)."""
         cp = self.cp
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))
-        name = f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
-        func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
-        words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
+        if packed:
+            func = modules.function("wave_score16", f"wave_score16<{rows // 2}>", name_expressions=_WAVE_SCORE16_NAMES)
+            words = 2 if rows <= 8 else 4
+            overflow = cp.zeros(1, dtype=cp.int32)
+        else:
+            name = f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
+            func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
+            words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
+            overflow = None
         # One query profile per warp, and with directions a ring of 32 x 64 words per warp.
         shared = SCORE_WARPS * (self.A * 32 * words + (32 * 64 if store else 0)) * 4
         if shared > 48 << 10:
@@ -123,8 +184,11 @@ class Wavefront:
         args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
                           r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
                           _ptr(self.corner), _ptr(band_best), _ptr(dirs), ld)], dtype=_SCORE_ARGS)[0]
+        if packed:
+            args = np.array([(args, self.limit16, _ptr(overflow))], dtype=_SCORE16_ARGS)[0]
         func((blocks,), (threads,), (args,), shared_mem=shared)
-        return dirs, (band_best.get().reshape(-1, 3) if track else None)
+        overflowed = packed and bool(overflow.get()[0])
+        return dirs, (band_best.get().reshape(-1, 3) if track else None), overflowed
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
                ckH=None, ckF=None):
@@ -132,8 +196,18 @@ class Wavefront:
 
         Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
         """
+        if self.packed and not store and not track:
+            dirs, band_best, overflowed = self._score_launch(r0, r1, ncols, topH, topF, False, False, ck_every,
+                                                             ckH, ckF, packed=True)
+            if not overflowed:
+                return dirs, band_best
+            # The same rows per lane in 32-bit: the same bands, so checkpoints land on the same rows.
+            log.info("wavefront: a 16-bit range check failed (go %d, limit %d); recomputing in 32-bit",
+                     self.go, self.limit16)
+            self.overflows += 1
+            self.packed = False  # the rest of this pair's passes would fail the same way
         if self.fast:
-            return self._score_launch(r0, r1, ncols, topH, topF, store, track, ck_every, ckH, ckF)
+            return self._score_launch(r0, r1, ncols, topH, topF, store, track, ck_every, ckH, ckF)[:2]
         cp = self.cp
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))

@@ -1,4 +1,5 @@
-"""Kernel time of wave_score.cu's score pass over rows per lane (CUDA events, median of 3).
+"""Kernel time of the wavefront score passes over rows per lane (CUDA events, median of 3): wave_score.cu
+(32-bit) at every height, wave_score16.cu (16-bit pairs) at 8, 12 and 16 rows in global mode.
 
 Usage (device machine): python3 scripts/profiling/wave_sweep.py [--sizes 37000,100000] [--rows 4,8,12,16]
 Each score is checked against wavefront.cu's score pass (the previous kernel) on the same pair.
@@ -8,7 +9,7 @@ import statistics
 
 import cupy as cp
 
-from nwalign.cuda.wavefront import Wavefront
+from nwalign.cuda.wavefront import PACKED_ROWS, Wavefront
 from nwalign.scoring import make_scoring
 from nwalign.sequences import mutate, random_records
 
@@ -38,17 +39,19 @@ def main():
             (a,) = random_records([size], "dna", 1)
             b = mutate(a, 0.1, 2)
             q, t = sc.encode(a), sc.encode(b)
-            old = Wavefront(cp, q, t, sc, 8)
+            old = Wavefront(cp, q, t, sc, 8, False)
             old.fast = False
             t_old, ref = timed(old.score)
             cells = len(q) * len(t)
             print(f"{mode} {size}: previous kernel {t_old * 1e3:8.2f} ms {cells / t_old / 1e9:7.0f} GCUPS score {ref}",
                   flush=True)
             for rows in map(int, args.rows.split(",")):
-                wf = Wavefront(cp, q, t, sc, rows)
-                sec, score = timed(wf.score)
-                print(f"  rows {rows:2d}: {sec * 1e3:8.2f} ms {cells / sec / 1e9:7.0f} GCUPS "
-                      f"{'ok' if score == ref else f'MISMATCH {score} != {ref}'}", flush=True)
+                for packed in (False, True) if mode == "global" and rows in PACKED_ROWS else (False,):
+                    wf = Wavefront(cp, q, t, sc, rows, packed)
+                    sec, score = timed(wf.score)
+                    print(f"  rows {rows:2d} {'16-bit' if packed else '32-bit'}: {sec * 1e3:8.2f} ms "
+                          f"{cells / sec / 1e9:7.0f} GCUPS {'ok' if score == ref else f'MISMATCH {score} != {ref}'}"
+                          f"{' (overflowed)' if wf.overflows else ''}", flush=True)
 
 
 if __name__ == "__main__":
