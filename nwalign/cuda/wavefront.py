@@ -1,5 +1,9 @@
 """Host side of the wavefront kernel: score, full traceback on the GPU, and linear-space traceback.
 
+Score passes: ``wave_score.cu`` (32-bit) or, for long global pairs, ``wave_score16.cu`` (two cells per
+s16x2 DPX instruction, scores relative to a moving base, range-checked, recomputed in 32-bit when a check
+fails); see docs/gpu-kernels.md.
+
 Traceback memory: the packed directions take half a byte per cell. When they fit in the budget
 (``max_memory`` and free GPU memory) one pass stores them and ``wave_trace`` walks them on the GPU; only
 the alignment's columns come back. Otherwise the forward pass keeps the H/F rows at every K-th band
@@ -105,6 +109,10 @@ class Wavefront:
     chooses by :func:`choose_packed`), else 32-bit (``wave_score.cu``, or ``wavefront.cu`` for scores beyond
     a signed byte). A packed pass whose range check fails is recomputed in 32-bit at the same band height;
     ``overflows`` counts those. Direction-storing passes are always 32-bit.
+
+    q, t: uint8 residue codes, shapes (m,) and (n,); rows_per_lane: query rows each lane keeps in registers
+    (None: DEFAULT_PACKED_ROWS or DEFAULT_ROWS). Raises NwalignError for a height outside SCORE_ROWS, or
+    ``packed=True`` where the 16-bit pass cannot run (local/semiglobal mode, wide scores, other heights).
     """
 
     def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int | None = None,
@@ -132,6 +140,8 @@ class Wavefront:
         if rows_per_lane is None:
             rows_per_lane = DEFAULT_PACKED_ROWS if packed else DEFAULT_ROWS
         self.rows_per_lane = rows_per_lane if self.fast or rows_per_lane in (4, 8, 16) else 8  # of score passes
+        log.info("wavefront: score passes in %s arithmetic, %d query rows per lane",
+                 "packed 16-bit" if packed else "32-bit", self.rows_per_lane)
         self.max_blocks = None  # tests: a smaller grid, so warps take several bands each
         self.q = cp.asarray(q)
         self.t = cp.asarray(np.concatenate([t, np.zeros(32, dtype=np.uint8)]))  # wave_score reads past n
