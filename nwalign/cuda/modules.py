@@ -26,7 +26,11 @@ def module(name: str, cooperative: bool = False, name_expressions: tuple[str, ..
                           name_expressions=list(name_expressions) or None)
 
 
+@functools.lru_cache(maxsize=None)
 def function(name: str, kernel: str, cooperative: bool = False, name_expressions: tuple[str, ...] = ()):
+    """The kernel ``kernel`` of kernels/<name>.cu, one object per kernel: CuPy's ``get_function`` builds a
+    new RawKernel on every call, which defeated ``resident_blocks``'s cache (an occupancy query and a read
+    of every device attribute on each launch)."""
     return module(name, cooperative, name_expressions).get_function(kernel)
 
 
