@@ -30,8 +30,8 @@ STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit w
 SCORE_ROWS = (4, 6, 8, 12, 16)  # rows per lane of wave_score.cu's score passes
 PACKED_ROWS = (8, 12, 16)  # rows per lane of wave_score16.cu (16-bit pairs; also 32-bit heights: its fallback)
 DEFAULT_ROWS, DEFAULT_PACKED_ROWS = 6, 16  # measured fastest on the H100: 32-bit at 100k, 16-bit at 500k-1M
-# The 16-bit pass steps a lone band more slowly (its s16x2 operations issue at half the 32-bit rate) and wins
-# only once every scheduler holds several bands: H100, 300k x 300k equal, 500k +13 %, 1M +36 % (performance.md).
+# The 16-bit pass steps a lone band more slowly (cause not found: its operations issue at the 32-bit rate) and
+# wins only once every scheduler holds several bands: H100, 300k x 300k equal, 500k +13 %, 1M +36 % (performance.md).
 PACKED_MIN_ROWS = 400_000
 LOOKAHEAD = 12  # wave_common.cuh's steps between a range check and the next
 SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
