@@ -24,8 +24,8 @@
 //
 // Requires global mode, scores in [-128, 127], 0 <= ge <= go. Local and semiglobal end cells need per
 // cell a comparison that yields the column (CUDA's header writes __vibmax_s16x2 for sm_90 as a max, two
-// compares and two selects) and a 32-bit best per row beside the moving base, costing about what packing saves; those modes
-// use wave_score.cu.
+// compares and two selects) and a 32-bit best per row beside the moving base, costing about what packing
+// saves; those modes use wave_score.cu.
 #include "wave_common.cuh"
 
 // x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
@@ -128,13 +128,13 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         constexpr bool G = decltype(guard)::value;
         const int j = s + u - 2 * lane + 1;  // A's column; B's is j - 1
         const int src = (s + u) & 31;
-        unsigned recv = __shfl_up_sync(FULL_MASK, up_out, 1);
+        const unsigned up = __shfl_up_sync(FULL_MASK, up_out, 1);
         const unsigned lo = __shfl_sync(FULL_MASK, (unsigned)cur, src);
         const unsigned hi = __shfl_sync(FULL_MASK, (unsigned)(cur >> 32), src);
-        if (lane == 0) {
-            const int h = (int)lo - base;
-            recv = pack16(h, h - (int)(hi & 0xffffu) + a.go);
-        }
+        // Lane 0 takes the hand-off word; computed by every lane and selected, not branched on (a branch
+        // compiled to a convergence barrier, BSSY/BSYNC, per step).
+        const int h0 = (int)lo - base;
+        const unsigned recv = lane == 0 ? pack16(h0, h0 - (int)(hi & 0xffffu) + a.go) : up;
         const int tc = tq[u];
         tq[u] = G ? a.t[min(max(j + LOOKAHEAD - 1, 0), a.n - 1)] : tp[u];
         if (!G || (j >= 1 && j <= ncols + 1)) {
@@ -185,13 +185,12 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         // Lane 31 finished column s + u - 62: hand it to the next band (and to the checkpoint row).
         const int j31 = s + u - 62;
         const bool put = lane == 31 && (!G || (j31 >= 1 && j31 <= ncols));
-        if (put) {
-            const int h = lo16(up_out), fg = hi16(up_out);
-            store_word(out + u, (u64)(unsigned)(h + base) | ((u64)(mine | (unsigned)(h - fg + a.go)) << 32));
-            if (checkpoint) {
-                ckH[j31] = h + base;
-                ckF[j31] = fg + base - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
-            }
+        const int h_out = lo16(up_out), fg_out = hi16(up_out);
+        const unsigned d_out = (unsigned)(h_out - fg_out + a.go);  // H - F of the next band's first row
+        if (put) store_word(out + u, (u64)(unsigned)(h_out + base) | ((u64)(mine | d_out) << 32));
+        if (checkpoint && put) {
+            ckH[j31] = h_out + base;
+            ckF[j31] = fg_out + base - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
         }
     };
     auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
