@@ -28,6 +28,14 @@
 // saves; those modes use wave_score.cu.
 #include "wave_common.cuh"
 
+// A predicated store: no branch, so the compiler keeps the warp converged (an `if` around store_word
+// compiled to a convergence barrier and a divergence check before every shuffle of the next step).
+// (Here rather than in wave_common.cuh, which wave_score.cu's tuned code generation also reads.)
+__device__ __forceinline__ void store_word_if(bool pred, u64 *p, u64 v) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.relaxed.gpu.global.b64 [%1], %2; }"
+                 ::"r"((int)pred), "l"(p), "l"(v) : "memory");
+}
+
 // x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
 __device__ __forceinline__ unsigned add16(unsigned x, unsigned y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -187,7 +195,7 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         const bool put = lane == 31 && (!G || (j31 >= 1 && j31 <= ncols));
         const int h_out = lo16(up_out), fg_out = hi16(up_out);
         const unsigned d_out = (unsigned)(h_out - fg_out + a.go);  // H - F of the next band's first row
-        if (put) store_word(out + u, (u64)(unsigned)(h_out + base) | ((u64)(mine | d_out) << 32));
+        store_word_if(put, out + u, (u64)(unsigned)(h_out + base) | ((u64)(mine | d_out) << 32));
         if (checkpoint && put) {
             ckH[j31] = h_out + base;
             ckF[j31] = fg_out + base - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
