@@ -40,3 +40,11 @@ def test_range_bound_leaves_no_room_to_wrap():
             # the intermediate values' 3 go + smax stay inside int16
             assert 2 * limit + (LOOKAHEAD + 2) * (go + smax) + 3 * go + smax <= 32767 or limit <= 0
     assert packed_spread(16, 10, 5) == (32 * 16 + 64 + 2 * LOOKAHEAD) * 15
+
+
+def test_packed_band_height_follows_the_measured_best():
+    from nwalign.cuda.wavefront import packed_rows
+
+    assert packed_rows(PACKED_MIN_ROWS) == 12 and packed_rows(399_999) == 12
+    assert packed_rows(400_000) == 16 and packed_rows(10**6) == 16
+    assert all(packed_rows(m) in PACKED_ROWS for m in (PACKED_MIN_ROWS, 10**6))

@@ -29,10 +29,10 @@ log = logging.getLogger("nwalign")
 STORE_R = 8  # rows per lane when directions are stored (8 nibbles in a 32-bit word)
 SCORE_ROWS = (4, 6, 8, 12, 16)  # rows per lane of wave_score.cu's score passes
 PACKED_ROWS = (8, 12, 16)  # rows per lane of wave_score16.cu (16-bit pairs; also 32-bit heights: its fallback)
-DEFAULT_ROWS, DEFAULT_PACKED_ROWS = 6, 16  # measured fastest on the H100: 32-bit at 100k, 16-bit at 500k-1M
-# The 16-bit pass steps a lone band more slowly (cause not found: its operations issue at the 32-bit rate) and
-# wins only once every scheduler holds several bands: H100, 300k x 300k equal, 500k +13 %, 1M +36 % (performance.md).
-PACKED_MIN_ROWS = 400_000
+DEFAULT_ROWS = 6  # 32-bit: measured fastest at 100k x 100k on the H100
+# 16-bit: from PACKED_MIN_ROWS query rows; 12 rows per lane below 400k, 16 from there. H100 (performance.md):
+# 16-bit ties 32-bit at 150k-200k and wins from 300k (1.2x), 500k (1.3x), 1M (1.5x); at 100k 32-bit is 13 % faster.
+PACKED_MIN_ROWS = 250_000
 LOOKAHEAD = 12  # wave_common.cuh's steps between a range check and the next
 SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
@@ -95,6 +95,11 @@ def packed_spread(rows: int, go: int, smax: int) -> int:
     return (32 * rows + 64 + 2 * LOOKAHEAD) * (go + smax)
 
 
+def packed_rows(m: int) -> int:
+    """Rows per lane of the 16-bit pass for a query of m rows (the measured best on the H100)."""
+    return 12 if m < 400_000 else 16
+
+
 def choose_packed(mode: int, fast: bool, rows: int, go: int, smax: int, m: int, capability: int) -> bool:
     """Whether a score pass runs 16-bit: global mode, byte scores (``fast``), a 16-bit band height, a range
     bound that keeps the check from failing, a query of at least PACKED_MIN_ROWS rows, sm_90 or newer."""
@@ -111,7 +116,7 @@ class Wavefront:
     ``overflows`` counts those. Direction-storing passes are always 32-bit.
 
     q, t: uint8 residue codes, shapes (m,) and (n,); rows_per_lane: query rows each lane keeps in registers
-    (None: DEFAULT_PACKED_ROWS or DEFAULT_ROWS). Raises NwalignError for a height outside SCORE_ROWS, or
+    (None: :func:`packed_rows` or DEFAULT_ROWS). Raises NwalignError for a height outside SCORE_ROWS, or
     ``packed=True`` where the 16-bit pass cannot run (local/semiglobal mode, wide scores, other heights).
     """
 
@@ -127,7 +132,7 @@ class Wavefront:
         self.fast = int(np.abs(scoring.matrix).max()) <= 127 and self.go <= 0xFFFF
         smax = max(int(scoring.matrix.max()), 0)
         self.limit16 = packed_limit(self.go, smax)
-        rows = rows_per_lane or DEFAULT_PACKED_ROWS
+        rows = rows_per_lane or packed_rows(self.m)
         possible = self.fast and self.mode == GLOBAL and rows in PACKED_ROWS
         if packed is None:
             packed = choose_packed(self.mode, self.fast, rows, self.go, smax, self.m,
@@ -138,7 +143,7 @@ class Wavefront:
         self.packed = packed
         self.overflows = 0
         if rows_per_lane is None:
-            rows_per_lane = DEFAULT_PACKED_ROWS if packed else DEFAULT_ROWS
+            rows_per_lane = rows if packed else DEFAULT_ROWS
         self.rows_per_lane = rows_per_lane if self.fast or rows_per_lane in (4, 8, 16) else 8  # of score passes
         log.info("wavefront: score passes in %s arithmetic, %d query rows per lane",
                  "packed 16-bit" if packed else "32-bit", self.rows_per_lane)

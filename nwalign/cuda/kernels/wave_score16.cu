@@ -18,9 +18,9 @@
 // that its H values are within +-limit16 of the base (the host derives limit16 from go and max(S) so that
 // nothing can wrap until the next check), then the base moves to lane 0's first row. A failed check sets
 // *overflow; the host then recomputes the pass with the 32-bit kernel. The host uses this pass only when
-// the bound shows the check cannot fail for the scoring, and only for long queries: a lone band steps more
-// slowly than in wave_score.cu (measured on the H100), so the pass wins only once each SM scheduler holds
-// several bands (400k rows and up; docs/performance.md).
+// the bound shows the check cannot fail for the scoring, and only for long queries (250k rows and up): at
+// 100k the 32-bit pass's shorter bands and lanes one column apart win (measured on the H100,
+// docs/performance.md).
 //
 // Requires global mode, scores in [-128, 127], 0 <= ge <= go. Local and semiglobal end cells need per
 // cell a comparison that yields the column (CUDA's header writes __vibmax_s16x2 for sm_90 as a max, two
