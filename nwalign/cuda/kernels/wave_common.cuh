@@ -49,6 +49,24 @@ template <bool B> struct Guard { static constexpr bool value = B; };
 #endif
 static_assert(LOOKAHEAD <= 16, "two groups of hand-off words must use distinct lanes");
 
+// The hand-off words of the group of steps from s (a multiple of LOOKAHEAD): cur takes the words loaded a
+// group earlier, re-loaded until they carry band b - 1's tag `expect` (rare once the band runs far enough
+// behind the one above), and the lanes of the next group load theirs into nxt. Lane (s + k) & 31 then holds
+// the word of column s + k + 1. Every lane of the warp must call it.
+__device__ __forceinline__ void fetch_handoff(const u64 *row, int ncols, int s, int lane, unsigned expect, u64 &cur,
+                                              u64 &nxt) {
+    cur = nxt;
+    const int k = (lane - s) & 31;
+    const bool stale = k < LOOKAHEAD && s + k + 1 <= ncols && (unsigned)(cur >> 48) != expect;
+    if (__any_sync(FULL_MASK, stale)) {
+        if (stale)
+            while ((unsigned)(cur >> 48) != expect) cur = load_word(row + s + k + 1);
+        __syncwarp();
+    }
+    const int k2 = (lane - s - LOOKAHEAD) & 31;
+    load_word_if(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, row + s + LOOKAHEAD + k2 + 1);
+}
+
 #ifndef WAVE_WARPS
 #define WAVE_WARPS 4  // warps (bands) per block
 #endif

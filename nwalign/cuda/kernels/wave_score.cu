@@ -194,18 +194,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
     };
     auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
         if (STORE) flush(s);
-        cur = nxt;
-        // This group's hand-off words: re-load until they carry band b - 1's tag (rare once the band runs
-        // far enough behind the one above).
-        const int k = (lane - s) & 31;
-        const bool stale = k < LOOKAHEAD && s + k + 1 <= ncols && (unsigned)(cur >> 48) != expect;
-        if (__any_sync(FULL_MASK, stale)) {
-            if (stale)
-                while ((unsigned)(cur >> 48) != expect) cur = load_word(a.row + s + k + 1);
-            __syncwarp();
-        }
-        const int k2 = (lane - s - LOOKAHEAD) & 31;
-        load_word_if(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, a.row + s + LOOKAHEAD + k2 + 1);
+        fetch_handoff(a.row, ncols, s, lane, expect, cur, nxt);
         u64 *out = a.row + s - 30;
         const u8 *tp = a.t + (s - lane + LOOKAHEAD);
 #pragma unroll

@@ -202,16 +202,7 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         }
     };
     auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
-        cur = nxt;
-        const int k = (lane - s) & 31;
-        const bool stale = k < LOOKAHEAD && s + k + 1 <= ncols && (unsigned)(cur >> 48) != expect;
-        if (__any_sync(FULL_MASK, stale)) {
-            if (stale)
-                while ((unsigned)(cur >> 48) != expect) cur = load_word(a.row + s + k + 1);
-            __syncwarp();
-        }
-        const int k2 = (lane - s - LOOKAHEAD) & 31;
-        load_word_if(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, a.row + s + LOOKAHEAD + k2 + 1);
+        fetch_handoff(a.row, ncols, s, lane, expect, cur, nxt);
         // Range check, then the base moves to lane 0's first row (every relative value moves with it).
         unsigned hmax = H[0], hmin = H[0];
 #pragma unroll
