@@ -4,52 +4,31 @@ python3 scripts/profiling/dpx_rate.py
 """
 import cupy as cp
 
-SRC = r'''
-#define CH 8
-extern "C" __global__ void k32(unsigned *out, int iters, int c) {
-  int x[CH];
-  for (int k = 0; k < CH; ++k) x[k] = threadIdx.x * (k + 3);
+# One kernel per operation, eight independent chains per thread; OP updates x[k] (c: a runtime constant).
+KERNEL = r"""
+extern "C" __global__ void NAME(unsigned *out, int iters, int c) {
+  unsigned x[8];
+  for (int k = 0; k < 8; ++k) x[k] = threadIdx.x * (k + 3);
   for (int i = 0; i < iters; ++i)
     #pragma unroll
-    for (int k = 0; k < CH; ++k) x[k] = __viaddmax_s32(x[k], 1, c);
-  int r = 0; for (int k = 0; k < CH; ++k) r ^= x[k];
+    for (int k = 0; k < 8; ++k) OP;
+  unsigned r = 0; for (int k = 0; k < 8; ++k) r ^= x[k];
   out[blockIdx.x * blockDim.x + threadIdx.x] = r;
 }
-extern "C" __global__ void k16(unsigned *out, int iters, int c) {
-  unsigned x[CH];
-  for (int k = 0; k < CH; ++k) x[k] = threadIdx.x * (k + 3);
-  const unsigned cc = (unsigned)c;
-  for (int i = 0; i < iters; ++i)
-    #pragma unroll
-    for (int k = 0; k < CH; ++k) x[k] = __viaddmax_s16x2(x[k], 0x00010001u, cc);
-  unsigned r = 0; for (int k = 0; k < CH; ++k) r ^= x[k];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = r;
+"""
+OPS = {
+    "kiadd": "x[k] = max((int)x[k] + 1, c)",  # IADD + IMNMX (fused by ptxas)
+    "k32": "x[k] = __viaddmax_s32((int)x[k], 1, c)",
+    "k16": "x[k] = __viaddmax_s16x2(x[k], 0x00010001u, (unsigned)c)",
+    "kadd16": 'asm("add.s16x2 %0, %0, %1;" : "+r"(x[k]) : "r"(c))',
 }
-extern "C" __global__ void kadd16(unsigned *out, int iters, int c) {
-  unsigned x[CH];
-  for (int k = 0; k < CH; ++k) x[k] = threadIdx.x * (k + 3);
-  for (int i = 0; i < iters; ++i)
-    #pragma unroll
-    for (int k = 0; k < CH; ++k) asm("add.s16x2 %0, %0, %1;" : "+r"(x[k]) : "r"(c));
-  unsigned r = 0; for (int k = 0; k < CH; ++k) r ^= x[k];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = r;
-}
-extern "C" __global__ void kiadd(unsigned *out, int iters, int c) {
-  int x[CH];
-  for (int k = 0; k < CH; ++k) x[k] = threadIdx.x * (k + 3);
-  for (int i = 0; i < iters; ++i)
-    #pragma unroll
-    for (int k = 0; k < CH; ++k) x[k] = max(x[k] + 1, c);  // IADD + IMNMX
-  int r = 0; for (int k = 0; k < CH; ++k) r ^= x[k];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = r;
-}
-'''
+SRC = "".join(KERNEL.replace("NAME", name).replace("OP", op) for name, op in OPS.items())
 mod = cp.RawModule(code=SRC, options=("-std=c++17",))
 sms = cp.cuda.Device().attributes["MultiProcessorCount"]
 clock = cp.cuda.Device().attributes["ClockRate"] * 1e3  # Hz (max boost)
 out = cp.zeros(sms * 1024, dtype=cp.uint32)
 iters = 20000
-for name in ("kiadd", "k32", "k16", "kadd16"):
+for name in OPS:
     f = mod.get_function(name)
     for warps in (4, 16):
         f((sms,), (32 * warps,), (out, cp.int32(iters), cp.int32(-7)))

@@ -12,8 +12,7 @@ import numpy as np
 
 from nwalign.cuda.wavefront import Wavefront
 from nwalign.scoring import make_scoring
-from nwalign.sequences import mutate, random_records
-from wave_sweep import timed  # CUDA-event timing shared with the score sweep (same folder)
+from wave_sweep import random_pair, timed  # shared with the score sweep (same folder)
 
 
 def main():
@@ -24,9 +23,7 @@ def main():
     for mode in args.modes.split(","):
         sc = make_scoring("dna", mode)
         for size in map(int, args.sizes.split(",")):
-            (a,) = random_records([size], "dna", 1)
-            b = mutate(a, 0.1, 2)
-            q, t = sc.encode(a), sc.encode(b)
+            q, t = random_pair(sc, size)
             m, n = len(q), len(t)
             cells = m * n
             line = f"{mode} {m} x {n}:"

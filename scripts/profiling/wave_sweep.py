@@ -27,6 +27,12 @@ def timed(fn, repeats=3):
     return statistics.median(times), value
 
 
+def random_pair(sc, size):
+    """Seeded random DNA of ``size`` and a copy with ~10 % mutations, encoded for ``sc``: (q, t)."""
+    (a,) = random_records([size], "dna", 1)
+    return sc.encode(a), sc.encode(mutate(a, 0.1, 2))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="37000,100000")
@@ -36,9 +42,7 @@ def main():
     for mode in args.modes.split(","):
         sc = make_scoring("dna", mode)
         for size in map(int, args.sizes.split(",")):
-            (a,) = random_records([size], "dna", 1)
-            b = mutate(a, 0.1, 2)
-            q, t = sc.encode(a), sc.encode(b)
+            q, t = random_pair(sc, size)
             old = Wavefront(cp, q, t, sc, 8, False)
             old.fast = False
             t_old, ref = timed(old.score)
