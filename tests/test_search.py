@@ -153,11 +153,14 @@ def test_search_gpu_equals_cpu():
             assert cpu_hits == gpu_hits
 
 
+def _random_db(rng, letters, lengths, prefix="r"):
+    return [Record(f"{prefix}{k}", "", "".join(rng.choice(list(letters), size=int(n)))) for k, n in enumerate(lengths)]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("threshold, packed16", [(None, True), (None, False), (300, True)])
-def test_scan_kernel_equals_cpu(threshold, packed16):
-    """scan scores equal the CPU engine's for every database sequence (with a low long-sequence threshold
-    too, so the wavefront partition is exercised); the reported hits are identical."""
+@pytest.mark.parametrize("packed16", [True, False])
+def test_scan_kernel_equals_cpu(packed16):
+    """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
     from nwalign.search import scan
 
@@ -167,15 +170,38 @@ def test_scan_kernel_equals_cpu(threshold, packed16):
                                 (read_fasta(BENCH20)[:4], read_fasta(ECOLI))):
         db = database_from_records(db_records, "db")
         codes = encode_database(db, scoring)
-        gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=threshold, packed16=packed16)
-        if threshold:
-            assert gpu.long.size > 0
+        gpu = ScanSearcher(codes, db.offsets, scoring, packed16=packed16)
         for q in encode_all(queries, scoring, "q"):
             assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
                         for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
             assert cpu_hits == gpu_hits
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("alphabet", ["protein", "dna"])
+def test_scan_every_partition_and_query_length(alphabet):
+    """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd
+    counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
+    and longer than a group's pipeline) all give the CPU engine's scores."""
+    from nwalign.cuda.search import CONFIGS, ScanSearcher
+    from nwalign.search import scan
+
+    rng = np.random.default_rng(11 if alphabet == "dna" else 12)
+    scoring = make_scoring(alphabet, "local")
+    letters = "ACGT" if alphabet == "dna" else "ARNDCQEGHILKMFPSTWYV"
+    widths = sorted({g * r for hopper in (True, False) for g, r in CONFIGS[hopper][0]})
+    lengths = [1, 2, 3] + [w + d for w in widths for d in (-1, 0, 1)] + list(rng.integers(1, 2600, size=150))
+    recs = _random_db(rng, letters, lengths)
+    base = recs[-1].seq
+    recs += [Record(f"v{k}", "", base[k * 7:] + base[:k * 7]) for k in range(5)]  # rotations: long local hits
+    db = database_from_records(recs, "db")
+    codes = encode_database(db, scoring)
+    gpu = ScanSearcher(codes, db.offsets, scoring)
+    for m in (1, 2, 7, 31, 32, 33, 144, 600, 1500):
+        q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
+        assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2)), m
 
 
 @pytest.mark.gpu
@@ -220,7 +246,7 @@ def test_scan16_overflow_is_recomputed_in_32_bits():
     db = database_from_records(recs, "dna")
     codes = encode_database(db, scoring)
     q = encode_all([Record("q", "", query)], scoring, "q")[0]
-    gpu = ScanSearcher(codes, db.offsets, scoring, long_threshold=10**6)
+    gpu = ScanSearcher(codes, db.offsets, scoring)
     got = gpu.score_query(q)
     want = scan(q.codes, codes, db.offsets, scoring, 2)
     assert want.max() > 32767 and gpu.recomputed >= 2

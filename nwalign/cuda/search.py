@@ -1,4 +1,5 @@
-"""Host side of the GPU search kernels: ``gsw`` (seed 004) and ``scan``; the database is uploaded once."""
+"""Host side of the GPU search kernels: ``gsw`` (seed 004) and ``scan`` (kernels/sw_search.cu); the database
+is uploaded once and kept on the GPU for every query."""
 
 from __future__ import annotations
 
@@ -66,117 +67,223 @@ class GswSearcher:
 
 
 class ScanSearcher:
-    """Scores of a query against every database sequence with the ``scan`` kernel.
+    """Smith-Waterman scores of queries against every database sequence with the ``scan`` kernel
+    (kernels/sw_search.cu; the intra-sequence layout of CUDASW++4.0, Schmidt et al. 2024).
 
-    Database sequences are partitioned by length. The short partition (nearly all of a protein
-    database) is scored by the one-thread-per-pair slice kernel of :mod:`nwalign.cuda.allpairs`
-    (``lazy_rscan`` in local mode: 32 query rows per thread in registers, DPX cell updates, the
-    substitution matrix in shared memory, only each slice's last row through global memory), the
-    sequences sorted once by decreasing length, so a warp's threads finish together and the longest
-    start first, in batches on two streams. A sequence longer than ``long_threshold`` would keep one
-    thread busy long after the others are done, so each of those is scored by the whole GPU with the
-    wavefront kernel of ``nwalign pair``.
+    The database is uploaded once, sorted by decreasing length and cut into length partitions: a
+    group of G threads (4-32) scores two sequences of one partition at once in packed 16-bit
+    arithmetic, each thread holding R columns of both in registers while the query streams through
+    the group; sequences longer than the largest single-pass partition take several passes (the
+    boundary column goes through memory). A score that may have left the int16 range is recomputed by
+    the 32-bit form of the kernel. Partitions run on several streams, the multi-pass one first.
 
     Arguments:
         codes: the database residue codes (uint8, all sequences concatenated).
         offsets: int64 (count + 1,) sequence boundaries in ``codes``.
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
-        long_threshold: database sequences longer than this go to the wavefront kernel (default:
-            :func:`default_long_threshold`).
-        packed16: run the 16-bit pass first (False: 32-bit only).
+        packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
 
     Raises:
-        NwalignError: no usable GPU, or a matrix with more than 32 letters.
+        NwalignError: no usable GPU, an empty database sequence, or a matrix with more than 32 letters.
     """
 
-    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0,
-                 long_threshold: int | None = None, packed16: bool = True):
-        from .allpairs import AllPairsScorer
-
-        require(device)
-        self.scoring, self.device = scoring, device
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True):
+        cp = require(device)
+        self.cp, self.scoring, self.device = cp, scoring, device
         offsets = np.asarray(offsets, dtype=np.int64)
         lengths = np.diff(offsets)
         if lengths.size == 0 or lengths.min() < 1:
             raise NwalignError("scan: every database sequence needs at least one residue")
-        self.count = lengths.size
-        self.threshold = long_threshold if long_threshold is not None else default_long_threshold(lengths)
-        short = np.flatnonzero(lengths <= self.threshold)
-        # Longest first: the longest threads start at once and the block scheduler fills in behind them.
-        self.short = short[np.argsort(-lengths[short], kind="stable")].astype(np.int32)
-        self.long = np.flatnonzero(lengths > self.threshold)
-        self.long_codes = [codes[offsets[k]:offsets[k + 1]] for k in self.long.tolist()]
-        parts = [codes[offsets[k]:offsets[k + 1]] for k in self.short.tolist()]
-        self.scorer = AllPairsScorer(parts or [codes[:1]], scoring, "lazy-rscan", 32, device=device)
-        # The pairs (query 0, database sequence k) are the same for every query: sent to the GPU once.
-        pairs = np.zeros((self.short.size, 2), dtype=np.int32)
-        pairs[:, 1] = np.arange(self.short.size, dtype=np.int32)
-        self.d_pairs = self.scorer.cp.asarray(pairs)
-        self.batch = self.scorer.batch_size("lazy-rscan", waves=False)  # one launch when it fits
-        # Packed 16-bit pass first (two sequences per thread); a score at or above the limit may have
-        # saturated and is recomputed in 32 bits.
-        self.limit = 32767 - (int(scoring.matrix.max()) + scoring.gap_open)
-        self.packed16 = packed16 and self.limit > 0 and scoring.gap_open + scoring.gap_extend < 2000
+        A = int(scoring.matrix.shape[0])
+        if A > 32:
+            raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32 "
+                               "(use --backend cpu)")
+        self.count, self.A = int(lengths.size), A
+        self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
+        # Longest first: the multi-pass partition starts first, and neighbours in a group have close lengths.
+        order = np.argsort(-lengths, kind="stable")
+        self.sorted_lengths = lengths[order]
+        self.d_order = cp.asarray(order.astype(np.int32))
+        self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
+        self.d_res = _sorted_residues(cp, codes, offsets, order, self.d_off)
+        self.limit = 32767 - int(scoring.matrix.max()) - self.go
+        self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
+            int(scoring.matrix.min()) > -8000
+        self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
+        self.hopper = cp.cuda.Device().compute_capability >= "90"
+        self.partitions = _partitions(self.sorted_lengths, self.packed16, self.hopper)
+        self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
+        self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]
+        self.d_scores = cp.empty(self.count, dtype=cp.int32)
+        self.d_out = cp.empty(self.count, dtype=cp.int32)
         self.recomputed = 0
-        self.d_order = self.scorer.cp.arange(self.short.size, dtype=np.int32)  # targets are longest first
+        self.cells = 0
+        smem = cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
+        need = 4 * _table_words(A, False)
+        if need > smem:
+            raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
+
+    def _qrow(self, query: np.ndarray, steps: int, wide: bool):
+        """Row offsets (bytes into the table) of the padded query, as the kernel reads them."""
+        A1 = self.A + 1
+        stride = 4 * (A1 if wide else A1 * A1)
+        q = np.full(_QPAD + steps + 8, self.A, dtype=np.int64)
+        q[_QPAD:_QPAD + query.size] = query
+        return self.cp.asarray((q * stride).astype(np.int32))
+
+    def _launch(self, part, query: np.ndarray, qrows: dict, stream, wide: bool = False, d_list=None,
+                count: int | None = None):
+        cp = self.cp
+        G, R, multi = part.G, part.R, part.multi
+        m = int(query.size)
+        steps = (m + G - 1 + 3) // 4 * 4
+        if (steps, wide) not in qrows:
+            qrows[steps, wide] = self._qrow(query, steps, wide)
+        per = 1 if wide else 2
+        count = part.count if count is None else count
+        groups = (count + per - 1) // per
+        threads = 256
+        blocks = (groups * G + threads - 1) // threads
+        bound = cp.empty(groups * 2 * (steps + _QPAD) * 2 if multi else 1, dtype=cp.uint32)
+        table = self.tables[wide]
+        args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
+                          part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
+                          self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr)], dtype=_ARGS)[0]
+        func = _kernel(self.hopper, wide, G, R, multi)
+        shared = 4 * int(table.size)
+        if shared > 48 << 10:
+            func.max_dynamic_shared_size_bytes = shared
+        with stream:
+            func((blocks,), (threads,), (args,), shared_mem=shared)
+        return bound  # keep the scratch alive until the stream is done
 
     def scores(self, query: np.ndarray) -> np.ndarray:
-        """Best local score of ``query`` (uint8 codes) against every sequence (int64, (count,))."""
-        from .pair import Options, run_kernel
-
-        best = np.zeros(self.count, dtype=np.int64)
-        if self.short.size:
-            self.scorer.set_queries([query])
-            if self.packed16:
-                got = self._scores16(len(query))
-                again = np.flatnonzero(got >= self.limit)
-                if again.size:  # may have saturated: exact 32-bit scores for these
-                    self.recomputed += int(again.size)
-                    redo = self.d_pairs[self.scorer.cp.asarray(again)]
-                    got[again] = self.scorer.scores_resident(redo, "lazy-rscan", self.batch).get()
-            else:
-                got = self.scorer.scores_resident(self.d_pairs, "lazy-rscan", self.batch).get()
-            best[self.short] = got
-        opts = Options(kernel="wavefront", device=self.device)
-        for k, t in zip(self.long.tolist(), self.long_codes):
-            (score, *_), _ = run_kernel(query, t, self.scoring, False, opts)
-            best[k] = score
-        return best
-
-    def _scores16(self, m: int) -> np.ndarray:
-        """The packed 16-bit pass over the short partition (scores in its length order, int64)."""
-        sc = self.scorer
-        cp = sc.cp
-        count = self.short.size
-        names = ("scan16<16>", "scan16<32>")
-        func = modules.function("scan", "scan16<32>", name_expressions=names)
-        max_t = int(sc.t_lengths.max())
-        slots = (count + 1) // 2
-        per_slot = 8 * max_t + 16
-        batch = max(1, min(slots, sc.budget // per_slot))
-        order = self.d_order
-        out = cp.empty(count, dtype=cp.int32)
-        threads = 128
-        i32 = np.int32
-        for lo in range(0, slots, batch):
-            n_slots = min(batch, slots - lo)
-            n_seq = min(2 * n_slots, count - 2 * lo)
-            scratch = cp.empty(2 * max_t * n_slots, dtype=cp.int32)
-            blocks = (n_slots + threads - 1) // threads
-            func((blocks,), (threads,), (sc.t_seqs, sc.t_offsets, order[2 * lo:], i32(n_seq), sc.q_seqs, i32(m),
-                                         sc.matrix, i32(sc.A), i32(sc.go), i32(sc.ge), scratch, out[2 * lo:]),
-                 shared_mem=4 * (sc.A + 1) * (sc.A + 1))
-        return out.get().astype(np.int64)
+        """Best local score of ``query`` (uint8 codes, length >= 1) against every database sequence
+        (int64, shape (count,), database order)."""
+        cp = self.cp
+        query = np.asarray(query, dtype=np.uint8)
+        if query.size == 0:
+            raise NwalignError("scan: empty query")
+        qrows: dict = {}
+        keep = []
+        main = cp.cuda.get_current_stream()
+        start = main.record()
+        for k, part in enumerate(self.partitions):  # longest (multi-pass) first, on its own stream
+            stream = self.streams[0] if part.multi else self.streams[1 + k % 3]
+            stream.wait_event(start)
+            keep.append(self._launch(part, query, qrows, stream, wide=not self.packed16))
+        for stream in self.streams:
+            main.wait_event(stream.record())
+        got = self.d_scores.get()
+        if self.packed16:
+            again = np.flatnonzero(got >= self.limit)
+            if again.size:  # may have wrapped: exact 32-bit scores for these
+                self.recomputed += int(again.size)
+                d_list = cp.asarray(again.astype(np.int32))
+                keep.append(self._launch(self.wide_part, query, qrows, main, True, d_list, int(again.size)))
+                got = self.d_scores.get()
+        self.cells += int(query.size) * int(self.sorted_lengths.sum())
+        out = np.empty(self.count, dtype=np.int64)
+        out[cp.asnumpy(self.d_order)] = got
+        return out
 
     def score_query(self, query) -> np.ndarray:
         """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
         return self.scores(query.codes)
 
 
-def default_long_threshold(lengths: np.ndarray) -> int:
-    """Longest database sequence left to one thread. A thread sweeps about 25 M cells/s on an H100
-    while the whole GPU sweeps about 1,400 G, so one sequence of n residues takes as long as the whole
-    database of N residues when n ~ N / 56,000 (whatever the query length). At least 4,096, so that
-    small databases stay on the batch kernel."""
-    return max(4096, int(lengths.sum()) // 56_000)
+_QPAD = 32  # SW_QPAD in sw_search.cu
+_ARGS = np.dtype([("res", np.uint64), ("off", np.uint64), ("list", np.uint64), ("first", np.int32),
+                  ("count", np.int32), ("qrow", np.uint64), ("m", np.int32), ("steps", np.int32),
+                  ("table", np.uint64), ("table_words", np.int32), ("pad", np.int32), ("go", np.int32),
+                  ("ge", np.int32), ("bound", np.uint64), ("scores", np.uint64)], align=True)
+_PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
+# Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
+# single-pass configurations (threads per group G, columns per thread R), the multi-pass one for longer
+# sequences, and the 32-bit multi-pass one (recomputation). sw_search.cu instantiates exactly these.
+CONFIGS = {
+    True: ([(4, r) for r in (4, 8, 12, 16, 20, 24)] + [(g, r) for g in (8, 16, 32) for r in (14, 16, 18, 20, 22, 24)],
+           (32, 20), (32, 16)),
+    False: ([(4, r) for r in (4, 8, 12, 16)] + [(g, r) for g in (8, 16, 32) for r in (12, 14, 16)],
+            (32, 14), (32, 16)),
+}
+
+
+class _Part:
+    def __init__(self, G, R, multi, first, count):
+        self.G, self.R, self.multi, self.first, self.count = G, R, multi, first, count
+
+
+def _name(wide: bool, G: int, R: int, multi: bool) -> str:
+    return f"sw_scan<{'true' if wide else 'false'}, {G}, {R}, {'true' if multi else 'false'}>"
+
+
+def _names(hopper: bool) -> tuple[str, ...]:
+    single, multi, wide = CONFIGS[hopper]
+    return tuple(_name(False, g, r, False) for g, r in single) + (_name(False, *multi, True), _name(True, *wide, True))
+
+
+def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
+    return modules.function("sw_search", _name(wide, G, R, multi), name_expressions=_names(hopper))
+
+
+def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool) -> list:
+    """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
+    configuration: the smallest single-pass G x R that holds the range's longest sequence, and the
+    multi-pass kernel beyond the largest. Without packed16 everything takes the 32-bit multi-pass form."""
+    n = sorted_lengths.size
+    single, multi, wide = CONFIGS[hopper]
+    if not packed16:
+        return [_Part(*wide, True, 0, n)]
+    parts = []
+    asc = -sorted_lengths  # ascending, for searchsorted
+    lo_len = 0
+    limits = sorted({g * r: (g, r) for g, r in reversed(single)}.items())  # smallest G for each width
+    edges = []
+    for width, (g, r) in limits:
+        edges.append((lo_len, width, g, r))
+        lo_len = width
+    big = int(np.searchsorted(asc, -lo_len, side="left"))  # sequences longer than the largest width: [0, big)
+    if big:
+        parts.append(_Part(*multi, True, 0, big))
+    for lo, hi, g, r in reversed(edges):
+        a = int(np.searchsorted(asc, -hi, side="left"))   # first with length <= hi
+        b = int(np.searchsorted(asc, -lo, side="left"))   # first with length <= lo
+        if b > a:
+            parts.append(_Part(g, r, False, a, b - a))
+    return parts
+
+
+def _table_words(A: int, wide: bool) -> int:
+    A1 = A + 1
+    return A1 * A1 if wide else A1 * A1 * A1
+
+
+def _score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
+    """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A.
+
+    wide: word [a][b] = S(a, b) + go. Packed: word [a][b0 * (A + 1) + b1] holds S(a, b0) + go in its low
+    halfword and S(a, b1) + go in its high halfword.
+    """
+    A = matrix.shape[0]
+    s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
+    s[:A, :A] = matrix
+    s = s + go
+    if wide:
+        return s.astype(np.int32).view(np.uint32).ravel()
+    lo = (s[:, :, None] & 0xFFFF).astype(np.uint32)
+    hi = (s[:, None, :] & 0xFFFF).astype(np.uint32)
+    return ((hi << 16) | lo).ravel()
+
+
+def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, order: np.ndarray, d_off):
+    """The residues uploaded once, then copied on the GPU into length order (no host-side copy)."""
+    d_codes = cp.asarray(np.asarray(codes, dtype=np.uint8))
+    d_src = cp.asarray(offsets)
+    d_order = cp.asarray(order.astype(np.int64))
+    out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
+    count = order.size
+    func = modules.function("sw_search", "sw_gather")
+    func(((count + 7) // 8,), (256,), (d_codes, d_src, d_order, d_off, out, np.int64(count)))
+    return out

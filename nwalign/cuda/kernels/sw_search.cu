@@ -1,0 +1,247 @@
+// Database search: Smith-Waterman scores of one query against many database sequences.
+//
+// Layout (after the intra-sequence scheme of CUDASW++4.0, Schmidt et al., BMC Bioinformatics 2024; our
+// own code). The database is sorted by length and cut into partitions; a group of G threads (4..32, a
+// divisor of the warp) scores one database sequence, or in the packed 16-bit form two sequences of
+// nearly the same length, one per halfword of every register. Thread g of the group keeps R consecutive
+// database columns in registers (H and F of the last row, and the score-table offset of its column's
+// residues); the query is streamed row by row: at step k thread g computes query row k - g over its R
+// columns, taking H and E of the column to its left from thread g - 1 by one shuffle each. No DP state
+// goes through memory while a sequence fits in the G x R columns of one pass; longer sequences take
+// several passes of G x R columns, the group's last thread writing the boundary column (H and E per
+// query row) that the first thread reads in the next pass.
+//
+// Score lookups: one shared-memory load per register. The table row of query letter a holds, for every
+// pair of database letters (b0, b1), the word (S(a, b0) + go, S(a, b1) + go) (16-bit form) or S(a, b0) +
+// go (32-bit form), so a thread adds its row offset to its column's pair offset and loads.
+//
+// Values are kept as G = H - go, E and F, with E, F >= G(left / up) >= -go; the cell is
+//     E = max(E - ge, G_left), F = max(F - ge, G_up), H = max(G_diag + S + go, E, F, 0), G = H - go:
+// five DPX/add instructions per register, plus half a max for the best score.
+//
+// Range of the 16-bit form: every value is at least -go - ge - 16384 (padding scores) and a value can only
+// exceed 32767 through G_diag + S + go, i.e. after an H of at least 32767 - max S was computed and folded
+// into the best score. The host therefore takes a best score >= limit = 32767 - max(S) - go as "may have
+// wrapped" and recomputes that sequence with the 32-bit form; below the limit the score is exact.
+//
+// Rows outside the query (before it, while the group's pipeline fills, and after it, while it drains)
+// use the padding letter: before the query they keep H = 0 (as row 0), after it every value comes from a
+// real cell minus a gap penalty, so neither changes the best score. Padding columns (past a sequence's
+// end) lie right of every real cell, so they cannot change real cells, and the same argument holds.
+#include "common.cuh"
+
+#define SW_QPAD 32  // rows of padding before the query in qrow and before row 0 in the boundary columns
+
+// A predicated store, so the compiler keeps the group converged (no branch around it).
+__device__ __forceinline__ void sw_store_if(bool pred, uint2 *p, uint2 v) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.global.v2.u32 [%1], {%2, %3}; }"
+                 ::"r"((int)pred), "l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+
+// x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
+__device__ __forceinline__ unsigned sw_add16(unsigned x, unsigned y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned r;
+    asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
+    return __vadd2(x, y);
+#endif
+}
+
+template <bool WIDE>
+struct SwOps;
+
+template <>
+struct SwOps<false> {  // two sequences per register, s16x2
+    typedef unsigned V;
+    static __device__ __forceinline__ V splat(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }
+    static __device__ __forceinline__ V addmax(V a, V b, V c) { return __viaddmax_s16x2(a, b, c); }
+    static __device__ __forceinline__ V add(V a, V b) { return sw_add16(a, b); }
+    static __device__ __forceinline__ V max3relu(V a, V b, V c) { return __vimax3_s16x2_relu(a, b, c); }
+    static __device__ __forceinline__ V max3(V a, V b, V c) { return __vimax3_s16x2(a, b, c); }
+    static __device__ __forceinline__ V max2(V a, V b) { return __vmaxs2(a, b); }
+    static __device__ __forceinline__ int lo(V v) { return (int)(short)(v & 0xffffu); }
+    static __device__ __forceinline__ int hi(V v) { return (int)v >> 16; }
+};
+
+template <>
+struct SwOps<true> {  // one sequence per register, 32-bit
+    typedef int V;
+    static __device__ __forceinline__ V splat(int v) { return v; }
+    static __device__ __forceinline__ V addmax(V a, V b, V c) { return __viaddmax_s32(a, b, c); }
+    static __device__ __forceinline__ V add(V a, V b) { return a + b; }
+    static __device__ __forceinline__ V max3relu(V a, V b, V c) { return __vimax3_s32_relu(a, b, c); }
+    static __device__ __forceinline__ V max3(V a, V b, V c) { return __vimax3_s32(a, b, c); }
+    static __device__ __forceinline__ V max2(V a, V b) { return max(a, b); }
+    static __device__ __forceinline__ int lo(V v) { return v; }
+    static __device__ __forceinline__ int hi(V v) { return v; }
+};
+
+struct SwArgs {
+    const u8 *res;           // database residue codes, sequences in length order (longest first)
+    const long long *off;    // (count + 1) offsets into res
+    const int *list;         // optional: the sequences (positions in length order) to score, else first..
+    int first, count;        // sequences first .. first + count - 1 (or list[0 .. count - 1])
+    const int *qrow;         // padded query: byte offset of row i's table row at qrow[SW_QPAD + i]
+    int m;                   // query length
+    int steps;               // steps per pass, a multiple of 4, >= m + G - 1
+    const unsigned *table;   // score table (global copy), table_words words
+    int table_words;
+    int pad;                 // padding letter (alphabet size A); table rows have A + 1 letters
+    int go, ge;
+    uint2 *bound;            // multi-pass: per group 2 x (steps + SW_QPAD) (G, E) pairs, row i at SW_QPAD + i
+    int *scores;             // score of sequence s at scores[s] (position in length order)
+};
+
+// One group: G threads, R columns each, `passes` passes of G x R columns (MULTI: boundary via memory).
+template <bool WIDE, int G, int R, bool MULTI>
+__global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
+    typedef SwOps<WIDE> O;
+    typedef typename O::V V;
+    extern __shared__ unsigned sw_table[];
+    for (int k = threadIdx.x; k < a.table_words; k += blockDim.x) sw_table[k] = a.table[k];
+    __syncthreads();
+
+    const int lane = threadIdx.x % G;
+    const int group = (blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const int per = WIDE ? 1 : 2;  // sequences per group
+    if (group * per >= a.count) return;  // whole groups leave together (G divides the block)
+    const int k0 = group * per, k1 = k0 + 1;
+    const int s0 = a.list ? a.list[k0] : a.first + k0;
+    const bool two = !WIDE && k1 < a.count;
+    const int s1 = two ? (a.list ? a.list[k1] : a.first + k1) : s0;
+    const long long o0 = a.off[s0], o1 = a.off[s1];
+    const int n0 = (int)(a.off[s0 + 1] - o0), n1 = two ? (int)(a.off[s1 + 1] - o1) : 0;
+    const int n = max(n0, n1);
+    const unsigned mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (threadIdx.x & 31 & ~(G - 1)));
+    const int A1 = a.pad + 1;
+
+    const V go = O::splat(a.go), nge = O::splat(-a.ge), neg_go = O::splat(-a.go);
+    V best = O::splat(0);
+    const int *qp = a.qrow + SW_QPAD - lane;  // qp[k]: this thread's row offset at step k (row k - lane)
+    const int span = a.steps + SW_QPAD;
+    uint2 *bnd = MULTI ? a.bound + (size_t)group * 2 * span : nullptr;
+
+    for (int c0 = 0, pass = 0; c0 < n; c0 += G * R, ++pass) {
+        int pidx[R];  // byte offset of the column's letter pair within a table row
+        V Gr[R], F[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int j = c0 + lane * R + r;
+            const int b0 = j < n0 ? a.res[o0 + j] : a.pad;
+            if (WIDE) {
+                pidx[r] = 4 * b0;
+            } else {
+                const int b1 = j < n1 ? a.res[o1 + j] : a.pad;
+                pidx[r] = 4 * (b0 * A1 + b1);
+            }
+            Gr[r] = neg_go;  // row 0: H = 0
+            F[r] = neg_go;
+        }
+        // Boundary columns, ping-pong between passes: row i at SW_QPAD + i (rows < 0 are never read).
+        const uint2 *bin = MULTI ? bnd + (pass & 1) * span + SW_QPAD : nullptr;
+        uint2 *bout = MULTI ? bnd + ((pass + 1) & 1) * span + SW_QPAD - (G - 1) : nullptr;
+        const bool first_pass = c0 == 0;
+        // Inputs of the first column: G and E of the column to the left (row k - lane), and its G one row up.
+        V in_g = neg_go, in_e = neg_go, diag_in = neg_go;
+        int q_next[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) q_next[u] = qp[u];
+        for (int k = 0; k < a.steps; k += 4) {
+            int qcur[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                qcur[u] = q_next[u];
+                q_next[u] = qp[k + 4 + u];  // prefetch; qrow is padded past the last step
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const int step = k + u;
+                if (MULTI && !first_pass) {  // lane 0: left boundary from the previous pass (row `step`)
+                    const uint2 b = bin[step];  // every lane loads (one broadcast), lane 0 keeps it
+                    const bool take = lane == 0 && step < a.m;
+                    in_g = take ? (V)b.x : in_g;
+                    in_e = take ? (V)b.y : in_e;
+                }
+                V d = diag_in, gl = in_g, e = in_e, pair = O::splat(0);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const V s = (V)*(const unsigned *)((const char *)sw_table + (qcur[u] + pidx[r]));
+                    e = O::addmax(e, nge, gl);
+                    F[r] = O::addmax(F[r], nge, Gr[r]);
+                    const V h = O::max3relu(O::add(d, s), e, F[r]);
+                    d = Gr[r];
+                    Gr[r] = O::add(h, neg_go);
+                    gl = Gr[r];
+                    if (r & 1) best = O::max3(best, pair, h);
+                    else pair = h;
+                }
+                if (R & 1) best = O::max2(best, pair);
+                if (MULTI) sw_store_if(lane == G - 1, bout + step, make_uint2((unsigned)Gr[R - 1], (unsigned)e));
+                diag_in = in_g;
+                in_g = (V)__shfl_up_sync(mask, (unsigned)Gr[R - 1], 1, G);
+                in_e = (V)__shfl_up_sync(mask, (unsigned)e, 1, G);
+                if (lane == 0) {  // column 0 (first pass; later passes read the boundary above)
+                    in_g = neg_go;
+                    in_e = neg_go;
+                }
+            }
+        }
+        if (MULTI) __syncwarp(mask);  // the boundary column is complete before the next pass reads it
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) best = O::max2(best, (V)__shfl_xor_sync(mask, (unsigned)best, o, G));
+    if (lane == 0) {
+        a.scores[s0] = O::lo(best);
+        if (two) a.scores[s1] = O::hi(best);
+    }
+}
+
+#define SW_ONE(W, G, R, M) template __global__ void sw_scan<W, G, R, M>(const SwArgs);
+// The configurations the host uses (cuda/search.py CONFIGS): up to 24 columns per thread with Hopper's DPX
+// instructions, up to 16 where they are emulated (more registers per cell).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+SW_ONE(false, 4, 4, false)
+SW_ONE(false, 4, 8, false)
+SW_ONE(false, 4, 12, false)
+SW_ONE(false, 4, 16, false)
+SW_ONE(false, 4, 20, false)
+SW_ONE(false, 4, 24, false)
+SW_ONE(false, 8, 14, false)
+SW_ONE(false, 8, 16, false)
+SW_ONE(false, 8, 18, false)
+SW_ONE(false, 8, 20, false)
+SW_ONE(false, 8, 22, false)
+SW_ONE(false, 8, 24, false)
+SW_ONE(false, 16, 14, false)
+SW_ONE(false, 16, 16, false)
+SW_ONE(false, 16, 18, false)
+SW_ONE(false, 16, 20, false)
+SW_ONE(false, 16, 22, false)
+SW_ONE(false, 16, 24, false)
+SW_ONE(false, 32, 14, false)
+SW_ONE(false, 32, 16, false)
+SW_ONE(false, 32, 18, false)
+SW_ONE(false, 32, 20, false)
+SW_ONE(false, 32, 22, false)
+SW_ONE(false, 32, 24, false)
+SW_ONE(false, 32, 20, true)
+#endif
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
+SW_ONE(false, 8, 12, false)
+SW_ONE(false, 16, 12, false)
+SW_ONE(false, 32, 12, false)
+SW_ONE(false, 32, 14, true)
+#endif
+SW_ONE(true, 32, 16, true)
+
+// The database in length order: sequence s of the output is sequence order[s] of the input. One warp
+// per sequence, 8 per block.
+extern "C" __global__ void sw_gather(const u8 *src, const long long *src_off, const long long *order,
+                                     const long long *dst_off, u8 *dst, long long count) {
+    const long long s = (long long)blockIdx.x * 8 + threadIdx.x / 32;
+    if (s >= count) return;
+    const long long from = src_off[order[s]], to = dst_off[s], n = dst_off[s + 1] - to;
+    for (long long k = threadIdx.x % 32; k < n; k += 32) dst[to + k] = src[from + k];
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One call on a GPU machine for the search kernels: install the carried wheels, run the search GPU tests,
+# then the 20-query benchmark against the 570,000-sequence Swiss-Prot-like database. Logs under $OUT.
+# Usage: bash scripts/gpu-search.sh [tests|bench|all]
+set -uo pipefail
+WHAT=${1:-all}
+OUT=${OUT:-gpu-search-out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    rm -rf /tmp/nwalign-site
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nwalign-site .whl/*.whl
+    export PYTHONPATH=/tmp/nwalign-site:${PYTHONPATH:-}
+fi
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv; date -u; } 2>&1 | tee "$OUT/device.txt"
+status=0
+if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
+    python3 -m pytest -q -m gpu tests/test_search.py -p no:cacheprovider -x 2>&1 | tee "$OUT/gpu-search-tests.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
+    python3 -m nwalign bench --workload search --kernels scan --input data/queries_20_sw_benchmark.fasta \
+        --db-size 570000 --repeats 3 --warmup 1 --check 2000 --json "$OUT/scan_570k.json" 2>&1 | tee "$OUT/bench.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+exit $status
