@@ -73,9 +73,11 @@ class ScanSearcher:
     The database is uploaded once, sorted by decreasing length and cut into length partitions: a
     group of G threads (4-32) scores two sequences of one partition at once in packed 16-bit
     arithmetic, each thread holding R columns of both in registers while the query streams through
-    the group; sequences longer than the largest single-pass partition take several passes (the
-    boundary column goes through memory). A score that may have left the int16 range is recomputed by
-    the 32-bit form of the kernel. Partitions run on several streams, the multi-pass one first.
+    the group; sequences longer than the group's G x R columns take several passes (the boundary
+    column goes through memory). Each range of lengths takes the configuration with the fewest cell
+    slots for the query's length (short queries favour small groups: a group's pipeline fills and
+    drains in G - 1 rows per pass). A score that may have left the int16 range is recomputed by the 32-bit
+    form of the kernel. Partitions run on several streams, the longest first.
 
     Arguments:
         codes: the database residue codes (uint8, all sequences concatenated).
@@ -83,12 +85,15 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
+        plan: ``auto`` (the cheapest configuration per length range, :func:`_partitions`) or
+            ``single`` (single-pass wherever a configuration holds the range; for comparisons).
 
     Raises:
         NwalignError: no usable GPU, an empty database sequence, or a matrix with more than 32 letters.
     """
 
-    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True):
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
+                 plan: str = "auto"):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -101,28 +106,42 @@ class ScanSearcher:
                                "(use --backend cpu)")
         self.count, self.A = int(lengths.size), A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
-        # Longest first: the multi-pass partition starts first, and neighbours in a group have close lengths.
-        order = np.argsort(-lengths, kind="stable")
-        self.sorted_lengths = lengths[order]
-        self.d_order = cp.asarray(order.astype(np.int32))
+        dev = cp.cuda.Device()
+        self.hopper = dev.compute_capability >= "90"
+        need = 4 * _table_words(A, False)
+        smem = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
+        if need > smem:
+            raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
+        # Longest first: the longest groups start first, and neighbours in a group have close lengths.
+        self.order = np.argsort(-lengths, kind="stable")
+        self.sorted_lengths = lengths[self.order]
+        self.residues = int(self.sorted_lengths.sum())
+        self.d_order = cp.asarray(self.order.astype(np.int32))
         self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
-        self.d_res = _sorted_residues(cp, codes, offsets, order, self.d_off)
+        self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
         self.limit = 32767 - int(scoring.matrix.max()) - self.go
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
-        self.hopper = cp.cuda.Device().compute_capability >= "90"
-        self.partitions = _partitions(self.sorted_lengths, self.packed16, self.hopper)
-        self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]
-        self.d_scores = cp.empty(self.count, dtype=cp.int32)
-        self.d_out = cp.empty(self.count, dtype=cp.int32)
+        self.d_scores = cp.empty(self.count, dtype=cp.int32)   # length order
+        self.d_out = cp.empty(self.count, dtype=cp.int32)      # database order
+        import cupyx
+
+        self.h_out = cupyx.empty_pinned((self.count,), dtype=np.int32)
         self.recomputed = 0
         self.cells = 0
-        smem = cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
-        need = 4 * _table_words(A, False)
-        if need > smem:
-            raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
+        self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
+        self._plans: dict = {}
+        if plan not in ("auto", "single"):
+            raise NwalignError(f"scan: plan {plan!r} is not auto or single")
+        self.plan = plan
+
+    def partitions(self, m: int) -> list:
+        """The launches for a query of ``m`` residues (see :func:`_partitions`; cached by length)."""
+        if m not in self._plans:
+            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan == "single")
+        return self._plans[m]
 
     def _qrow(self, query: np.ndarray, steps: int, wide: bool):
         """Row offsets (bytes into the table) of the padded query, as the kernel reads them."""
@@ -144,16 +163,17 @@ class ScanSearcher:
         count = part.count if count is None else count
         groups = (count + per - 1) // per
         threads = 256
-        blocks = (groups * G + threads - 1) // threads
-        bound = cp.empty(groups * 2 * (steps + _QPAD) * 2 if multi else 1, dtype=cp.uint32)
         table = self.tables[wide]
+        shared = 4 * int(table.size)
+        func = _kernel(self.hopper, wide, G, R, multi)
+        if shared > 48 << 10:
+            func.max_dynamic_shared_size_bytes = shared
+        blocks = min((groups * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
+        slots = blocks * (threads // G)
+        bound = cp.empty(slots * 2 * (steps + _QPAD + 8) * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
                           part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
                           self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr)], dtype=_ARGS)[0]
-        func = _kernel(self.hopper, wide, G, R, multi)
-        shared = 4 * int(table.size)
-        if shared > 48 << 10:
-            func.max_dynamic_shared_size_bytes = shared
         with stream:
             func((blocks,), (threads,), (args,), shared_mem=shared)
         return bound  # keep the scratch alive until the stream is done
@@ -169,24 +189,38 @@ class ScanSearcher:
         keep = []
         main = cp.cuda.get_current_stream()
         start = main.record()
-        for k, part in enumerate(self.partitions):  # longest (multi-pass) first, on its own stream
-            stream = self.streams[0] if part.multi else self.streams[1 + k % 3]
+        for k, part in enumerate(self.partitions(int(query.size))):  # longest first, over the streams
+            stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
             keep.append(self._launch(part, query, qrows, stream, wide=not self.packed16))
         for stream in self.streams:
             main.wait_event(stream.record())
-        got = self.d_scores.get()
+        got = self._collect(main)
         if self.packed16:
             again = np.flatnonzero(got >= self.limit)
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
-                d_list = cp.asarray(again.astype(np.int32))
+                d_list = cp.asarray(self.rank[again])
                 keep.append(self._launch(self.wide_part, query, qrows, main, True, d_list, int(again.size)))
-                got = self.d_scores.get()
-        self.cells += int(query.size) * int(self.sorted_lengths.sum())
-        out = np.empty(self.count, dtype=np.int64)
-        out[cp.asnumpy(self.d_order)] = got
-        return out
+                got = self._collect(main)
+        self.cells += int(query.size) * self.residues
+        return got.astype(np.int64)
+
+    @property
+    def rank(self) -> np.ndarray:
+        """Position in length order of every database sequence (int32, (count,))."""
+        if not hasattr(self, "_rank"):
+            self._rank = np.empty(self.count, dtype=np.int32)
+            self._rank[self.order] = np.arange(self.count, dtype=np.int32)
+        return self._rank
+
+    def _collect(self, stream) -> np.ndarray:
+        """The scores in database order (scattered on the GPU, one copy to pinned memory, one sync)."""
+        with stream:
+            self.d_out[self.d_order] = self.d_scores
+            self.d_out.get(stream=stream, out=self.h_out)
+        stream.synchronize()
+        return self.h_out
 
     def score_query(self, query) -> np.ndarray:
         """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
@@ -200,19 +234,25 @@ _ARGS = np.dtype([("res", np.uint64), ("off", np.uint64), ("list", np.uint64), (
                   ("ge", np.int32), ("bound", np.uint64), ("scores", np.uint64)], align=True)
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
-# single-pass configurations (threads per group G, columns per thread R), the multi-pass one for longer
-# sequences, and the 32-bit multi-pass one (recomputation). sw_search.cu instantiates exactly these.
+# single-pass configurations (threads per group G, columns per thread R), the columns per thread of the
+# multi-pass form (any G of 4, 8, 16, 32), and the 32-bit multi-pass form (recomputation).
+# sw_search.cu instantiates exactly these.
 CONFIGS = {
     True: ([(4, r) for r in (4, 8, 12, 16, 20, 24)] + [(g, r) for g in (8, 16, 32) for r in (14, 16, 18, 20, 22, 24)],
-           (32, 20), (32, 16)),
+           18, (32, 14)),
     False: ([(4, r) for r in (4, 8, 12, 16)] + [(g, r) for g in (8, 16, 32) for r in (12, 14, 16)],
-            (32, 14), (32, 16)),
+            8, (32, 14)),
 }
+GROUPS = (4, 8, 16, 32)
+MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
 
 class _Part:
     def __init__(self, G, R, multi, first, count):
         self.G, self.R, self.multi, self.first, self.count = G, R, multi, first, count
+
+    def __repr__(self):
+        return f"_Part(G={self.G}, R={self.R}, multi={self.multi}, first={self.first}, count={self.count})"
 
 
 def _name(wide: bool, G: int, R: int, multi: bool) -> str:
@@ -220,38 +260,60 @@ def _name(wide: bool, G: int, R: int, multi: bool) -> str:
 
 
 def _names(hopper: bool) -> tuple[str, ...]:
-    single, multi, wide = CONFIGS[hopper]
-    return tuple(_name(False, g, r, False) for g, r in single) + (_name(False, *multi, True), _name(True, *wide, True))
+    single, r_multi, wide = CONFIGS[hopper]
+    return tuple(_name(False, g, r, False) for g, r in single) + \
+        tuple(_name(False, g, r_multi, True) for g in GROUPS) + (_name(True, *wide, True),)
 
 
 def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
     return modules.function("sw_search", _name(wide, G, R, multi), name_expressions=_names(hopper))
 
 
-def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool) -> list:
+def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False) -> list:
     """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
-    configuration: the smallest single-pass G x R that holds the range's longest sequence, and the
-    multi-pass kernel beyond the largest. Without packed16 everything takes the 32-bit multi-pass form."""
+    configuration, for a query of ``m`` residues.
+
+    The database is cut at the widths G x R of the single-pass configurations (and above the largest).
+    For each range the configuration with the fewest cell slots is chosen: a pass of a group costs
+    (m + G - 1 + 4) steps of G x R columns (the pipeline's fill and drain, a little set-up), over
+    ceil(L / (G x R)) passes for a sequence of L residues; single-pass configurations that hold the
+    range and the multi-pass form at every group size compete. Neighbouring ranges with the same
+    configuration are merged. ``single_pass``: the smallest single-pass configuration that holds each
+    range, multi-pass with groups of 32 only beyond. Without packed16 everything takes the 32-bit
+    multi-pass form."""
     n = sorted_lengths.size
-    single, multi, wide = CONFIGS[hopper]
+    single, r_multi, wide = CONFIGS[hopper]
     if not packed16:
         return [_Part(*wide, True, 0, n)]
-    parts = []
     asc = -sorted_lengths  # ascending, for searchsorted
-    lo_len = 0
-    limits = sorted({g * r: (g, r) for g, r in reversed(single)}.items())  # smallest G for each width
-    edges = []
-    for width, (g, r) in limits:
-        edges.append((lo_len, width, g, r))
-        lo_len = width
-    big = int(np.searchsorted(asc, -lo_len, side="left"))  # sequences longer than the largest width: [0, big)
-    if big:
-        parts.append(_Part(*multi, True, 0, big))
-    for lo, hi, g, r in reversed(edges):
-        a = int(np.searchsorted(asc, -hi, side="left"))   # first with length <= hi
-        b = int(np.searchsorted(asc, -lo, side="left"))   # first with length <= lo
-        if b > a:
-            parts.append(_Part(g, r, False, a, b - a))
+    widths = sorted({g * r: (g, r) for g, r in reversed(single)}.items())  # smallest G for each width
+    cuts = [0] + [w for w, _ in widths] + [None]
+    parts: list = []
+    for lo_len, hi_len in reversed(list(zip(cuts[:-1], cuts[1:]))):  # longest first
+        a = 0 if hi_len is None else int(np.searchsorted(asc, -hi_len, side="left"))  # first with length <= hi
+        b = int(np.searchsorted(asc, -lo_len, side="left"))                          # first with length <= lo
+        if b <= a:
+            continue
+        lengths = sorted_lengths[a:b]
+        holding = [(g, r, False) for g, r in single if hi_len is not None and g * r >= hi_len]
+        if single_pass:
+            options = [min(holding, key=lambda o: (o[0] * o[1], o[0]))] if holding else [(GROUPS[-1], r_multi, True)]
+        else:
+            options = holding + [(g, r_multi, True) for g in GROUPS]
+        cost = [int(np.sum(-(-lengths // (g * r)))) * g * r * (m + g - 1 + 4) for g, r, _ in options]
+        cfg = options[int(np.argmin(cost))]
+        if parts and (parts[-1].G, parts[-1].R, parts[-1].multi) == cfg and parts[-1].first + parts[-1].count == a:
+            parts[-1].count += b - a
+        else:
+            parts.append(_Part(*cfg, a, b - a))
+    # A range too small to fill the GPU would run as a latency-bound launch of its own: the next longer
+    # range's configuration holds it as well.
+    k = len(parts) - 1
+    while k > 0:
+        if (parts[k].count + 1) // 2 * parts[k].G < MIN_THREADS:
+            parts[k - 1].count += parts[k].count
+            del parts[k]
+        k -= 1
     return parts
 
 

@@ -15,13 +15,16 @@
 // pair of database letters (b0, b1), the word (S(a, b0) + go, S(a, b1) + go) (16-bit form) or S(a, b0) +
 // go (32-bit form), so a thread adds its row offset to its column's pair offset and loads.
 //
-// Values are kept as G = H - go, E and F, with E, F >= G(left / up) >= -go; the cell is
-//     E = max(E - ge, G_left), F = max(F - ge, G_up), H = max(G_diag + S + go, E, F, 0), G = H - go:
-// five DPX/add instructions per register, plus half a max for the best score.
+// Values are kept as G = H - go, E and F, all >= -go. A cell, with E(i, j) known from the column before:
+//     F = max(F - ge, G_up), t = max(G_diag + S + go, F, 0), H = max(t, E), G = H - go = max(E - go, t - go),
+//     E(i, j + 1) = max(E - ge, H - go) = max(E - min(ge, go), t - go):
+// five DPX/add instructions per register plus half a max for the best score, and only one of them
+// (the next E) on the dependency chain along the row. The best H is a best t: an H that comes from E
+// is below an earlier H of its row.
 //
 // Range of the 16-bit form: every value is at least -go - ge - 16384 (padding scores) and a value can only
-// exceed 32767 through G_diag + S + go, i.e. after an H of at least 32767 - max S was computed and folded
-// into the best score. The host therefore takes a best score >= limit = 32767 - max(S) - go as "may have
+// exceed 32767 through G_diag + S + go, i.e. after an H of at least 32767 - max S was computed (every H
+// is at most the best t so far, which is folded into the best score). The host therefore takes a best score >= limit = 32767 - max(S) - go as "may have
 // wrapped" and recomputes that sequence with the 32-bit form; below the limit the score is exact.
 //
 // Rows outside the query (before it, while the group's pipeline fills, and after it, while it drains)
@@ -31,6 +34,13 @@
 #include "common.cuh"
 
 #define SW_QPAD 32  // rows of padding before the query in qrow and before row 0 in the boundary columns
+
+// A 32-bit load from shared memory at a 32-bit shared-window address (one add per lookup, no rescaling).
+__device__ __forceinline__ unsigned sw_lds(unsigned addr) {
+    unsigned v;
+    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+}
 
 // A predicated store, so the compiler keeps the group converged (no branch around it).
 __device__ __forceinline__ void sw_store_if(bool pred, uint2 *p, uint2 v) {
@@ -58,7 +68,7 @@ struct SwOps<false> {  // two sequences per register, s16x2
     static __device__ __forceinline__ V splat(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }
     static __device__ __forceinline__ V addmax(V a, V b, V c) { return __viaddmax_s16x2(a, b, c); }
     static __device__ __forceinline__ V add(V a, V b) { return sw_add16(a, b); }
-    static __device__ __forceinline__ V max3relu(V a, V b, V c) { return __vimax3_s16x2_relu(a, b, c); }
+    static __device__ __forceinline__ V addmax_relu(V a, V b, V c) { return __viaddmax_s16x2_relu(a, b, c); }
     static __device__ __forceinline__ V max3(V a, V b, V c) { return __vimax3_s16x2(a, b, c); }
     static __device__ __forceinline__ V max2(V a, V b) { return __vmaxs2(a, b); }
     static __device__ __forceinline__ int lo(V v) { return (int)(short)(v & 0xffffu); }
@@ -71,7 +81,7 @@ struct SwOps<true> {  // one sequence per register, 32-bit
     static __device__ __forceinline__ V splat(int v) { return v; }
     static __device__ __forceinline__ V addmax(V a, V b, V c) { return __viaddmax_s32(a, b, c); }
     static __device__ __forceinline__ V add(V a, V b) { return a + b; }
-    static __device__ __forceinline__ V max3relu(V a, V b, V c) { return __vimax3_s32_relu(a, b, c); }
+    static __device__ __forceinline__ V addmax_relu(V a, V b, V c) { return __viaddmax_s32_relu(a, b, c); }
     static __device__ __forceinline__ V max3(V a, V b, V c) { return __vimax3_s32(a, b, c); }
     static __device__ __forceinline__ V max2(V a, V b) { return max(a, b); }
     static __device__ __forceinline__ int lo(V v) { return v; }
@@ -90,23 +100,18 @@ struct SwArgs {
     int table_words;
     int pad;                 // padding letter (alphabet size A); table rows have A + 1 letters
     int go, ge;
-    uint2 *bound;            // multi-pass: per group 2 x (steps + SW_QPAD) (G, E) pairs, row i at SW_QPAD + i
+    uint2 *bound;            // multi-pass: per group slot 2 x (steps + SW_QPAD + 8) (G, E) pairs, row i at SW_QPAD + i
     int *scores;             // score of sequence s at scores[s] (position in length order)
 };
 
-// One group: G threads, R columns each, `passes` passes of G x R columns (MULTI: boundary via memory).
+// One group of G threads: one sequence (WIDE) or two, R columns per thread, passes of G x R columns
+// (MULTI: the boundary column between passes through `bnd`).
 template <bool WIDE, int G, int R, bool MULTI>
-__global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
+__device__ __forceinline__ void sw_group(const SwArgs &a, int group, int lane, unsigned mask, int A1, uint2 *bnd) {
     typedef SwOps<WIDE> O;
     typedef typename O::V V;
     extern __shared__ unsigned sw_table[];
-    for (int k = threadIdx.x; k < a.table_words; k += blockDim.x) sw_table[k] = a.table[k];
-    __syncthreads();
-
-    const int lane = threadIdx.x % G;
-    const int group = (blockIdx.x * blockDim.x + threadIdx.x) / G;
-    const int per = WIDE ? 1 : 2;  // sequences per group
-    if (group * per >= a.count) return;  // whole groups leave together (G divides the block)
+    const int per = WIDE ? 1 : 2;
     const int k0 = group * per, k1 = k0 + 1;
     const int s0 = a.list ? a.list[k0] : a.first + k0;
     const bool two = !WIDE && k1 < a.count;
@@ -114,17 +119,14 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
     const long long o0 = a.off[s0], o1 = a.off[s1];
     const int n0 = (int)(a.off[s0 + 1] - o0), n1 = two ? (int)(a.off[s1 + 1] - o1) : 0;
     const int n = max(n0, n1);
-    const unsigned mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (threadIdx.x & 31 & ~(G - 1)));
-    const int A1 = a.pad + 1;
-
-    const V go = O::splat(a.go), nge = O::splat(-a.ge), neg_go = O::splat(-a.go);
+    const int span = a.steps + SW_QPAD + 8;
+    const V nge = O::splat(-a.ge), neg_go = O::splat(-a.go), nmin = O::splat(-min(a.ge, a.go));
+    const unsigned tbase = (unsigned)__cvta_generic_to_shared(sw_table);
     V best = O::splat(0);
     const int *qp = a.qrow + SW_QPAD - lane;  // qp[k]: this thread's row offset at step k (row k - lane)
-    const int span = a.steps + SW_QPAD;
-    uint2 *bnd = MULTI ? a.bound + (size_t)group * 2 * span : nullptr;
 
     for (int c0 = 0, pass = 0; c0 < n; c0 += G * R, ++pass) {
-        int pidx[R];  // byte offset of the column's letter pair within a table row
+        unsigned pidx[R];  // byte offset of the column's letter pair within a table row
         V Gr[R], F[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -145,37 +147,48 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
         const bool first_pass = c0 == 0;
         // Inputs of the first column: G and E of the column to the left (row k - lane), and its G one row up.
         V in_g = neg_go, in_e = neg_go, diag_in = neg_go;
+        // Query rows and (multi-pass) boundary entries are loaded one block of 4 steps ahead.
         int q_next[4];
+        uint2 b_next[4];
+        const bool boundary = MULTI && !first_pass;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) q_next[u] = qp[u];
+        for (int u = 0; u < 4; ++u) {
+            q_next[u] = qp[u];
+            if (boundary) b_next[u] = bin[u];  // every lane loads (one broadcast), lane 0 keeps it
+        }
         for (int k = 0; k < a.steps; k += 4) {
             int qcur[4];
+            uint2 bcur[4];
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
                 qcur[u] = q_next[u];
-                q_next[u] = qp[k + 4 + u];  // prefetch; qrow is padded past the last step
+                q_next[u] = qp[k + 4 + u];  // qrow and the boundary columns are padded past the last step
+                if (boundary) {
+                    bcur[u] = b_next[u];
+                    b_next[u] = bin[k + 4 + u];
+                }
             }
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
                 const int step = k + u;
-                if (MULTI && !first_pass) {  // lane 0: left boundary from the previous pass (row `step`)
-                    const uint2 b = bin[step];  // every lane loads (one broadcast), lane 0 keeps it
+                if (boundary) {  // lane 0: left boundary from the previous pass (row `step`)
                     const bool take = lane == 0 && step < a.m;
-                    in_g = take ? (V)b.x : in_g;
-                    in_e = take ? (V)b.y : in_e;
+                    in_g = take ? (V)bcur[u].x : in_g;
+                    in_e = take ? (V)bcur[u].y : in_e;
                 }
-                V d = diag_in, gl = in_g, e = in_e, pair = O::splat(0);
+                V d = diag_in, e = in_e, pair = O::splat(0);
+                const unsigned row = tbase + qcur[u];
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
-                    const V s = (V)*(const unsigned *)((const char *)sw_table + (qcur[u] + pidx[r]));
-                    e = O::addmax(e, nge, gl);
-                    F[r] = O::addmax(F[r], nge, Gr[r]);
-                    const V h = O::max3relu(O::add(d, s), e, F[r]);
+                    const V s = (V)sw_lds(row + pidx[r]);
+                    F[r] = O::addmax(F[r], nge, Gr[r]);        // F(i, j)
+                    const V t = O::addmax_relu(d, s, F[r]);    // max(diagonal, F, 0); H = max(t, E)
+                    const V tg = O::add(t, neg_go);
                     d = Gr[r];
-                    Gr[r] = O::add(h, neg_go);
-                    gl = Gr[r];
-                    if (r & 1) best = O::max3(best, pair, h);
-                    else pair = h;
+                    Gr[r] = O::addmax(e, neg_go, tg);          // G(i, j) = H - go
+                    e = O::addmax(e, nmin, tg);                // E(i, j + 1) = max(E - ge, H - go)
+                    if (r & 1) best = O::max3(best, pair, t);  // the best H is a best t (an E-cell is
+                    else pair = t;                             // below an earlier H of its row)
                 }
                 if (R & 1) best = O::max2(best, pair);
                 if (MULTI) sw_store_if(lane == G - 1, bout + step, make_uint2((unsigned)Gr[R - 1], (unsigned)e));
@@ -195,6 +208,27 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
     if (lane == 0) {
         a.scores[s0] = O::lo(best);
         if (two) a.scores[s1] = O::hi(best);
+    }
+}
+
+// The kernel: a persistent grid over the groups of one partition (or of a list of sequences).
+template <bool WIDE, int G, int R, bool MULTI>
+__global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
+    extern __shared__ unsigned sw_table[];
+    for (int k = threadIdx.x; k < a.table_words; k += blockDim.x) sw_table[k] = a.table[k];
+    __syncthreads();
+
+    const int lane = threadIdx.x % G;
+    const int per = WIDE ? 1 : 2;  // sequences per group
+    const int slot = blockIdx.x * (blockDim.x / G) + threadIdx.x / G, slots = gridDim.x * (blockDim.x / G);
+    const int groups = (a.count + per - 1) / per;
+    const unsigned mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (threadIdx.x & 31 & ~(G - 1)));
+    const int A1 = a.pad + 1;
+    const int span = a.steps + SW_QPAD + 8;
+    uint2 *bnd = MULTI ? a.bound + (size_t)slot * 2 * span : nullptr;
+    // A persistent grid: the table is loaded once per block, and each group takes sequences in turn.
+    for (int group = slot; group < groups; group += slots) {
+        sw_group<WIDE, G, R, MULTI>(a, group, lane, mask, A1, bnd);
     }
 }
 
@@ -226,15 +260,21 @@ SW_ONE(false, 32, 18, false)
 SW_ONE(false, 32, 20, false)
 SW_ONE(false, 32, 22, false)
 SW_ONE(false, 32, 24, false)
-SW_ONE(false, 32, 20, true)
+SW_ONE(false, 4, 18, true)
+SW_ONE(false, 8, 18, true)
+SW_ONE(false, 16, 18, true)
+SW_ONE(false, 32, 18, true)
 #endif
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
 SW_ONE(false, 8, 12, false)
 SW_ONE(false, 16, 12, false)
 SW_ONE(false, 32, 12, false)
-SW_ONE(false, 32, 14, true)
+SW_ONE(false, 4, 8, true)
+SW_ONE(false, 8, 8, true)
+SW_ONE(false, 16, 8, true)
+SW_ONE(false, 32, 8, true)
 #endif
-SW_ONE(true, 32, 16, true)
+SW_ONE(true, 32, 14, true)
 
 // The database in length order: sequence s of the output is sequence order[s] of the input. One warp
 // per sequence, 8 per block.
