@@ -146,7 +146,7 @@ class ScanSearcher:
     def _qrow(self, query: np.ndarray, steps: int, wide: bool):
         """Row offsets (bytes into the table) of the padded query, as the kernel reads them."""
         A1 = self.A + 1
-        stride = 4 * (A1 if wide else A1 * A1)
+        stride = 4 * A1 * (1 if wide else 32)
         q = np.full(_QPAD + steps + 8, self.A, dtype=np.int64)
         q[_QPAD:_QPAD + query.size] = query
         return self.cp.asarray((q * stride).astype(np.int32))
@@ -238,10 +238,9 @@ _PAD_SCORE = -16384  # substitution score of the padding letter (rows and column
 # multi-pass form (any G of 4, 8, 16, 32), and the 32-bit multi-pass form (recomputation).
 # sw_search.cu instantiates exactly these.
 CONFIGS = {
-    True: ([(4, r) for r in (4, 8, 12, 16, 20, 24)] + [(g, r) for g in (8, 16, 32) for r in (14, 16, 18, 20, 22, 24)],
-           18, (32, 14)),
-    False: ([(4, r) for r in (4, 8, 12, 16)] + [(g, r) for g in (8, 16, 32) for r in (12, 14, 16)],
-            8, (32, 14)),
+    True: ([(4, r) for r in (4, 8, 12, 16)] + [(g, r) for g in (8, 16) for r in (10, 12, 14, 16, 18)]
+           + [(32, r) for r in (10, 12, 14, 16, 18, 20)], 14, (32, 14)),
+    False: ([(4, r) for r in (4, 8, 12)] + [(g, r) for g in (8, 16, 32) for r in (8, 10, 12)], 6, (32, 14)),
 }
 GROUPS = (4, 8, 16, 32)
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
@@ -318,25 +317,22 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
 
 
 def _table_words(A: int, wide: bool) -> int:
-    A1 = A + 1
-    return A1 * A1 if wide else A1 * A1 * A1
+    return (A + 1) * (A + 1) * (1 if wide else 32)
 
 
 def _score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
     """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A.
 
-    wide: word [a][b] = S(a, b) + go. Packed: word [a][b0 * (A + 1) + b1] holds S(a, b0) + go in its low
-    halfword and S(a, b1) + go in its high halfword.
+    wide: word [a][b] = S(a, b) + go. Packed: word [(a * (A + 1) + b) * 32 + l] = (S(a, b) + go) & 0xffff
+    for every lane l (32 interleaved copies, so that lane l's loads stay in bank l).
     """
     A = matrix.shape[0]
     s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
     s[:A, :A] = matrix
-    s = s + go
+    s = (s + go).ravel()
     if wide:
-        return s.astype(np.int32).view(np.uint32).ravel()
-    lo = (s[:, :, None] & 0xFFFF).astype(np.uint32)
-    hi = (s[:, None, :] & 0xFFFF).astype(np.uint32)
-    return ((hi << 16) | lo).ravel()
+        return s.astype(np.int32).view(np.uint32)
+    return np.repeat((s & 0xFFFF).astype(np.uint32), 32)
 
 
 def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, order: np.ndarray, d_off):

@@ -11,9 +11,11 @@
 // several passes of G x R columns, the group's last thread writing the boundary column (H and E per
 // query row) that the first thread reads in the next pass.
 //
-// Score lookups: one shared-memory load per register. The table row of query letter a holds, for every
-// pair of database letters (b0, b1), the word (S(a, b0) + go, S(a, b1) + go) (16-bit form) or S(a, b0) +
-// go (32-bit form), so a thread adds its row offset to its column's pair offset and loads.
+// Score lookups. The 16-bit form keeps 32 copies of the (A + 1) x (A + 1) table S + go in shared memory,
+// interleaved so that lane l's copy lies in bank l: the loads of a warp never conflict (a table indexed by
+// letter pairs, one load per register, measured 3.45 bank wavefronts per load, which bound the kernel).
+// A register's two scores take two loads (row offset of the query letter + the column's offset for each
+// sequence) and one multiply-add that merges them. The 32-bit form (recomputation) reads one plain copy.
 //
 // Values are kept as G = H - go, E and F, all >= -go. A cell, with E(i, j) known from the column before:
 //     F = max(F - ge, G_up), t = max(G_diag + S + go, F, 0), H = max(t, E), G = H - go = max(E - go, t - go),
@@ -122,21 +124,25 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, int lane, u
     const int span = a.steps + SW_QPAD + 8;
     const V nge = O::splat(-a.ge), neg_go = O::splat(-a.go), nmin = O::splat(-min(a.ge, a.go));
     const unsigned tbase = (unsigned)__cvta_generic_to_shared(sw_table);
+    const unsigned own = tbase + 4 * (threadIdx.x & 31);  // this lane's copy of the packed table
     V best = O::splat(0);
     const int *qp = a.qrow + SW_QPAD - lane;  // qp[k]: this thread's row offset at step k (row k - lane)
 
     for (int c0 = 0, pass = 0; c0 < n; c0 += G * R, ++pass) {
-        unsigned pidx[R];  // byte offset of the column's letter pair within a table row
+        // Shared addresses of the column's scores within a table row, less the row's offset: the packed
+        // form reads this lane's copy of the table (bank = lane), once for each sequence.
+        unsigned at0[R], at1[WIDE ? 1 : R];
         V Gr[R], F[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int j = c0 + lane * R + r;
             const int b0 = j < n0 ? a.res[o0 + j] : a.pad;
             if (WIDE) {
-                pidx[r] = 4 * b0;
+                at0[r] = tbase + 4 * b0;
             } else {
                 const int b1 = j < n1 ? a.res[o1 + j] : a.pad;
-                pidx[r] = 4 * (b0 * A1 + b1);
+                at0[r] = own + 128 * b0;
+                at1[r] = own + 128 * b1;
             }
             Gr[r] = neg_go;  // row 0: H = 0
             F[r] = neg_go;
@@ -177,10 +183,13 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, int lane, u
                     in_e = take ? (V)bcur[u].y : in_e;
                 }
                 V d = diag_in, e = in_e, pair = O::splat(0);
-                const unsigned row = tbase + qcur[u];
+                const unsigned row = qcur[u];
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
-                    const V s = (V)sw_lds(row + pidx[r]);
+                    // Packed: the two halfwords come from two conflict-free loads (low 16 bits each), merged
+                    // by a multiply-add, which runs beside the DPX instructions' pipe.
+                    const V s = WIDE ? (V)sw_lds(row + at0[r])
+                                     : (V)(sw_lds(row + at0[r]) + sw_lds(row + at1[r]) * 65536u);
                     F[r] = O::addmax(F[r], nge, Gr[r]);        // F(i, j)
                     const V t = O::addmax_relu(d, s, F[r]);    // max(diagonal, F, 0); H = max(t, E)
                     const V tg = O::add(t, neg_go);
@@ -233,46 +242,42 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
 }
 
 #define SW_ONE(W, G, R, M) template __global__ void sw_scan<W, G, R, M>(const SwArgs);
-// The configurations the host uses (cuda/search.py CONFIGS): up to 24 columns per thread with Hopper's DPX
-// instructions, up to 16 where they are emulated (more registers per cell).
+// The configurations the host uses (cuda/search.py CONFIGS; as many columns per thread as fit in 128
+// registers without spilling): with Hopper's DPX instructions, and where they are emulated.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 SW_ONE(false, 4, 4, false)
 SW_ONE(false, 4, 8, false)
 SW_ONE(false, 4, 12, false)
 SW_ONE(false, 4, 16, false)
-SW_ONE(false, 4, 20, false)
-SW_ONE(false, 4, 24, false)
+SW_ONE(false, 8, 10, false)
+SW_ONE(false, 8, 12, false)
 SW_ONE(false, 8, 14, false)
 SW_ONE(false, 8, 16, false)
 SW_ONE(false, 8, 18, false)
-SW_ONE(false, 8, 20, false)
-SW_ONE(false, 8, 22, false)
-SW_ONE(false, 8, 24, false)
+SW_ONE(false, 16, 10, false)
+SW_ONE(false, 16, 12, false)
 SW_ONE(false, 16, 14, false)
 SW_ONE(false, 16, 16, false)
 SW_ONE(false, 16, 18, false)
-SW_ONE(false, 16, 20, false)
-SW_ONE(false, 16, 22, false)
-SW_ONE(false, 16, 24, false)
+SW_ONE(false, 32, 10, false)
+SW_ONE(false, 32, 12, false)
 SW_ONE(false, 32, 14, false)
 SW_ONE(false, 32, 16, false)
 SW_ONE(false, 32, 18, false)
 SW_ONE(false, 32, 20, false)
-SW_ONE(false, 32, 22, false)
-SW_ONE(false, 32, 24, false)
-SW_ONE(false, 4, 18, true)
-SW_ONE(false, 8, 18, true)
-SW_ONE(false, 16, 18, true)
-SW_ONE(false, 32, 18, true)
+SW_ONE(false, 4, 14, true)
+SW_ONE(false, 8, 14, true)
+SW_ONE(false, 16, 14, true)
+SW_ONE(false, 32, 14, true)
 #endif
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
-SW_ONE(false, 8, 12, false)
-SW_ONE(false, 16, 12, false)
-SW_ONE(false, 32, 12, false)
-SW_ONE(false, 4, 8, true)
-SW_ONE(false, 8, 8, true)
-SW_ONE(false, 16, 8, true)
-SW_ONE(false, 32, 8, true)
+SW_ONE(false, 8, 8, false)
+SW_ONE(false, 16, 8, false)
+SW_ONE(false, 32, 8, false)
+SW_ONE(false, 4, 6, true)
+SW_ONE(false, 8, 6, true)
+SW_ONE(false, 16, 6, true)
+SW_ONE(false, 32, 6, true)
 #endif
 SW_ONE(true, 32, 14, true)
 
