@@ -109,18 +109,21 @@ struct SwArgs {
 // One group of G threads: one sequence (WIDE) or two, R columns per thread, passes of G x R columns
 // (MULTI: the boundary column between passes through `bnd`).
 template <bool WIDE, int G, int R, bool MULTI>
-__device__ __forceinline__ void sw_group(const SwArgs &a, int group, int lane, unsigned mask, int A1, uint2 *bnd) {
+__device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid, int lane, int A1, uint2 *bnd) {
     typedef SwOps<WIDE> O;
     typedef typename O::V V;
     extern __shared__ unsigned sw_table[];
+    const unsigned mask = 0xffffffffu;  // the whole warp runs every group's steps (see below)
     const int per = WIDE ? 1 : 2;
-    const int k0 = group * per, k1 = k0 + 1;
+    const int k0 = valid ? group * per : 0, k1 = k0 + 1;
     const int s0 = a.list ? a.list[k0] : a.first + k0;
-    const bool two = !WIDE && k1 < a.count;
+    const bool two = valid && !WIDE && k1 < a.count;
     const int s1 = two ? (a.list ? a.list[k1] : a.first + k1) : s0;
     const long long o0 = a.off[s0], o1 = a.off[s1];
-    const int n0 = (int)(a.off[s0 + 1] - o0), n1 = two ? (int)(a.off[s1 + 1] - o1) : 0;
-    const int n = max(n0, n1);
+    const int n0 = valid ? (int)(a.off[s0 + 1] - o0) : 0, n1 = two ? (int)(a.off[s1 + 1] - o1) : 0;
+    // Every group of the warp makes as many passes as the warp's longest: groups that diverged (other pass
+    // counts) would issue their instructions one after the other for the rest of the kernel.
+    const int n = __reduce_max_sync(mask, max(n0, n1));
     const int span = a.steps + SW_QPAD + 8;
     const V nge = O::splat(-a.ge), neg_go = O::splat(-a.go), nmin = O::splat(-min(a.ge, a.go));
     const unsigned tbase = (unsigned)__cvta_generic_to_shared(sw_table);
@@ -215,7 +218,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, int lane, u
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) best = O::max2(best, (V)__shfl_xor_sync(mask, (unsigned)best, o, G));
     if (lane == 0) {
-        a.scores[s0] = O::lo(best);
+        if (valid) a.scores[s0] = O::lo(best);
         if (two) a.scores[s1] = O::hi(best);
     }
 }
@@ -229,15 +232,18 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
 
     const int lane = threadIdx.x % G;
     const int per = WIDE ? 1 : 2;  // sequences per group
-    const int slot = blockIdx.x * (blockDim.x / G) + threadIdx.x / G, slots = gridDim.x * (blockDim.x / G);
+    const int gpw = 32 / G;        // groups per warp
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, warps = gridDim.x * blockDim.x / 32;
+    const int slot = warp * gpw + (threadIdx.x & 31) / G;
     const int groups = (a.count + per - 1) / per;
-    const unsigned mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (threadIdx.x & 31 & ~(G - 1)));
     const int A1 = a.pad + 1;
     const int span = a.steps + SW_QPAD + 8;
     uint2 *bnd = MULTI ? a.bound + (size_t)slot * 2 * span : nullptr;
-    // A persistent grid: the table is loaded once per block, and each group takes sequences in turn.
-    for (int group = slot; group < groups; group += slots) {
-        sw_group<WIDE, G, R, MULTI>(a, group, lane, mask, A1, bnd);
+    // A persistent grid: the table is loaded once per block, and each warp takes its groups' sequences in
+    // turn (the loop is uniform across the warp; groups past the end run as empty sequences).
+    for (int base = warp * gpw; base < groups; base += warps * gpw) {
+        const int group = base + (threadIdx.x & 31) / G;
+        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd);
     }
 }
 
