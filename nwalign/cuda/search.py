@@ -169,8 +169,8 @@ class ScanSearcher:
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
         blocks = min((groups * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
-        slots = blocks * (threads // G)
-        bound = cp.empty(slots * 2 * (steps + _QPAD + 8) * 2 if multi else 1, dtype=cp.uint32)
+        slots = blocks * (threads // G)  # group slots of the persistent grid
+        bound = cp.empty(2 * (steps + _QPAD + 8) * slots * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
                           part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
                           self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr)], dtype=_ARGS)[0]
@@ -295,7 +295,9 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
             continue
         lengths = sorted_lengths[a:b]
         holding = [(g, r, False) for g, r in single if hi_len is not None and g * r >= hi_len]
-        if single_pass:
+        if single_pass or not holding:
+            # Beyond the largest width: groups of 32, so that the longest sequence (one group for all its
+            # passes) does not outlast the rest of the scan.
             options = [min(holding, key=lambda o: (o[0] * o[1], o[0]))] if holding else [(GROUPS[-1], r_multi, True)]
         else:
             options = holding + [(g, r_multi, True) for g in GROUPS]

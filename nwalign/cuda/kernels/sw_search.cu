@@ -102,14 +102,15 @@ struct SwArgs {
     int table_words;
     int pad;                 // padding letter (alphabet size A); table rows have A + 1 letters
     int go, ge;
-    uint2 *bound;            // multi-pass: per group slot 2 x (steps + SW_QPAD + 8) (G, E) pairs, row i at SW_QPAD + i
+    uint2 *bound;            // multi-pass: 2 x (steps + SW_QPAD + 8) x group slots (G, E) pairs
     int *scores;             // score of sequence s at scores[s] (position in length order)
 };
 
 // One group of G threads: one sequence (WIDE) or two, R columns per thread, passes of G x R columns
 // (MULTI: the boundary column between passes through `bnd`).
 template <bool WIDE, int G, int R, bool MULTI>
-__device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid, int lane, int A1, uint2 *bnd) {
+__device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid, int lane, int A1, uint2 *bnd,
+                                         size_t stride) {
     typedef SwOps<WIDE> O;
     typedef typename O::V V;
     extern __shared__ unsigned sw_table[];
@@ -151,8 +152,10 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
             F[r] = neg_go;
         }
         // Boundary columns, ping-pong between passes: row i at SW_QPAD + i (rows < 0 are never read).
-        const uint2 *bin = MULTI ? bnd + (pass & 1) * span + SW_QPAD : nullptr;
-        uint2 *bout = MULTI ? bnd + ((pass + 1) & 1) * span + SW_QPAD - (G - 1) : nullptr;
+        // Entry of row i at (SW_QPAD + i) * stride: the groups of a warp (consecutive slots) touch
+        // consecutive entries at every step.
+        const uint2 *bin = MULTI ? bnd + ((pass & 1) * span + SW_QPAD) * stride : nullptr;
+        uint2 *bout = MULTI ? bnd + (((pass + 1) & 1) * span + SW_QPAD - (G - 1)) * stride : nullptr;
         const bool first_pass = c0 == 0;
         // Inputs of the first column: G and E of the column to the left (row k - lane), and its G one row up.
         V in_g = neg_go, in_e = neg_go, diag_in = neg_go;
@@ -163,7 +166,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             q_next[u] = qp[u];
-            if (boundary) b_next[u] = bin[u];  // every lane loads (one broadcast), lane 0 keeps it
+            if (boundary) b_next[u] = bin[u * stride];  // every lane loads (one broadcast), lane 0 keeps it
         }
         for (int k = 0; k < a.steps; k += 4) {
             int qcur[4];
@@ -174,7 +177,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                 q_next[u] = qp[k + 4 + u];  // qrow and the boundary columns are padded past the last step
                 if (boundary) {
                     bcur[u] = b_next[u];
-                    b_next[u] = bin[k + 4 + u];
+                    b_next[u] = bin[(k + 4 + u) * stride];
                 }
             }
 #pragma unroll
@@ -203,7 +206,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                     else pair = t;                             // below an earlier H of its row)
                 }
                 if (R & 1) best = O::max2(best, pair);
-                if (MULTI) sw_store_if(lane == G - 1, bout + step, make_uint2((unsigned)Gr[R - 1], (unsigned)e));
+                if (MULTI) sw_store_if(lane == G - 1, bout + step * stride, make_uint2((unsigned)Gr[R - 1], (unsigned)e));
                 diag_in = in_g;
                 in_g = (V)__shfl_up_sync(mask, (unsigned)Gr[R - 1], 1, G);
                 in_e = (V)__shfl_up_sync(mask, (unsigned)e, 1, G);
@@ -237,13 +240,13 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
     const int slot = warp * gpw + (threadIdx.x & 31) / G;
     const int groups = (a.count + per - 1) / per;
     const int A1 = a.pad + 1;
-    const int span = a.steps + SW_QPAD + 8;
-    uint2 *bnd = MULTI ? a.bound + (size_t)slot * 2 * span : nullptr;
+    const size_t stride = (size_t)warps * gpw;  // boundary entries: [buffer][row][slot]
+    uint2 *bnd = MULTI ? a.bound + slot : nullptr;
     // A persistent grid: the table is loaded once per block, and each warp takes its groups' sequences in
     // turn (the loop is uniform across the warp; groups past the end run as empty sequences).
     for (int base = warp * gpw; base < groups; base += warps * gpw) {
         const int group = base + (threadIdx.x & 31) / G;
-        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd);
+        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd, stride);
     }
 }
 
