@@ -44,6 +44,13 @@ __device__ __forceinline__ unsigned sw_lds(unsigned addr) {
     return v;
 }
 
+// Boundary rows r0 .. r0 + 3 (r0 a multiple of 4) of a group slot: one 32-byte sector.
+__device__ __forceinline__ void sw_load_rows(uint4 (&v)[2], const uint2 *bnd, int r0, size_t stride, int slot) {
+    const uint4 *p = (const uint4 *)(bnd + (((size_t)(r0 >> 2) * stride + slot) << 2));
+    v[0] = p[0];
+    v[1] = p[1];
+}
+
 // A predicated store, so the compiler keeps the group converged (no branch around it).
 __device__ __forceinline__ void sw_store_if(bool pred, uint2 *p, uint2 v) {
     asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.global.v2.u32 [%1], {%2, %3}; }"
@@ -110,7 +117,7 @@ struct SwArgs {
 // (MULTI: the boundary column between passes through `bnd`).
 template <bool WIDE, int G, int R, bool MULTI>
 __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid, int lane, int A1, uint2 *bnd,
-                                         size_t stride) {
+                                         size_t stride, int slot) {
     typedef SwOps<WIDE> O;
     typedef typename O::V V;
     extern __shared__ unsigned sw_table[];
@@ -152,22 +159,20 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
             F[r] = neg_go;
         }
         // Boundary columns, ping-pong between passes: row i at SW_QPAD + i (rows < 0 are never read).
-        // Entry of row i at (SW_QPAD + i) * stride: the groups of a warp (consecutive slots) touch
-        // consecutive entries at every step.
-        const uint2 *bin = MULTI ? bnd + ((pass & 1) * span + SW_QPAD) * stride : nullptr;
-        uint2 *bout = MULTI ? bnd + (((pass + 1) & 1) * span + SW_QPAD - (G - 1)) * stride : nullptr;
+        // Boundary rows r (row i of the query at SW_QPAD + i, the second buffer span rows further) of group
+        // slot `slot` at entry ((r / 4) * stride + slot) * 4 + r % 4: four rows of a group share a
+        // 32-byte sector (loaded at once), and the groups of a warp sit side by side.
+        const int rin = (pass & 1) * span + SW_QPAD, rout = ((pass + 1) & 1) * span + SW_QPAD - (G - 1);
         const bool first_pass = c0 == 0;
         // Inputs of the first column: G and E of the column to the left (row k - lane), and its G one row up.
         V in_g = neg_go, in_e = neg_go, diag_in = neg_go;
         // Query rows and (multi-pass) boundary entries are loaded one block of 4 steps ahead.
         int q_next[4];
-        uint2 b_next[4];
+        uint4 b_next[2];  // rows k + 4 .. k + 7 of the boundary: every lane loads them, lane 0 keeps them
         const bool boundary = MULTI && !first_pass;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            q_next[u] = qp[u];
-            if (boundary) b_next[u] = bin[u * stride];  // every lane loads (one broadcast), lane 0 keeps it
-        }
+        for (int u = 0; u < 4; ++u) q_next[u] = qp[u];
+        if (boundary) sw_load_rows(b_next, bnd, rin, stride, slot);
         for (int k = 0; k < a.steps; k += 4) {
             int qcur[4];
             uint2 bcur[4];
@@ -175,10 +180,13 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
             for (int u = 0; u < 4; ++u) {
                 qcur[u] = q_next[u];
                 q_next[u] = qp[k + 4 + u];  // qrow and the boundary columns are padded past the last step
-                if (boundary) {
-                    bcur[u] = b_next[u];
-                    b_next[u] = bin[(k + 4 + u) * stride];
-                }
+            }
+            if (boundary) {
+                bcur[0] = make_uint2(b_next[0].x, b_next[0].y);
+                bcur[1] = make_uint2(b_next[0].z, b_next[0].w);
+                bcur[2] = make_uint2(b_next[1].x, b_next[1].y);
+                bcur[3] = make_uint2(b_next[1].z, b_next[1].w);
+                sw_load_rows(b_next, bnd, rin + k + 4, stride, slot);
             }
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
@@ -206,7 +214,11 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                     else pair = t;                             // below an earlier H of its row)
                 }
                 if (R & 1) best = O::max2(best, pair);
-                if (MULTI) sw_store_if(lane == G - 1, bout + step * stride, make_uint2((unsigned)Gr[R - 1], (unsigned)e));
+                if (MULTI) {
+                    const int r = rout + step;
+                    sw_store_if(lane == G - 1, bnd + (((size_t)(r >> 2) * stride + slot) << 2) + (r & 3),
+                                make_uint2((unsigned)Gr[R - 1], (unsigned)e));
+                }
                 diag_in = in_g;
                 in_g = (V)__shfl_up_sync(mask, (unsigned)Gr[R - 1], 1, G);
                 in_e = (V)__shfl_up_sync(mask, (unsigned)e, 1, G);
@@ -240,13 +252,13 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
     const int slot = warp * gpw + (threadIdx.x & 31) / G;
     const int groups = (a.count + per - 1) / per;
     const int A1 = a.pad + 1;
-    const size_t stride = (size_t)warps * gpw;  // boundary entries: [buffer][row][slot]
-    uint2 *bnd = MULTI ? a.bound + slot : nullptr;
+    const size_t stride = (size_t)warps * gpw;  // group slots in the grid
+    uint2 *bnd = a.bound;
     // A persistent grid: the table is loaded once per block, and each warp takes its groups' sequences in
     // turn (the loop is uniform across the warp; groups past the end run as empty sequences).
     for (int base = warp * gpw; base < groups; base += warps * gpw) {
         const int group = base + (threadIdx.x & 31) / G;
-        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd, stride);
+        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd, stride, slot);
     }
 }
 
