@@ -152,7 +152,7 @@ class ScanSearcher:
         return self.cp.asarray((q * stride).astype(np.int32))
 
     def _launch(self, part, query: np.ndarray, qrows: dict, stream, wide: bool = False, d_list=None,
-                count: int | None = None):
+                count: int | None = None, counter=None):
         cp = self.cp
         G, R, multi = part.G, part.R, part.multi
         m = int(query.size)
@@ -173,7 +173,8 @@ class ScanSearcher:
         bound = cp.empty(2 * (steps + _QPAD + 8) * slots * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
                           part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
-                          self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr)], dtype=_ARGS)[0]
+                          self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr, counter.data.ptr)],
+                        dtype=_ARGS)[0]
         with stream:
             func((blocks,), (threads,), (args,), shared_mem=shared)
         return bound  # keep the scratch alive until the stream is done
@@ -188,11 +189,13 @@ class ScanSearcher:
         qrows: dict = {}
         keep = []
         main = cp.cuda.get_current_stream()
+        parts = self.partitions(int(query.size))
+        counters = cp.zeros(len(parts) + 1, dtype=cp.int32)  # one work counter per launch
         start = main.record()
-        for k, part in enumerate(self.partitions(int(query.size))):  # longest first, over the streams
+        for k, part in enumerate(parts):  # longest first, over the streams
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
-            keep.append(self._launch(part, query, qrows, stream, wide=not self.packed16))
+            keep.append(self._launch(part, query, qrows, stream, wide=not self.packed16, counter=counters[k:]))
         for stream in self.streams:
             main.wait_event(stream.record())
         got = self._collect(main)
@@ -201,7 +204,8 @@ class ScanSearcher:
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
                 d_list = cp.asarray(self.rank[again])
-                keep.append(self._launch(self.wide_part, query, qrows, main, True, d_list, int(again.size)))
+                keep.append(self._launch(self.wide_part, query, qrows, main, True, d_list, int(again.size),
+                                         counters[len(parts):]))
                 got = self._collect(main)
         self.cells += int(query.size) * self.residues
         return got.astype(np.int64)
@@ -231,7 +235,7 @@ _QPAD = 32  # SW_QPAD in sw_search.cu
 _ARGS = np.dtype([("res", np.uint64), ("off", np.uint64), ("list", np.uint64), ("first", np.int32),
                   ("count", np.int32), ("qrow", np.uint64), ("m", np.int32), ("steps", np.int32),
                   ("table", np.uint64), ("table_words", np.int32), ("pad", np.int32), ("go", np.int32),
-                  ("ge", np.int32), ("bound", np.uint64), ("scores", np.uint64)], align=True)
+                  ("ge", np.int32), ("bound", np.uint64), ("scores", np.uint64), ("next", np.uint64)], align=True)
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
 # single-pass configurations (threads per group G, columns per thread R), the columns per thread of the

@@ -75,7 +75,7 @@ def main() -> int:
         print(f"launches for m = {q.size} ({plans[0]}):")
         for part in s.partitions(int(q.size)):
             e0 = main_stream.record()
-            s._launch(part, q, qrows, main_stream)
+            s._launch(part, q, qrows, main_stream, counter=cp.zeros(1, dtype=cp.int32))
             e1 = main_stream.record()
             e1.synchronize()
             ms = cp.cuda.get_elapsed_time(e0, e1)

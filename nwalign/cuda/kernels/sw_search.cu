@@ -111,6 +111,7 @@ struct SwArgs {
     int go, ge;
     uint2 *bound;            // multi-pass: 2 x (steps + SW_QPAD + 8) x group slots (G, E) pairs
     int *scores;             // score of sequence s at scores[s] (position in length order)
+    int *next;               // work counter (zero at launch): warps take their next groups from it
 };
 
 // One group of G threads: one sequence (WIDE) or two, R columns per thread, passes of G x R columns
@@ -254,9 +255,14 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
     const int A1 = a.pad + 1;
     const size_t stride = (size_t)warps * gpw;  // group slots in the grid
     uint2 *bnd = a.bound;
-    // A persistent grid: the table is loaded once per block, and each warp takes its groups' sequences in
-    // turn (the loop is uniform across the warp; groups past the end run as empty sequences).
-    for (int base = warp * gpw; base < groups; base += warps * gpw) {
+    // A persistent grid: the table is loaded once per block, and each warp takes the next gpw groups from a
+    // counter (longest first, so the last to start are the shortest: little tail). The loop is uniform
+    // across the warp; groups past the end run as empty sequences.
+    for (;;) {
+        int base = 0;
+        if ((threadIdx.x & 31) == 0) base = atomicAdd(a.next, 1);
+        base = __shfl_sync(0xffffffffu, base, 0) * gpw;
+        if (base >= groups) break;
         const int group = base + (threadIdx.x & 31) / G;
         sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd, stride, slot);
     }
