@@ -170,7 +170,7 @@ class ScanSearcher:
             func.max_dynamic_shared_size_bytes = shared
         blocks = min((groups * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
         slots = blocks * (threads // G)  # group slots of the persistent grid
-        bound = cp.empty(2 * (steps + _QPAD + 8) * slots * 2 if multi else 1, dtype=cp.uint32)
+        bound = cp.empty(2 * (steps + _QPAD + 40) * slots * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
                           part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
                           self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr, counter.data.ptr)],

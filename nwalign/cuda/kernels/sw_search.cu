@@ -51,6 +51,8 @@ __device__ __forceinline__ void sw_load_rows(uint4 (&v)[2], const uint2 *bnd, in
     v[1] = p[1];
 }
 
+__device__ __forceinline__ void sw_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // A predicated store, so the compiler keeps the group converged (no branch around it).
 __device__ __forceinline__ void sw_store_if(bool pred, uint2 *p, uint2 v) {
     asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.global.v2.u32 [%1], {%2, %3}; }"
@@ -109,7 +111,7 @@ struct SwArgs {
     int table_words;
     int pad;                 // padding letter (alphabet size A); table rows have A + 1 letters
     int go, ge;
-    uint2 *bound;            // multi-pass: 2 x (steps + SW_QPAD + 8) x group slots (G, E) pairs
+    uint2 *bound;            // multi-pass: 2 x (steps + SW_QPAD + 40) x group slots (G, E) pairs
     int *scores;             // score of sequence s at scores[s] (position in length order)
     int *next;               // work counter (zero at launch): warps take their next groups from it
 };
@@ -133,7 +135,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
     // Every group of the warp makes as many passes as the warp's longest: groups that diverged (other pass
     // counts) would issue their instructions one after the other for the rest of the kernel.
     const int n = __reduce_max_sync(mask, max(n0, n1));
-    const int span = a.steps + SW_QPAD + 8;
+    const int span = a.steps + SW_QPAD + 40;  // rows prefetched up to 32 steps past the end
     const V nge = O::splat(-a.ge), neg_go = O::splat(-a.go), nmin = O::splat(-min(a.ge, a.go));
     const unsigned tbase = (unsigned)__cvta_generic_to_shared(sw_table);
     const unsigned own = tbase + 4 * (threadIdx.x & 31);  // this lane's copy of the packed table
@@ -188,6 +190,8 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                 bcur[2] = make_uint2(b_next[1].x, b_next[1].y);
                 bcur[3] = make_uint2(b_next[1].z, b_next[1].w);
                 sw_load_rows(b_next, bnd, rin + k + 4, stride, slot);
+                // The buffer outgrows L2 on large databases: ask for rows 32 steps ahead now.
+                sw_prefetch_l2(bnd + (((size_t)((rin + k + 32) >> 2) * stride + slot) << 2));
             }
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
