@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cpu import score_codes
-from .cpu.banded import align_global_banded
+from . import cpu
 from .engine import Encoded, align_pair
 from .errors import NwalignError
 from .results import Alignment, finish
@@ -127,7 +126,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     mapper = pool.map if pool else map
 
     def cpu_score(pair):
-        return score_codes(a[pair[0]].codes, targets[pair[1]].codes, scoring.matrix, go, ge, mode)
+        return cpu.score_codes(a[pair[0]].codes, targets[pair[1]].codes, scoring.matrix, go, ge, mode)
 
     def base(i, j, score):
         q, t = a[i], targets[j]
@@ -141,6 +140,8 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             return i, j, align_pair(q, t, scoring)
         m, n = len(q.codes), len(t.codes)
         w_max = max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
+        from .cpu.banded import align_global_banded
+
         res = align_global_banded(q.codes, t.codes, scoring.matrix, go, ge, int(score), w_max)
         if res is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
             return i, j, base(i, j, score)

@@ -415,7 +415,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
       nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
     """
     from .formats import SamWriter
-    from .search import encode_database, field, load_database, search_query
+    from .search import encode_database, field, load_database, search_all
     from .statistics import parameters
 
     _setup_logging(verbose, quiet)
@@ -456,9 +456,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
             writer.begin()
         progress = _search_progress(len(qenc) * db.total_length, quiet)
-        for q in qenc:
-            hits = search_query(q, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu)
-            progress(db.total_length)
+        for q, hits in search_all(qenc, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
+                                  progress):
             for hit in hits:
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")

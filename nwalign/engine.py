@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import cpu
-from .cpu.pair import format_bytes, plan_bands
 from .errors import NwalignError
 from .results import Alignment, finish
 from .scoring import Scoring
@@ -117,6 +116,8 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
     if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
+        from .cpu.pair import format_bytes, plan_bands
+
         rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
         if rows >= len(q):
             log.info("traceback %s x %s: full direction matrix, %s", len(q), len(t),

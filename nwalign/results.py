@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cpu.dp import OP_DEL, OP_INS, OP_MATCH
+from .ops import OP_DEL, OP_INS, OP_MATCH
 
 _CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
 

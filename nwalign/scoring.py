@@ -11,7 +11,6 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from Bio.Align import substitution_matrices
 
 from .errors import NwalignError
 from .sequences import NUCLEOTIDE_LETTERS, Record
@@ -104,6 +103,8 @@ def _lookup(alphabet: str, aliases: dict[str, str]) -> np.ndarray:
 
 def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
+    from Bio.Align import substitution_matrices  # here, so that commands that never score start fast
+
     if os.path.exists(name):
         try:
             mat = substitution_matrices.read(name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cpu import score_codes
+from . import cpu
 from .engine import Encoded, align_pair
 from .errors import NwalignError
 from .results import Alignment
@@ -109,8 +109,16 @@ def load_database(path: str) -> Database:
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
-    """All residues as codes in one pass; a bad letter is reported with its record and position."""
-    codes = scoring.encode_bytes(np.frombuffer(db.residues.tobytes().upper(), dtype=np.uint8))
+    """All residues as codes (uint8, shape (total,)) in one vectorised pass, either case; a bad letter
+    is reported with its record and position.
+
+    Raises:
+        NwalignError: a letter outside the scoring alphabet.
+    """
+    lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
+    lower = np.arange(ord("a"), ord("z") + 1)
+    lut[lower] = lut[lower - 32]  # lower case reads as upper case
+    codes = lut[np.asarray(db.residues)]
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         pos = int(bad[0])
@@ -129,7 +137,7 @@ def scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring
 
     def chunk(lo, hi):
         for k in range(lo, hi):
-            out[k] = score_codes(q, codes[offsets[k]:offsets[k + 1]], scoring.matrix, go, ge, mode)
+            out[k] = cpu.score_codes(q, codes[offsets[k]:offsets[k + 1]], scoring.matrix, go, ge, mode)
 
     # Chunks balanced by residues, not by sequence counts.
     cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], max(1, threads * 4) + 1)).tolist()
@@ -154,11 +162,40 @@ class Hit:
 
 
 def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
-    """Indices of the best ``top`` scores: score descending, then database order (ties are stable)."""
-    order = np.lexsort((np.arange(scores.size), -scores))
+    """Indices of the best ``top`` scores (int64): score descending, then database order (ties are stable).
+
+    Only the candidates at or above the top-th best score are sorted (one partition of the array)."""
+    scores = np.asarray(scores)
+    if top <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if top < scores.size:
+        kth = np.partition(scores, scores.size - top)[scores.size - top]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(scores.size)
+    order = cand[np.lexsort((cand, -scores[cand]))]
     if min_score is not None:
         order = order[scores[order] >= min_score]
     return order[:top]
+
+
+def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore)
+
+
+def _reported(query: Encoded, scores: np.ndarray, db: Database, stats: KarlinAltschul | None, top: int,
+              max_evalue: float | None, min_score: int | None) -> list[tuple[int, float | None, float | None]]:
+    """(database index, E-value, bit score) of the hits to report, from the scan's scores alone (they are
+    the alignments' scores): the E-value uses the whole database's length."""
+    out = []
+    for k in top_hits(scores, top, min_score).tolist():
+        score = int(scores[k])
+        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
+        if max_evalue is not None and evalue is not None and evalue > max_evalue:
+            continue
+        out.append((k, evalue, stats.bit_score(score) if stats else None))
+    return out
 
 
 def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
@@ -167,16 +204,40 @@ def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scori
     """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.cuda.search.ScanSearcher` or
     ``GswSearcher``), then align its reported hits on the CPU engine (exact columns; scores equal the
     scan's) with statistics."""
-    scores = gpu.score_query(query) if gpu is not None else scan(query.codes, codes, db.offsets, scoring, threads)
-    hits = []
-    for k in top_hits(scores, top, min_score).tolist():
-        target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
-        aln = align_pair(query, target, scoring)
-        evalue = stats.evalue(aln.score, len(query.codes), db.total_length) if stats else None
-        if max_evalue is not None and evalue is not None and evalue > max_evalue:
-            continue
-        hits.append(Hit(query.record, k, aln, evalue, stats.bit_score(aln.score) if stats else None))
-    return hits
+    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu):
+        return hits
+    return []
+
+
+def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
+               stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
+               min_score: int | None = None, threads: int = 1, gpu=None, progress=None):
+    """Search every query; yields (query, hits) in query order.
+
+    With ``gpu``, the reported hits of one query are aligned on the CPU engine by ``threads`` threads
+    (the engine releases the GIL) while the GPU scans the next query. ``progress(residues)`` is called
+    after each scan.
+    """
+    from collections import deque
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        pending: deque = deque()
+        for q in queries:
+            if gpu is not None:
+                scores = gpu.score_query(q)
+            else:
+                scores = scan(q.codes, codes, db.offsets, scoring, threads)
+            if progress:
+                progress(db.total_length)
+            jobs = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits)
+                    for k, ev, bits in _reported(q, scores, db, stats, top, max_evalue, min_score)]
+            pending.append((q, jobs))
+            while len(pending) > (1 if gpu is not None else 0):
+                q0, done = pending.popleft()
+                yield q0, [j.result() for j in done]
+        while pending:
+            q0, done = pending.popleft()
+            yield q0, [j.result() for j in done]
 
 
 def field(hit: Hit, column: str) -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from io import StringIO
 
 import numpy as np
-from Bio import SeqIO
 
 from .errors import NwalignError
 
@@ -93,6 +92,8 @@ def read_fasta(path: str) -> list[Record]:
     if not stripped.startswith(">"):
         first = stripped.splitlines()[0][:40]
         raise NwalignError(f"{name}: not a FASTA file (first line {first!r} does not start with '>')")
+    from Bio import SeqIO  # here, so that commands that read no FASTA start fast
+
     records = []
     for number, rec in enumerate(SeqIO.parse(StringIO(stripped), "fasta"), start=1):
         seq = "".join(str(rec.seq).split()).upper()

@@ -19,7 +19,7 @@ from numba import njit
 
 NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
-OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
+from ..ops import OP_DEL, OP_INS, OP_MATCH  # noqa: E402  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
 E_EXTENDED, F_EXTENDED = 4, 8
 
