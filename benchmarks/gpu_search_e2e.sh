@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# End to end: `nwalign search` of the 20 standard queries against the seeded 570,000-sequence
+# Swiss-Prot-like database (BLOSUM62 11/1, top 10, the 12 default BLAST columns), from the repository
+# root on a GPU machine: first run (empty CuPy and Numba caches), warm runs against the .nwdb and the
+# FASTA, wall time and peak RSS of each, and a cProfile of a warm run. Logs under OUTDIR.
+#   bash benchmarks/gpu_search_e2e.sh [OUTDIR]
+set -uo pipefail
+OUTDIR=${1:-${OUT:-search-e2e-out}}
+mkdir -p "$OUTDIR"
+Q=data/queries_20_sw_benchmark.fasta
+DB=/tmp/sp570k
+[ -f $DB.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb --fasta $DB.fa
+nw() { /usr/bin/time -f "%e s wall, %M KB peak RSS" python3 -m nwalign "$@"; }
+{
+echo "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+echo "== help";            /usr/bin/time -f "%e s wall" python3 -m nwalign --help > /dev/null
+/usr/bin/time -f "%e s wall" python3 -m nwalign search --help > /dev/null
+echo "== first run (empty caches)"
+CUPY_CACHE_DIR=$(mktemp -d) NUMBA_CACHE_DIR=$(mktemp -d) nw search $Q $DB.nwdb --top 10 -o "$OUTDIR/hits_first.tsv"
+echo "== warm, .nwdb (3 runs)"
+for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -o "$OUTDIR/hits_nwdb.tsv"; done
+echo "== warm, FASTA"
+nw search $Q $DB.fa --top 10 -o "$OUTDIR/hits_fasta.tsv"
+echo "== identical outputs"
+cmp "$OUTDIR/hits_first.tsv" "$OUTDIR/hits_nwdb.tsv" && cmp "$OUTDIR/hits_nwdb.tsv" "$OUTDIR/hits_fasta.tsv" && echo yes
+wc -l < "$OUTDIR/hits_nwdb.tsv"
+} 2>&1 | tee "$OUTDIR/e2e.txt"
+python3 -m cProfile -s cumtime -m nwalign search $Q $DB.nwdb --top 10 -o /dev/null 2>&1 | head -45 > "$OUTDIR/profile.txt"
