@@ -18,9 +18,9 @@ echo "== help";            /usr/bin/time -f "%e s wall" python3 -m nwalign --hel
 echo "== first run (empty caches)"
 CUPY_CACHE_DIR=$(mktemp -d) NUMBA_CACHE_DIR=$(mktemp -d) nw search $Q $DB.nwdb --top 10 -o "$OUTDIR/hits_first.tsv"
 echo "== warm, .nwdb (3 runs)"
-for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -o "$OUTDIR/hits_nwdb.tsv"; done
+for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -v -o "$OUTDIR/hits_nwdb.tsv"; done
 echo "== warm, FASTA"
-nw search $Q $DB.fa --top 10 -o "$OUTDIR/hits_fasta.tsv"
+nw search $Q $DB.fa --top 10 -v -o "$OUTDIR/hits_fasta.tsv"
 echo "== identical outputs"
 cmp "$OUTDIR/hits_first.tsv" "$OUTDIR/hits_nwdb.tsv" && cmp "$OUTDIR/hits_nwdb.tsv" "$OUTDIR/hits_fasta.tsv" && echo yes
 wc -l < "$OUTDIR/hits_nwdb.tsv"

@@ -415,12 +415,18 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
       nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
     """
     from .formats import SamWriter
-    from .search import encode_database, field, load_database, search_all
+    import time
+
+    from .search import encode_database, field, load_database, search_all, warm_cpu_engine
     from .statistics import parameters
 
+    started = time.perf_counter()
     _setup_logging(verbose, quiet)
     cols = parse_columns(columns, SEARCH_COLUMNS)
     threads = threads or os.cpu_count() or 1
+    use_gpu = choose_backend(backend) == "cuda"
+    if use_gpu:
+        warm_cpu_engine()  # the hits' alignments run on the CPU engine; load it while the GPU is set up
     queries = read_fasta(query)
     db = load_database(database)
     kind = alphabet
@@ -438,13 +444,16 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                        f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     qenc = encode_all(queries, scoring, query)
     codes = encode_database(db, scoring)
+    log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
     gpu = None
-    if choose_backend(backend) == "cuda":
+    if use_gpu:
         from .cuda.search import GswSearcher, ScanSearcher
 
+        t0 = time.perf_counter()
         gpu = GswSearcher(db, scoring, device) if search_kernel == "gsw" else \
             ScanSearcher(codes, db.offsets, scoring, device)
-        log.info("search: kernel %s on the GPU; hits aligned on the CPU engine", search_kernel)
+        log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned on the CPU engine",
+                 search_kernel, time.perf_counter() - t0)
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
              db.total_length, scoring.matrix_name, threads)
     with output_stream(output) as out:
@@ -476,6 +485,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                 out.flush()
         if writer:
             writer.end()
+    log.info("search: done in %.2f s%s", time.perf_counter() - started,
+             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans)" if hasattr(gpu, "scan_seconds") else "")
 
 
 def _search_progress(total: int, quiet: bool):

@@ -20,7 +20,7 @@ from .engine import Encoded, align_pair
 from .errors import NwalignError
 from .results import Alignment
 from .scoring import Scoring
-from .sequences import Record, read_fasta
+from .sequences import Record, read_fasta_arrays
 from .statistics import KarlinAltschul
 
 log = logging.getLogger("nwalign")
@@ -61,10 +61,16 @@ def database_from_records(records: list[Record], source: str) -> Database:
     return Database(residues, offsets, [r.id for r in records], [r.description for r in records], source)
 
 
+def database_from_fasta(path: str) -> Database:
+    """A FASTA file read straight into arrays (:func:`nwalign.sequences.read_fasta_arrays`)."""
+    ids, descriptions, residues, offsets = read_fasta_arrays(path)
+    return Database(residues, offsets, ids, descriptions, path)
+
+
 def makedb(fasta: str, path: str) -> Database:
     """Write ``fasta`` as a memory-mappable .nwdb: magic, header length, JSON header (ids, descriptions,
     count), then offsets (int64) and residues (uint8 ASCII), 8-byte aligned. Returns the database."""
-    db = database_from_records(read_fasta(fasta), fasta)
+    db = database_from_fasta(fasta)
     write_database(db, path)
     return db
 
@@ -105,7 +111,7 @@ def load_database(path: str) -> Database:
             except (ValueError, KeyError, OSError) as exc:
                 raise NwalignError(f"{path}: corrupt .nwdb file ({exc})") from None
             return Database(residues, np.asarray(offsets), header["ids"], header["descriptions"], path)
-    return database_from_records(read_fasta(path), path)
+    return database_from_fasta(path)
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
@@ -207,6 +213,20 @@ def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scori
     for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu):
         return hits
     return []
+
+
+def warm_cpu_engine() -> None:
+    """Load the CPU engine (Numba and its compiled functions) in a background thread, so that the first
+    hit's alignment does not wait for it while the GPU scans."""
+    import threading
+
+    def run():
+        from .cpu import align_codes
+
+        one = np.zeros(1, dtype=np.uint8)
+        align_codes(one, one, np.ones((1, 1), dtype=np.int32), 1, 1, 1)
+
+    threading.Thread(target=run, daemon=True).start()
 
 
 def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,

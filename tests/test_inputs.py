@@ -133,3 +133,33 @@ def test_mutate_is_seeded_and_changes_about_rate():
         mutate(rec, 1.5, 1)
     pair = random_records([500, 999], "dna", 2, mutate_rate=0.1)
     assert pair[0].seq != pair[1].seq and pair[1].id.endswith("_mut0.1")
+
+
+def test_read_fasta_arrays_matches_read_fasta(tmp_path):
+    """The vectorised database reader gives read_fasta's records: CRLF, lower case, blank lines, tabs
+    and spaces, leading blank lines, no final newline, '>' headers with descriptions, gzip."""
+    import gzip
+
+    from nwalign.sequences import read_fasta_arrays
+
+    text = ("\n\n>a first record\r\nacgT\r\n\r\nGG tt\n>b\tdesc with\ttabs\n  MKV\n>c\nN" )
+    for name, data in (("x.fa", text.encode()), ("x.fa.gz", gzip.compress(text.encode()))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        recs = read_fasta(str(path))
+        ids, desc, residues, offsets = read_fasta_arrays(str(path))
+        assert ids == [r.id for r in recs] == ["a", "b", "c"]
+        assert desc == [r.description for r in recs]
+        assert [residues[offsets[k]:offsets[k + 1]].tobytes().decode() for k in range(len(ids))] == \
+            [r.seq for r in recs] == ["ACGTGGTT", "MKV", "N"]
+
+
+def test_read_fasta_arrays_errors(tmp_path):
+    from nwalign.sequences import read_fasta_arrays
+
+    for content, message in ((">a\nACGT\n>b\n\n>c\nAC\n", "record 2 (b) has an empty sequence"),
+                             ("", "empty file"), ("ACGT\n", "not a FASTA file")):
+        path = tmp_path / "bad.fa"
+        path.write_text(content)
+        with pytest.raises(NwalignError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            read_fasta_arrays(str(path))

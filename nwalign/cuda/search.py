@@ -3,6 +3,8 @@ is uploaded once and kept on the GPU for every query."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..errors import NwalignError
@@ -131,6 +133,7 @@ class ScanSearcher:
         self.h_out = cupyx.empty_pinned((self.count,), dtype=np.int32)
         self.recomputed = 0
         self.cells = 0
+        self.scan_seconds = 0.0  # wall time inside scores(), summed
         self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
         if plan not in ("auto", "single"):
@@ -183,6 +186,7 @@ class ScanSearcher:
         """Best local score of ``query`` (uint8 codes, length >= 1) against every database sequence
         (int64, shape (count,), database order)."""
         cp = self.cp
+        started = time.perf_counter()
         query = np.asarray(query, dtype=np.uint8)
         if query.size == 0:
             raise NwalignError("scan: empty query")
@@ -208,6 +212,7 @@ class ScanSearcher:
                                          counters[len(parts):]))
                 got = self._collect(main)
         self.cells += int(query.size) * self.residues
+        self.scan_seconds += time.perf_counter() - started
         return got.astype(np.int64)
 
     @property
@@ -219,11 +224,14 @@ class ScanSearcher:
         return self._rank
 
     def _collect(self, stream) -> np.ndarray:
-        """The scores in database order (scattered on the GPU, one copy to pinned memory, one sync)."""
+        """The scores in database order (scattered on the GPU, one copy to pinned memory). The wait polls
+        an event and sleeps, so that other threads (aligning the previous query's hits) hold the GIL."""
         with stream:
             self.d_out[self.d_order] = self.d_scores
             self.d_out.get(stream=stream, out=self.h_out)
-        stream.synchronize()
+            done = stream.record()
+        while not done.done:
+            time.sleep(2e-4)
         return self.h_out
 
     def score_query(self, query) -> np.ndarray:
