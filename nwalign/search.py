@@ -124,7 +124,11 @@ def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
     lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
     lower = np.arange(ord("a"), ord("z") + 1)
     lut[lower] = lut[lower - 32]  # lower case reads as upper case
-    codes = lut[np.asarray(db.residues)]
+    residues = np.asarray(db.residues)
+    codes = np.empty(residues.size, dtype=np.uint8)
+    step = 1 << 18  # in chunks: NumPy indexes through an intp copy of the index array (cache-sized here)
+    for k in range(0, residues.size, step):
+        np.take(lut, residues[k:k + step], out=codes[k:k + step])
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         pos = int(bad[0])
