@@ -180,8 +180,8 @@ def test_scan_kernel_equals_cpu(packed16):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("alphabet", ["protein", "dna"])
-def test_scan_every_partition_and_query_length(alphabet):
+@pytest.mark.parametrize("alphabet, plan", [("protein", "auto"), ("dna", "auto"), ("protein", "single")])
+def test_scan_every_partition_and_query_length(alphabet, plan):
     """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
     and longer than a group's pipeline) all give the CPU engine's scores."""
@@ -198,7 +198,7 @@ def test_scan_every_partition_and_query_length(alphabet):
     recs += [Record(f"v{k}", "", base[k * 7:] + base[:k * 7]) for k in range(5)]  # rotations: long local hits
     db = database_from_records(recs, "db")
     codes = encode_database(db, scoring)
-    gpu = ScanSearcher(codes, db.offsets, scoring)
+    gpu = ScanSearcher(codes, db.offsets, scoring, plan=plan)
     for m in (1, 2, 7, 31, 32, 33, 144, 600, 1500):
         q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
         assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2)), m
@@ -251,3 +251,39 @@ def test_scan16_overflow_is_recomputed_in_32_bits():
     want = scan(q.codes, codes, db.offsets, scoring, 2)
     assert want.max() > 32767 and gpu.recomputed >= 2
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("hopper", [True, False])
+@pytest.mark.parametrize("m", [1, 144, 1000, 5478])
+def test_scan_partitions_cover_the_database(hopper, m):
+    """The scan's launch plan (no GPU needed): contiguous ranges covering every sequence once, longest
+    first; a single-pass configuration only for sequences that fit its G x R columns; every range large
+    enough to fill a GPU, or merged into the next longer one."""
+    from nwalign.cuda.search import CONFIGS, MIN_THREADS, _partitions
+
+    rng = np.random.default_rng(5)
+    lengths = np.sort(np.clip(rng.lognormal(5.7, 0.6, size=60_000), 1, 9000).astype(np.int64))[::-1]
+    widths = {g * r for g, r in CONFIGS[hopper][0]}
+    for single in (False, True):
+        parts = _partitions(lengths, True, hopper, m, single)
+        assert parts[0].first == 0 and sum(p.count for p in parts) == lengths.size
+        for a, b in zip(parts, parts[1:]):
+            assert a.first + a.count == b.first
+        for p in parts:
+            seqs = lengths[p.first:p.first + p.count]
+            if not p.multi:
+                assert seqs.max() <= p.G * p.R and p.G * p.R in widths
+            assert p.G in (4, 8, 16, 32)
+        for p in parts[1:]:
+            assert (p.count + 1) // 2 * p.G >= MIN_THREADS
+    wide = _partitions(lengths, False, hopper, m)
+    assert len(wide) == 1 and wide[0].multi and wide[0].count == lengths.size
+
+
+def test_top_hits_ties_and_min_score():
+    """Best scores first, ties in database order, --min-score applied, fewer candidates than --top."""
+    scores = np.array([5, 9, 9, 1, 9, 7, 9])
+    assert top_hits(scores, 3, None).tolist() == [1, 2, 4]
+    assert top_hits(scores, 10, None).tolist() == [1, 2, 4, 6, 5, 0, 3]
+    assert top_hits(scores, 10, 7).tolist() == [1, 2, 4, 6, 5]
+    assert top_hits(scores, 0, None).tolist() == []
