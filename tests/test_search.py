@@ -198,7 +198,8 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     recs += [Record(f"v{k}", "", base[k * 7:] + base[:k * 7]) for k in range(5)]  # rotations: long local hits
     db = database_from_records(recs, "db")
     codes = encode_database(db, scoring)
-    gpu = ScanSearcher(codes, db.offsets, scoring, plan=plan)
+    gpu = ScanSearcher(codes, db.offsets, scoring, plan=plan, min_threads=0)  # every configuration runs
+    assert len({(p.G, p.R, p.multi) for p in gpu.partitions(600)}) >= 10
     for m in (1, 2, 7, 31, 32, 33, 144, 600, 1500):
         q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
         assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2)), m

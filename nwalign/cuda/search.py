@@ -89,13 +89,15 @@ class ScanSearcher:
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
         plan: ``auto`` (the cheapest configuration per length range, :func:`_partitions`) or
             ``single`` (single-pass wherever a configuration holds the range; for comparisons).
+        min_threads: merge length ranges smaller than this into the next longer one (default
+            :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
 
     Raises:
         NwalignError: no usable GPU, an empty database sequence, or a matrix with more than 32 letters.
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "auto"):
+                 plan: str = "auto", min_threads: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -139,11 +141,13 @@ class ScanSearcher:
         if plan not in ("auto", "single"):
             raise NwalignError(f"scan: plan {plan!r} is not auto or single")
         self.plan = plan
+        self.min_threads = min_threads
 
     def partitions(self, m: int) -> list:
         """The launches for a query of ``m`` residues (see :func:`_partitions`; cached by length)."""
         if m not in self._plans:
-            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan == "single")
+            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan == "single",
+                                         self.min_threads)
         return self._plans[m]
 
     def _qrow(self, query: np.ndarray, steps: int, wide: bool):
@@ -280,7 +284,8 @@ def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
     return modules.function("sw_search", _name(wide, G, R, multi), name_expressions=_names(hopper))
 
 
-def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False) -> list:
+def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
+                min_threads: int = None) -> list:
     """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
     configuration, for a query of ``m`` residues.
 
@@ -290,7 +295,8 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
     ceil(L / (G x R)) passes for a sequence of L residues; single-pass configurations that hold the
     range and the multi-pass form at every group size compete. Neighbouring ranges with the same
     configuration are merged. ``single_pass``: the smallest single-pass configuration that holds each
-    range, multi-pass with groups of 32 only beyond. Without packed16 everything takes the 32-bit
+    range, multi-pass with groups of 32 only beyond. A range of fewer than ``min_threads`` threads
+    (default :data:`MIN_THREADS`) is merged into the next longer one. Without packed16 everything takes the 32-bit
     multi-pass form."""
     n = sorted_lengths.size
     single, r_multi, wide = CONFIGS[hopper]
@@ -321,9 +327,10 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
             parts.append(_Part(*cfg, a, b - a))
     # A range too small to fill the GPU would run as a latency-bound launch of its own: the next longer
     # range's configuration holds it as well.
+    min_threads = MIN_THREADS if min_threads is None else min_threads
     k = len(parts) - 1
     while k > 0:
-        if (parts[k].count + 1) // 2 * parts[k].G < MIN_THREADS:
+        if (parts[k].count + 1) // 2 * parts[k].G < min_threads:
             parts[k - 1].count += parts[k].count
             del parts[k]
         k -= 1
