@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call on a GPU machine for the search kernels: install the carried wheels, run the search GPU tests,
-# then the 20-query benchmark against the 570,000-sequence Swiss-Prot-like database. Logs under $OUT.
-# Usage: bash scripts/gpu-search.sh [tests|bench|all]
+# One call on a GPU machine for the search work: install the carried wheels, run the GPU tests, then the
+# search benchmarks (20 queries x 570,000 proteins per query, DNA, end to end). Logs under $OUT.
+# Usage: bash scripts/gpu-search.sh [tests|alltests|bench|all]
 set -uo pipefail
 WHAT=${1:-all}
 OUT=${OUT:-gpu-search-out}
@@ -18,9 +18,17 @@ if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
     python3 -m pytest -q -m gpu tests/test_search.py -p no:cacheprovider -x 2>&1 | tee "$OUT/gpu-search-tests.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
-if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
-    python3 -m nwalign bench --workload search --kernels scan --input data/queries_20_sw_benchmark.fasta \
-        --db-size 570000 --repeats 3 --warmup 1 --check 2000 --json "$OUT/scan_570k.json" 2>&1 | tee "$OUT/bench.log"
+if [ "$WHAT" = alltests ]; then
+    python3 -m pytest -q -m gpu -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ "$WHAT" = bench ] || [ "$WHAT" = all ] || [ "$WHAT" = alltests ]; then
+    python3 -m nwalign bench --workload search --kernels scan --input data/queries_20_sw_benchmark.fasta \
+        --db-size 570000 --repeats 3 --warmup 1 --check 2000 --json "$OUT/scan_570k.json" 2>&1 | tail -n 3 | tee "$OUT/bench.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    python3 benchmarks/gpu_search_dna.py 2>&1 | tee "$OUT/dna.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    bash benchmarks/gpu_search_e2e.sh "$OUT" > /dev/null 2>&1 || status=1
+    grep -v "^nwalign: \(backend\|search: 20\)" "$OUT/e2e.txt"
 fi
 exit $status
