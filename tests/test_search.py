@@ -180,7 +180,7 @@ def test_scan_kernel_equals_cpu(packed16):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("alphabet, plan", [("protein", "auto"), ("dna", "auto"), ("protein", "single")])
+@pytest.mark.parametrize("alphabet, plan", [("protein", "single"), ("dna", "single"), ("protein", "cost")])
 def test_scan_every_partition_and_query_length(alphabet, plan):
     """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter

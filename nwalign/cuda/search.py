@@ -87,8 +87,10 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
-        plan: ``auto`` (the cheapest configuration per length range, :func:`_partitions`) or
-            ``single`` (single-pass wherever a configuration holds the range; for comparisons).
+        plan: ``single`` (the default: the smallest single-pass configuration that holds each length
+            range, multi-pass with groups of 32 beyond) or ``cost`` (the configuration with the fewest
+            cell slots per range, small multi-pass groups for short queries; measured slower on the
+            H200, kept for comparisons: see docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
 
@@ -97,7 +99,7 @@ class ScanSearcher:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "auto", min_threads: int | None = None):
+                 plan: str = "single", min_threads: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -138,8 +140,8 @@ class ScanSearcher:
         self.scan_seconds = 0.0  # wall time inside scores(), summed
         self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
-        if plan not in ("auto", "single"):
-            raise NwalignError(f"scan: plan {plan!r} is not auto or single")
+        if plan not in ("single", "cost"):
+            raise NwalignError(f"scan: plan {plan!r} is not single or cost")
         self.plan = plan
         self.min_threads = min_threads
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Compare the scan kernel's launch plans (``auto``: the cheapest configuration per length range;
-``single``: single-pass wherever possible) on the 20 benchmark queries against the Swiss-Prot-like
+"""Compare the scan kernel's launch plans (``single``: single-pass wherever possible, the default;
+``cost``: the cheapest configuration per length range by a cell-slot model) on the 20 benchmark queries against the Swiss-Prot-like
 database, and time each launch of one query on one stream.
 
     python3 scripts/profiling/search_plans.py [--db-size 570000] [--repeats 3] [--detail 144,5478]
@@ -28,7 +28,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db-size", type=int, default=570_000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--plans", default="auto,single")
+    ap.add_argument("--plans", default="single,cost")
     ap.add_argument("--detail", default="144,5478", help="query lengths whose launches are timed one by one")
     args = ap.parse_args()
     import cupy as cp
