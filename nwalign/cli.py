@@ -391,9 +391,9 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="auto: the GPU when CuPy sees one, else the CPU engine.")
 @click.option("--kernel", "search_kernel", type=click.Choice(("scan", "gsw")), default="scan", show_default=True,
-              help="GPU kernel: scan (32 query rows per thread in registers, length-sorted database, long "
-                   "sequences on the whole GPU) or gsw (Akoglu and Striemer: one thread per database sequence, "
-                   "query and matrix in constant memory).")
+              help="GPU kernel: scan (groups of 4-32 threads per pair of length-sorted database sequences, "
+                   "packed 16-bit DPX, after CUDASW++4.0) or gsw (Akoglu and Striemer: one thread per database "
+                   "sequence, query and matrix in constant memory).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads over database sequences (0 = all cores).")
