@@ -25,7 +25,8 @@ from .statistics import KarlinAltschul
 
 log = logging.getLogger("nwalign")
 
-MAGIC = b"NWDB\x01\x00\x00\x00"
+MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
+MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
                  "evalue", "bitscore")
 COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
@@ -33,13 +34,18 @@ COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
 
 @dataclass
 class Database:
-    """Residues (uint8 ASCII, shape (total,)), offsets (int64, shape (count+1,)), ids and descriptions."""
+    """A sequence database: offsets (int64, shape (count + 1,)), ids and descriptions, and the residues
+    either as ``residues`` (uint8 ASCII upper case, shape (total,): FASTA and version-1 .nwdb files) or as
+    ``codes`` (uint8, shape (total,)) indexing the string ``letters`` (version-2 .nwdb files, written in the
+    order of the default scoring alphabet, so that a search with that alphabet uses them as they are)."""
 
-    residues: np.ndarray
+    residues: np.ndarray | None
     offsets: np.ndarray
     ids: list[str]
     descriptions: list[str]
     source: str
+    codes: np.ndarray | None = None
+    letters: str | None = None
 
     @property
     def count(self) -> int:
@@ -49,9 +55,30 @@ class Database:
     def total_length(self) -> int:
         return int(self.offsets[-1])
 
+    def ascii(self) -> np.ndarray:
+        """All residues as uint8 ASCII letters (decoded from the codes of a version-2 file)."""
+        if self.residues is not None:
+            return np.asarray(self.residues)
+        table = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
+        return _take_chunked(table, np.asarray(self.codes))
+
     def record(self, k: int) -> Record:
-        seq = self.residues[self.offsets[k]:self.offsets[k + 1]].tobytes().decode()
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        if self.residues is not None:
+            seq = self.residues[a:b].tobytes().decode()
+        else:
+            seq = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)[self.codes[a:b]].tobytes().decode()
         return Record(self.ids[k], self.descriptions[k], seq)
+
+
+def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
+    the index array, 8 bytes per element)."""
+    out = np.empty(index.size, dtype=table.dtype)
+    step = 1 << 18
+    for k in range(0, index.size, step):
+        np.take(table, index[k:k + step], out=out[k:k + step])
+    return out
 
 
 def database_from_records(records: list[Record], source: str) -> Database:
@@ -68,25 +95,64 @@ def database_from_fasta(path: str) -> Database:
 
 
 def makedb(fasta: str, path: str) -> Database:
-    """Write ``fasta`` as a memory-mappable .nwdb: magic, header length, JSON header (ids, descriptions,
-    count), then offsets (int64) and residues (uint8 ASCII), 8-byte aligned. Returns the database."""
+    """Write ``fasta`` as a memory-mappable version-2 .nwdb (see :func:`write_database`); returns the
+    database as read from the FASTA.
+
+    Raises:
+        NwalignError: an unreadable or empty FASTA file, or a record without residues.
+    """
     db = database_from_fasta(fasta)
     write_database(db, path)
     return db
 
 
-def write_database(db: Database, path: str) -> None:
-    """Write a database in the .nwdb layout of :func:`makedb` (atomically: temporary file, then rename)."""
-    header = json.dumps({"count": db.count, "total": db.total_length, "ids": db.ids,
-                         "descriptions": db.descriptions}).encode()
-    pad = (-(len(MAGIC) + 8 + len(header))) % 8
+def database_letters(residues: np.ndarray) -> str:
+    """The letter order of a version-2 file: the default scoring alphabet of the letters' kind (DNA, RNA
+    or protein, as ``--alphabet auto`` decides), then any other letters present, sorted."""
+    from .scoring import make_scoring
+    from .sequences import detect_alphabet
+
+    residues = np.asarray(residues)
+    counts = np.zeros(256, dtype=np.int64)
+    for k in range(0, residues.size, 1 << 18):  # chunks: bincount converts its input to intp
+        counts += np.bincount(residues[k:k + (1 << 18)], minlength=256)
+    present = "".join(chr(c) for c in np.flatnonzero(counts))
+    alphabet = make_scoring(detect_alphabet([Record("letters", "", present)]), "local").alphabet
+    return alphabet + "".join(c for c in present if c not in alphabet)
+
+
+def write_database(db: Database, path: str, version: int = 2) -> None:
+    """Write a database as a .nwdb file, atomically (temporary file, then rename).
+
+    Layout: magic (8 bytes), header length (uint64), JSON header (count, total, ids, descriptions; version
+    2 also ``letters``), padding to 8 bytes, offsets (int64, count + 1), residues (uint8, total): ASCII
+    letters in version 1, indices into ``letters`` in version 2.
+    """
+    fields = {"count": db.count, "total": db.total_length, "ids": db.ids, "descriptions": db.descriptions}
+    if version == 2:
+        ascii_ = db.ascii()
+        letters = database_letters(ascii_)
+        lut = np.zeros(256, dtype=np.uint8)
+        lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
+        body = _take_chunked(lut, ascii_)
+        fields["letters"] = letters
+    else:
+        body = db.ascii()
+    header = json.dumps(fields).encode()
+    magic = MAGIC2 if version == 2 else MAGIC
+    pad = (-(len(magic) + 8 + len(header))) % 8
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(MAGIC + np.uint64(len(header) + pad).tobytes() + header + b" " * pad)
-        out.write(db.offsets.tobytes())
-        out.write(db.residues.tobytes())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as out:
+            out.write(magic + np.uint64(len(header) + pad).tobytes() + header + b" " * pad)
+            out.write(np.asarray(db.offsets, dtype=np.int64).tobytes())
+            out.write(body.tobytes())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
 
 
 def load_database(path: str) -> Database:
@@ -98,7 +164,7 @@ def load_database(path: str) -> Database:
     if path != "-" and os.path.isfile(path):
         with open(path, "rb") as handle:
             head = handle.read(16)
-        if head[:8] == MAGIC:
+        if head[:8] in (MAGIC, MAGIC2):
             try:
                 size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
                 with open(path, "rb") as handle:
@@ -106,34 +172,47 @@ def load_database(path: str) -> Database:
                     header = json.loads(handle.read(size))
                 start = 16 + size
                 offsets = np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(header["count"] + 1,))
-                residues = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (header["count"] + 1),
-                                     shape=(header["total"],))
-            except (ValueError, KeyError, OSError) as exc:
+                body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (header["count"] + 1),
+                                 shape=(header["total"],))
+                offsets = np.asarray(offsets)
+                if offsets[0] != 0 or offsets[-1] != header["total"] or np.any(np.diff(offsets) < 1):
+                    raise ValueError("inconsistent sequence offsets")
+                if len(header["ids"]) != header["count"]:
+                    raise ValueError("id count differs from the sequence count")
+            except (ValueError, KeyError, OSError, TypeError) as exc:
                 raise NwalignError(f"{path}: corrupt .nwdb file ({exc})") from None
-            return Database(residues, np.asarray(offsets), header["ids"], header["descriptions"], path)
+            if head[:8] == MAGIC:
+                return Database(body, offsets, header["ids"], header["descriptions"], path)
+            return Database(None, offsets, header["ids"], header["descriptions"], path, body, header["letters"])
     return database_from_fasta(path)
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
-    """All residues as codes (uint8, shape (total,)) in one vectorised pass, either case; a bad letter
-    is reported with its record and position.
+    """All residues as the scoring's codes (uint8, shape (total,)), either case; a bad letter is reported
+    with its record and position. A version-2 .nwdb written in the scoring's alphabet order is used as it
+    is (memory-mapped, no copy).
 
     Raises:
         NwalignError: a letter outside the scoring alphabet.
     """
-    lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
-    lower = np.arange(ord("a"), ord("z") + 1)
-    lut[lower] = lut[lower - 32]  # lower case reads as upper case
-    residues = np.asarray(db.residues)
-    codes = np.empty(residues.size, dtype=np.uint8)
-    step = 1 << 18  # in chunks: NumPy indexes through an intp copy of the index array (cache-sized here)
-    for k in range(0, residues.size, step):
-        np.take(lut, residues[k:k + step], out=codes[k:k + step])
+    if db.codes is not None:
+        if db.letters == scoring.alphabet:
+            return np.asarray(db.codes)
+        lut = np.full(256, 255, dtype=np.uint8)
+        letters = np.frombuffer(db.letters.encode("ascii"), dtype=np.uint8)
+        lut[:letters.size] = scoring.encode_bytes(letters)
+        source = db.codes
+    else:
+        lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
+        lower = np.arange(ord("a"), ord("z") + 1)
+        lut[lower] = lut[lower - 32]  # lower case reads as upper case
+        source = db.residues
+    codes = _take_chunked(lut, np.asarray(source))
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         pos = int(bad[0])
         k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
-        letter = chr(db.residues[pos])
+        letter = chr(db.ascii()[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
         raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "
                            f"{pos - int(db.offsets[k]) + 1} is not in the alphabet of {scoring.matrix_name}")
     return codes

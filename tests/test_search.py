@@ -9,6 +9,7 @@ import pytest
 
 from nwalign.cli import main
 from nwalign.engine import encode_all
+from nwalign.errors import NwalignError
 from nwalign.scoring import make_scoring
 from nwalign.search import database_from_records, encode_database, load_database, search_query, top_hits
 from nwalign.sequences import Record, read_fasta
@@ -91,6 +92,57 @@ def test_cli_tsv_json_and_makedb_round_trip(capsys, tmp_path):
     assert main(["search", OPAL, SP196, "--top", "1", "--format", "sam"]) == 0
     sam = capsys.readouterr().out
     assert sam.startswith("@HD") and sam.count("\tAS:i:") == 5
+
+
+def test_nwdb_versions_and_alphabets(tmp_path):
+    """makedb writes version 2 (letter indices in the default scoring alphabet's order: encoding is then
+    a no-op); version-1 files (ASCII) still load; every path gives the FASTA's records and codes; letters
+    outside the default alphabet are kept exactly and mapped (RNA 'U' read as T) or refused by name."""
+    from nwalign.search import MAGIC, MAGIC2, database_from_fasta, write_database
+
+    fasta_db = database_from_fasta(SP196)
+    scoring = make_scoring("protein", "local")
+    want = encode_database(fasta_db, scoring)
+    for version, magic in ((2, MAGIC2), (1, MAGIC)):
+        path = tmp_path / f"v{version}.nwdb"
+        write_database(fasta_db, str(path), version=version)
+        assert path.read_bytes()[:8] == magic
+        db = load_database(str(path))
+        assert db.ids == fasta_db.ids and db.descriptions == fasta_db.descriptions
+        assert [db.record(k).seq for k in (0, 77, 195)] == [fasta_db.record(k).seq for k in (0, 77, 195)]
+        codes = encode_database(db, scoring)
+        assert np.array_equal(codes, want)
+        if version == 2:
+            assert db.letters == scoring.alphabet and np.shares_memory(codes, db.codes)  # used as stored
+    # DNA with an RNA letter: stored exactly, mapped to T's code for a DNA search.
+    fa = tmp_path / "mixed.fa"
+    fa.write_text(">a\nACGUN\n>b\nttga\n")
+    path = tmp_path / "mixed.nwdb"
+    assert main(["makedb", str(fa), "-o", str(path)]) == 0
+    db = load_database(str(path))
+    assert [db.record(k).seq for k in range(2)] == ["ACGUN", "TTGA"] and db.letters.endswith("U")
+    dna = make_scoring("dna", "local")
+    assert np.array_equal(encode_database(db, dna), encode_database(database_from_fasta(str(fa)), dna))
+    # Selenocysteine is read as X (as from FASTA); a character no alphabet has is named with its record.
+    fa.write_text(">p1\nMEEQLKV\n>p2\nMAUKPE\n")
+    write_database(database_from_fasta(str(fa)), str(path))
+    assert np.array_equal(encode_database(load_database(str(path)), scoring),
+                          encode_database(database_from_fasta(str(fa)), scoring))
+    fa.write_text(">p1\nMEEQLKV\n>p2\nMAK1PE\n")
+    write_database(database_from_fasta(str(fa)), str(path))
+    with pytest.raises(NwalignError, match=r"record p2: letter '1' at position 4"):
+        encode_database(load_database(str(path)), scoring)
+
+
+def test_corrupt_nwdb_is_refused(tmp_path):
+    from nwalign.search import write_database, database_from_fasta
+
+    path = tmp_path / "x.nwdb"
+    write_database(database_from_fasta(SP196), str(path))
+    data = bytearray(path.read_bytes())
+    (tmp_path / "cut.nwdb").write_bytes(bytes(data[:len(data) // 2]))
+    with pytest.raises(NwalignError, match="corrupt .nwdb"):
+        load_database(str(tmp_path / "cut.nwdb"))
 
 
 def test_cli_no_statistics_says_so_once(capsys):

@@ -21,7 +21,7 @@ class GswSearcher:
     def __init__(self, db, scoring, device: int = 0):
         cp = require(device)
         self.cp = cp
-        letters = np.asarray(db.residues, dtype=np.uint8)
+        letters = np.asarray(db.ascii(), dtype=np.uint8)
         if letters.size and (letters.min() < ord("A") or letters.max() > ord("Z")):
             raise NwalignError("gsw: the database has characters outside A-Z (such as '*'); use --backend cpu")
         self.count = db.count
