@@ -71,3 +71,14 @@ __device__ __forceinline__ void nw_band_best_store(int *out, int s, int i, int j
     }
     if (lane == 0) { out[0] = s; out[1] = i; out[2] = j; }
 }
+
+// x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
+__device__ __forceinline__ unsigned add16(unsigned x, unsigned y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned r;
+    asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
+    return __vadd2(x, y);
+#endif
+}

@@ -59,17 +59,6 @@ __device__ __forceinline__ void sw_store_if(bool pred, uint2 *p, uint2 v) {
                  ::"r"((int)pred), "l"(p), "r"(v.x), "r"(v.y) : "memory");
 }
 
-// x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
-__device__ __forceinline__ unsigned sw_add16(unsigned x, unsigned y) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    unsigned r;
-    asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
-    return r;
-#else
-    return __vadd2(x, y);
-#endif
-}
-
 template <bool WIDE>
 struct SwOps;
 
@@ -78,7 +67,7 @@ struct SwOps<false> {  // two sequences per register, s16x2
     typedef unsigned V;
     static __device__ __forceinline__ V splat(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }
     static __device__ __forceinline__ V addmax(V a, V b, V c) { return __viaddmax_s16x2(a, b, c); }
-    static __device__ __forceinline__ V add(V a, V b) { return sw_add16(a, b); }
+    static __device__ __forceinline__ V add(V a, V b) { return add16(a, b); }
     static __device__ __forceinline__ V addmax_relu(V a, V b, V c) { return __viaddmax_s16x2_relu(a, b, c); }
     static __device__ __forceinline__ V max3(V a, V b, V c) { return __vimax3_s16x2(a, b, c); }
     static __device__ __forceinline__ V max2(V a, V b) { return __vmaxs2(a, b); }

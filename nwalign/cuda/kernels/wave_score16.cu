@@ -36,17 +36,6 @@ __device__ __forceinline__ void store_word_if(bool pred, u64 *p, u64 v) {
                  ::"r"((int)pred), "l"(p), "l"(v) : "memory");
 }
 
-// x + y per halfword (sm_90 has it in hardware; older GPUs get CUDA's emulation of the SIMD intrinsic).
-__device__ __forceinline__ unsigned add16(unsigned x, unsigned y) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    unsigned r;
-    asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
-    return r;
-#else
-    return __vadd2(x, y);
-#endif
-}
-
 __device__ __forceinline__ unsigned max16(unsigned x, unsigned y) { return __vmaxs2(x, y); }
 __device__ __forceinline__ unsigned min16(unsigned x, unsigned y) { return __vmins2(x, y); }
 __device__ __forceinline__ unsigned pair16(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }  // v, v
