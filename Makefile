@@ -2,7 +2,7 @@ PYTHON ?= python3
 GENOME_A = data/sars-cov-2_wuhan-hu-1_MN908947.fasta
 GENOME_B = data/batcov_RaTG13.fasta
 
-.PHONY: install demo test bench-cpu gpu-check gpu-bench clean
+.PHONY: install demo test bench-cpu gpu-check gpu-bench gpu-search clean
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -31,3 +31,7 @@ gpu-check:
 
 gpu-bench:
 	bash scripts/gpu-check.sh full
+
+# On a machine with a GPU: the search GPU tests and every search benchmark (570k proteins, DNA, end to end).
+gpu-search:
+	bash scripts/gpu-search.sh all
