@@ -24,5 +24,9 @@ nw search $Q $DB.fa --top 10 -v -o "$OUTDIR/hits_fasta.tsv"
 echo "== identical outputs"
 cmp "$OUTDIR/hits_first.tsv" "$OUTDIR/hits_nwdb.tsv" && cmp "$OUTDIR/hits_nwdb.tsv" "$OUTDIR/hits_fasta.tsv" && echo yes
 wc -l < "$OUTDIR/hits_nwdb.tsv"
+echo "== top 10 of the two shortest queries: GPU against the CPU engine (whole database)"
+head -n 4 $Q > /tmp/q2.fa
+python3 -m nwalign search /tmp/q2.fa $DB.nwdb --top 10 --backend cpu -o "$OUTDIR/hits_cpu2.tsv"
+head -n 20 "$OUTDIR/hits_nwdb.tsv" | cmp - "$OUTDIR/hits_cpu2.tsv" && echo "identical (20 hits)"
 } 2>&1 | tee "$OUTDIR/e2e.txt"
 python3 -m cProfile -s cumtime -m nwalign search $Q $DB.nwdb --top 10 -o /dev/null 2>&1 | head -45 > "$OUTDIR/profile.txt"
