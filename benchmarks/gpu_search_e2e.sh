@@ -25,7 +25,9 @@ echo "== identical outputs"
 cmp "$OUTDIR/hits_first.tsv" "$OUTDIR/hits_nwdb.tsv" && cmp "$OUTDIR/hits_nwdb.tsv" "$OUTDIR/hits_fasta.tsv" && echo yes
 wc -l < "$OUTDIR/hits_nwdb.tsv"
 echo "== top 10 of the two shortest queries: GPU against the CPU engine (whole database)"
-head -n 4 $Q > /tmp/q2.fa
+python3 -c "
+from nwalign.sequences import read_fasta
+print(''.join(f'>{r.description}\\n{r.seq}\\n' for r in read_fasta('$Q')[:2]), end='')" > /tmp/q2.fa
 python3 -m nwalign search /tmp/q2.fa $DB.nwdb --top 10 --backend cpu -o "$OUTDIR/hits_cpu2.tsv"
 head -n 20 "$OUTDIR/hits_nwdb.tsv" | cmp - "$OUTDIR/hits_cpu2.tsv" && echo "identical (20 hits)"
 } 2>&1 | tee "$OUTDIR/e2e.txt"
