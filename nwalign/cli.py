@@ -19,6 +19,7 @@ import numpy as np
 from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
 from .search import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
 from .search import COLUMNS as SEARCH_COLUMNS
+from .search import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
 from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
 from .cuda.allpairs import KERNELS as AP_KERNELS
@@ -425,7 +426,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     cols = parse_columns(columns, SEARCH_COLUMNS)
     threads = threads or os.cpu_count() or 1
     use_gpu = choose_backend(backend) == "cuda"
-    if use_gpu:
+    align = fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS)  # else the scan says it all
+    if use_gpu and align:
         warm_cpu_engine()  # the hits' alignments run on the CPU engine; load it while the GPU is set up
     queries = read_fasta(query)
     db = load_database(database)
@@ -466,7 +468,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             writer.begin()
         progress = _search_progress(len(qenc) * db.total_length, quiet)
         for q, hits in search_all(qenc, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
-                                  progress):
+                                  progress, align):
             for hit in hits:
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")

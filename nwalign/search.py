@@ -30,6 +30,8 @@ MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the 
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
                  "evalue", "bitscore")
 COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
+#: Columns known from the scan alone: a search that writes only these aligns nothing.
+SCORE_COLUMNS = ("qseqid", "sseqid", "evalue", "bitscore", "score", "qlen", "slen")
 
 
 @dataclass
@@ -273,6 +275,12 @@ def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scori
     return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore)
 
 
+def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    aln = Alignment(query_id=query.record.id, target_id=db.ids[k], mode=scoring.mode, score=score,
+                    query_length=len(query.codes), target_length=int(db.offsets[k + 1] - db.offsets[k]))
+    return Hit(query.record, k, aln, evalue, bitscore)
+
+
 def _reported(query: Encoded, scores: np.ndarray, db: Database, stats: KarlinAltschul | None, top: int,
               max_evalue: float | None, min_score: int | None) -> list[tuple[int, float | None, float | None]]:
     """(database index, E-value, bit score) of the hits to report, from the scan's scores alone (they are
@@ -314,12 +322,13 @@ def warm_cpu_engine() -> None:
 
 def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
                stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
-               min_score: int | None = None, threads: int = 1, gpu=None, progress=None):
+               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True):
     """Search every query; yields (query, hits) in query order.
 
     With ``gpu``, the reported hits of one query are aligned on the CPU engine by ``threads`` threads
-    (the engine releases the GIL) while the GPU scans the next query. ``progress(residues)`` is called
-    after each scan.
+    (the engine releases the GIL) while the GPU scans the next query. ``align=False``: the hits carry
+    score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(residues)`` is called after
+    each scan.
     """
     from collections import deque
 
@@ -332,8 +341,11 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
                 scores = scan(q.codes, codes, db.offsets, scoring, threads)
             if progress:
                 progress(db.total_length)
-            jobs = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits)
-                    for k, ev, bits in _reported(q, scores, db, stats, top, max_evalue, min_score)]
+            reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
+            if align:
+                jobs = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
+            else:
+                jobs = [_Done(_score_hit(q, db, k, int(scores[k]), scoring, ev, bits)) for k, ev, bits in reported]
             pending.append((q, jobs))
             while len(pending) > (1 if gpu is not None else 0):
                 q0, done = pending.popleft()
@@ -343,16 +355,29 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
             yield q0, [j.result() for j in done]
 
 
+class _Done:
+    """A finished result in the place of a future."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+_FIELDS = {
+    "qseqid": lambda h, a: a.query_id, "sseqid": lambda h, a: a.target_id,
+    "pident": lambda h, a: f"{100.0 * a.identity:.2f}", "length": lambda h, a: a.length,
+    "mismatch": lambda h, a: a.mismatch, "gapopen": lambda h, a: a.gap_opens,
+    "qstart": lambda h, a: 0 if a.length == 0 else a.query_start + 1, "qend": lambda h, a: a.query_end,
+    "sstart": lambda h, a: 0 if a.length == 0 else a.target_start + 1, "send": lambda h, a: a.target_end,
+    "evalue": lambda h, a: "" if h.evalue is None else f"{h.evalue:.2g}",
+    "bitscore": lambda h, a: "" if h.bitscore is None else f"{h.bitscore:.1f}", "score": lambda h, a: a.score,
+    "qlen": lambda h, a: a.query_length, "slen": lambda h, a: a.target_length, "nident": lambda h, a: a.nident,
+    "gaps": lambda h, a: a.gaps, "cigar": lambda h, a: a.cigar(),
+}
+
+
 def field(hit: Hit, column: str) -> str:
     """One BLAST tabular field (coordinates 1-based inclusive, pident a percentage)."""
-    a = hit.aln
-    empty = a.length == 0
-    values = {
-        "qseqid": a.query_id, "sseqid": a.target_id, "pident": f"{100.0 * a.identity:.2f}", "length": a.length,
-        "mismatch": a.mismatch, "gapopen": a.gap_opens, "qstart": 0 if empty else a.query_start + 1,
-        "qend": a.query_end, "sstart": 0 if empty else a.target_start + 1, "send": a.target_end,
-        "evalue": "" if hit.evalue is None else f"{hit.evalue:.2g}",
-        "bitscore": "" if hit.bitscore is None else f"{hit.bitscore:.1f}", "score": a.score,
-        "qlen": a.query_length, "slen": a.target_length, "nident": a.nident, "gaps": a.gaps, "cigar": a.cigar(),
-    }
-    return str(values[column])
+    return str(_FIELDS[column](hit, hit.aln))

@@ -340,3 +340,22 @@ def test_top_hits_ties_and_min_score():
     assert top_hits(scores, 10, None).tolist() == [1, 2, 4, 6, 5, 0, 3]
     assert top_hits(scores, 10, 7).tolist() == [1, 2, 4, 6, 5]
     assert top_hits(scores, 0, None).tolist() == []
+
+
+def test_score_columns_need_no_alignment(capsys, monkeypatch):
+    """Columns the scan alone gives (ids, score, lengths, E-value, bit score) are written without
+    aligning any hit, and equal the aligned run's."""
+    import nwalign.search as search
+
+    cols = "qseqid,sseqid,score,evalue,bitscore,qlen,slen"
+    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols + ",pident"]) == 0  # aligned
+    aligned = "".join(line.rsplit("\t", 1)[0] + "\n" for line in capsys.readouterr().out.splitlines())
+
+    def no_alignment(*args, **kwargs):
+        raise AssertionError("a hit was aligned")
+
+    monkeypatch.setattr(search, "align_pair", no_alignment)
+    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols]) == 0
+    assert capsys.readouterr().out == aligned and aligned.count("\n") == 15
+    with pytest.raises(AssertionError, match="aligned"):
+        main(["search", OPAL, SP196, "--top", "3", "--columns", "qseqid,pident"])
