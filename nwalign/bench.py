@@ -324,15 +324,14 @@ def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[s
 
 def synthetic_database(count: int, seed: int):
     """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
-    from .search import database_from_records
+    from .search import Database
 
     rng = np.random.default_rng(seed)
     sigma = 0.55
     lengths = np.clip(rng.lognormal(np.log(360) - sigma**2 / 2, sigma, size=count), 20, 35000).astype(np.int64)
-    residues = AMINO[rng.integers(0, 20, size=int(lengths.sum()))].tobytes().decode()
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    return database_from_records([Record(f"db{k}", "", residues[offsets[k]:offsets[k + 1]]) for k in range(count)],
-                                 f"synthetic-{count}")
+    residues = np.frombuffer(AMINO[rng.integers(0, 20, size=int(lengths.sum()))].tobytes(), dtype=np.uint8)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    return Database(residues, offsets, [f"db{k}" for k in range(count)], [""] * count, f"synthetic-{count}")
 
 
 def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
