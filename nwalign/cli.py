@@ -456,6 +456,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             ScanSearcher(codes, db.offsets, scoring, device)
         log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned on the CPU engine",
                  search_kernel, time.perf_counter() - t0)
+        if hasattr(gpu, "describe"):
+            log.info("search: %s", gpu.describe())
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
              db.total_length, scoring.matrix_name, threads)
     with output_stream(output) as out:
@@ -488,7 +490,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
         if writer:
             writer.end()
     log.info("search: done in %.2f s%s", time.perf_counter() - started,
-             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans)" if hasattr(gpu, "scan_seconds") else "")
+             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans; {gpu.recomputed} scores recomputed in 32-bit)"
+             if hasattr(gpu, "scan_seconds") else "")
 
 
 def _search_progress(total: int, quiet: bool):

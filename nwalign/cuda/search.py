@@ -244,6 +244,20 @@ class ScanSearcher:
         """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
         return self.scores(query.codes)
 
+    def describe(self, m: int = 1000) -> str:
+        """One line for ``-v``: how the database is cut and which sequences take the slower paths."""
+        parts = self.partitions(m)
+        multi = [p for p in parts if p.multi]
+        longer = sum(p.count for p in multi)
+        text = (f"scan: {len(parts)} length ranges, groups of {min(p.G for p in parts)}-{max(p.G for p in parts)} "
+                f"threads, {'packed 16-bit' if self.packed16 else '32-bit'} scores")
+        if longer:
+            text += (f"; {longer} sequences longer than one pass take passes of "
+                     f"{max(p.G * p.R for p in multi)} columns")
+        if self.packed16:
+            text += f"; scores >= {self.limit} are recomputed in 32-bit"
+        return text
+
 
 _QPAD = 32  # SW_QPAD in sw_search.cu
 _ARGS = np.dtype([("res", np.uint64), ("off", np.uint64), ("list", np.uint64), ("first", np.int32),
