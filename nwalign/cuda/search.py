@@ -76,10 +76,9 @@ class ScanSearcher:
     group of G threads (4-32) scores two sequences of one partition at once in packed 16-bit
     arithmetic, each thread holding R columns of both in registers while the query streams through
     the group; sequences longer than the group's G x R columns take several passes (the boundary
-    column goes through memory). Each range of lengths takes the configuration with the fewest cell
-    slots for the query's length (short queries favour small groups: a group's pipeline fills and
-    drains in G - 1 rows per pass). A score that may have left the int16 range is recomputed by the 32-bit
-    form of the kernel. Partitions run on several streams, the longest first.
+    column goes through memory). Each range of lengths takes the smallest configuration that holds it
+    (see ``plan``). A score that may have left the int16 range is recomputed by the 32-bit form of the
+    kernel. Ranges run on several streams, the longest first, each as a persistent grid.
 
     Arguments:
         codes: the database residue codes (uint8, all sequences concatenated).
@@ -113,7 +112,7 @@ class ScanSearcher:
         self.count, self.A = int(lengths.size), A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
         dev = cp.cuda.Device()
-        self.hopper = dev.compute_capability >= "90"
+        self.hopper = int(dev.compute_capability) >= 90  # "90", "100": compare as numbers
         need = 4 * _table_words(A, False)
         smem = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
         if need > smem:
