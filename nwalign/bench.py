@@ -166,9 +166,11 @@ def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
             raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
     gpu = [k for k in names if k in cuda.KERNELS]
     if gpu and not gpu_ok:
-        log.warning("GPU kernels %s skipped: %s", ", ".join(gpu),
-                    cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
         names = [k for k in names if k not in cuda.KERNELS]
+        if not names:
+            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
+        log.warning("GPU kernels %s skipped: %s", ", ".join(gpu), why)
     return names
 
 
@@ -349,8 +351,11 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
     names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
     if any(k in GPU_SEARCH_KERNELS for k in names) and not gpu_ok:
-        log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
         names = [k for k in names if k not in GPU_SEARCH_KERNELS]
+        if not names:
+            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
+        log.warning("GPU kernels skipped: %s", why)
     if inputs and len(inputs) > 2:
         raise NwalignError("--input for search: give the query FASTA, and optionally the database FASTA")
     if inputs:
@@ -465,8 +470,11 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     if count < 2:
         raise NwalignError("--count: allpairs needs at least 2 sequences")
     if not gpu_ok and any(n in GPU_KERNELS for n in names):
-        log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
         names = [n for n in names if n not in GPU_KERNELS]
+        if not names:
+            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
+        log.warning("GPU kernels skipped: %s", why)
     slices = slices or [32]
     blocks = blocks or [None]
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"

@@ -219,6 +219,12 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
     for qi, ti in plan:
         scoring.check_lengths(len(qenc[qi].codes), len(tenc[ti].codes))
     engine = choose_backend(backend)
+    ctx = click.get_current_context()
+    if engine == "cpu" and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
+        from . import cuda
+
+        why = "--backend cpu" if backend == "cpu" else cuda.why_unavailable()
+        raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")
     options = None
     if engine == "cuda":
         from .cuda.pair import Options
@@ -525,6 +531,9 @@ def makedb(fasta, output):
 
     if output == "-":
         raise NwalignError("makedb: -o needs a file name (the database is memory-mapped from it)")
+    if re.search(r"\.(fa|fasta|fna|faa|ffn|fas|seq)(\.(gz|bz2|xz))?$", output, re.IGNORECASE):
+        click.echo(f"nwalign: warning: -o {output}: the database is a binary .nwdb file, not FASTA "
+                   "(name it .nwdb)", err=True)
     db = write_db(fasta, output)
     click.echo(f"nwalign: {output}: {db.count} sequences, {db.total_length} residues", err=True)
 
@@ -555,8 +564,9 @@ def mutate_command(fasta, rate, seed, region, output):
         for k, rec in enumerate(records):
             if region:
                 start, end = parse_region(region)
-                if start >= len(rec.seq):
-                    raise NwalignError(f"--region {region}: record {rec.id} has only {len(rec.seq)} residues")
+                if end > len(rec.seq):
+                    raise NwalignError(f"--region {region}: record {rec.id} has only {len(rec.seq)} residues "
+                                       "(the region must lie inside the sequence)")
                 rec = Record(rec.id, rec.description, rec.seq[start:end])
             new = mutate(rec, rate, seed + k) if rate else rec
             words = new.description.split(maxsplit=1)  # Bio's description starts with the id
@@ -681,7 +691,8 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
             else:
                 table.add_row(r.kernel, f"{r.query_length} x {r.target_length}", timing, f"{r.gcups:.3g}", vs_cpu,
                               "" if r.speedup_serial is None else f"{r.speedup_serial:.3g}x", ok)
-        Console().print(table)
+        # Not a terminal (a pipe, a file, CI): wide enough that no cell is cut.
+        Console(width=None if sys.stdout.isatty() else 200).print(table)
     if json_out:
         with output_stream(json_out) as out:
             json.dump([asdict(r) for r in rows], out, indent=1)

@@ -52,16 +52,21 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _decompress(data: bytes, name: str) -> bytes:
-    """Undo gzip/bzip2/xz compression recognised by magic bytes; a truncated stream is an error."""
+    """Undo gzip/bzip2/xz compression recognised by magic bytes (a truncated stream is an error), then drop
+    a UTF-8 byte-order mark and turn old Mac (CR-only) line endings into newlines."""
     try:
         if data[:2] == b"\x1f\x8b":
-            return gzip.decompress(data)
-        if data[:3] == b"BZh":
-            return bz2.decompress(data)
-        if data[:6] == b"\xfd7zXZ\x00":
-            return lzma.decompress(data)
+            data = gzip.decompress(data)
+        elif data[:3] == b"BZh":
+            data = bz2.decompress(data)
+        elif data[:6] == b"\xfd7zXZ\x00":
+            data = lzma.decompress(data)
     except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
         raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    if b"\r" in data and b"\n" not in data:
+        data = data.replace(b"\r", b"\n")
     return data
 
 

@@ -159,6 +159,7 @@ def test_subprocess_error_and_help():
     assert proc.returncode == 0 and b"--gap-open" in proc.stdout and b"Pairing" in proc.stdout
 
 
+@pytest.mark.slow
 def test_real_genomes_every_format(capsys):
     """SARS-CoV-2 Wuhan-Hu-1 against bat RaTG13 with the DNA defaults: ~96% identity, all formats agree."""
     code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "json")
@@ -213,6 +214,7 @@ def test_bench_cpu_rows_are_verified(capsys, tmp_path):
     assert "verified" in out or "nwalign bench" in out
 
 
+@pytest.mark.slow
 def test_bench_traceback_and_input(capsys, tmp_path):
     js = tmp_path / "b.json"
     code = main(["bench", "--input", GENOME_A, "--input", os.path.join(ROOT, "data", "phage_lambda_J02459.fasta"),
@@ -278,3 +280,19 @@ def test_bench_allpairs_input_file(tmp_path):
                  "--count", "5", "--repeats", "1", "--warmup", "0", "--json", str(out), "-q"]) == 0
     rows = json.loads(out.read_text())
     assert rows[0]["pairs"] == 10 and rows[0]["verified"]
+
+
+def test_new_user_input_edges(tmp_path, capsys):
+    """mutate --region past the end is refused; makedb -o x.fa warns; pair with an explicit GPU kernel on
+    the CPU engine says so in one line."""
+    fa = tmp_path / "a.fa"
+    fa.write_text(">a\nACGTACGTAC\n")
+    assert main(["mutate", str(fa), "--region", "3-20", "--rate", "0"]) == 2
+    assert "has only 10 residues" in capsys.readouterr().err
+    assert main(["mutate", str(fa), "--region", "3-10", "--rate", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "GTACGTAC"
+    assert main(["makedb", str(fa), "-o", str(tmp_path / "db.fa")]) == 0
+    assert "not FASTA" in capsys.readouterr().err
+    assert main(["pair", str(fa), str(fa), "--backend", "cpu", "--kernel", "adm-submatrix"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GPU kernel" in err and "--backend cpu" in err

@@ -15,6 +15,7 @@ def test_sources_exist():
     assert {p.stem for p in SOURCES} >= {"antidiagonal", "diagonal_block", "skewed_lockfree"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("source", SOURCES, ids=[p.name for p in SOURCES])

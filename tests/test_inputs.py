@@ -163,3 +163,16 @@ def test_read_fasta_arrays_errors(tmp_path):
         path.write_text(content)
         with pytest.raises(NwalignError, match=message.replace("(", r"\(").replace(")", r"\)")):
             read_fasta_arrays(str(path))
+
+
+def test_bom_and_cr_only_line_endings(tmp_path):
+    """A UTF-8 byte-order mark and old Mac (CR-only) line endings read like plain FASTA, by both readers."""
+    from nwalign.sequences import read_fasta_arrays
+
+    for name, data in (("bom.fa", b"\xef\xbb\xbf>a x\nACGT\n>b\nGG\n"), ("cr.fa", b">a x\rACGT\r>b\rGG\r"),
+                       ("bomcr.fa.gz", gzip.compress(b"\xef\xbb\xbf>a x\rAC\rGT\r>b\rGG"))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert [(r.id, r.description, r.seq) for r in read_fasta(str(path))] == [("a", "a x", "ACGT"), ("b", "b", "GG")]
+        ids, desc, residues, offsets = read_fasta_arrays(str(path))
+        assert ids == ["a", "b"] and residues.tobytes() == b"ACGTGG" and offsets.tolist() == [0, 4, 6]

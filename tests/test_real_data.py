@@ -17,6 +17,7 @@ def _encode(scoring, records):
     return [Encoded(r, scoring.encode(r)) for r in records]
 
 
+@pytest.mark.slow
 def test_genomes_score_equals_biopython():
     a, b = read_fasta(GENOME_A)[0], read_fasta(GENOME_B)[0]
     scoring = make_scoring("dna")

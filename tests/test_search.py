@@ -50,6 +50,7 @@ def test_opal_queries_against_swissprot_196_equal_biopython():
     assert nwalign_hits(queries, db, 10) == brute_force(queries, db, 10)
 
 
+@pytest.mark.slow
 def test_benchmark_queries_against_ecoli_proteome_equal_biopython():
     queries = [r for r in read_fasta(BENCH20) if len(r.seq) < 200][:2]
     db = read_fasta(ECOLI)
