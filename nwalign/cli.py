@@ -165,8 +165,8 @@ def cli():
               help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
                    "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
                    "GPU 40% of free memory]")
-@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Pairs aligned at once on the CPU (0 = all cores).")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Pairs aligned at once on the CPU (0 = all cores, as for every command).")
 @click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
@@ -403,7 +403,8 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
                    "sequence, query and matrix in constant memory).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="CPU threads over database sequences (0 = all cores).")
+              help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
+                   "once (0 = all cores).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True)
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
