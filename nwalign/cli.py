@@ -79,13 +79,37 @@ def output_stream(path: str | None):
         raise
 
 
+class _Score(click.ParamType):
+    """An integer score or penalty; a fractional one (EMBOSS's default extend is 0.5) gets an explanation."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            pass
+        try:
+            float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not an integer", param, ctx)
+        self.fail(f"{value!r}: scores and penalties are integers in nwalign; for EMBOSS's 10/0.5, double every "
+                  "score (--gap-open 20 --gap-extend 1 and a matrix file with doubled values: alignments are the "
+                  "same, scores twice as large)", param, ctx)
+
+
+SCORE = _Score()
+
+
 def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    """--columns: comma-separated names from ``allowed``.
+    """--columns: names from ``allowed``, separated by commas or (as BLAST's -outfmt writes them) spaces.
 
     Raises:
         NwalignError: an unknown name, or none at all.
     """
-    cols = tuple(c.strip() for c in text.split(",") if c.strip())
+    cols = tuple(c for c in re.split(r"[,\s]+", text) if c)
     unknown = [c for c in cols if c not in allowed]
     if unknown or not cols:
         raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
@@ -105,11 +129,11 @@ _SCORING_OPTIONS = (
     click.option("--matrix", metavar="NAME|PATH",
                  help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
                       "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA."),
-    click.option("--match", type=int, help="DNA/RNA score for identical letters  [default: 5]"),
-    click.option("--mismatch", type=int, help="DNA/RNA score for different letters  [default: -4]"),
-    click.option("--gap-open", type=int, metavar="N",
+    click.option("--match", type=SCORE, help="DNA/RNA score for identical letters  [default: 5]"),
+    click.option("--mismatch", type=SCORE, help="DNA/RNA score for different letters  [default: -4]"),
+    click.option("--gap-open", type=SCORE, metavar="N",
                  help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]"),
-    click.option("--gap-extend", type=int, metavar="N",
+    click.option("--gap-extend", type=SCORE, metavar="N",
                  help="Penalty of each further gap position (>= 0); a gap of length L costs "
                       "open + (L-1)*extend  [default: 1]"),
     click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
@@ -391,7 +415,8 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
 @click.option("--max-evalue", type=float, metavar="E", help="Report only hits with E-value <= E.")
 @click.option("--min-score", type=int, metavar="S", help="Report only hits with raw score >= S.")
 @click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default=True, metavar="NAME,...",
-              help="TSV columns (BLAST tabular names): " + ", ".join(SEARCH_COLUMNS) + ".")
+              help="TSV columns (BLAST tabular names, comma- or space-separated): " + ", ".join(SEARCH_COLUMNS)
+                   + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + ": no hit is aligned (faster).")
 @click.option("--header", is_flag=True, help="Print a header line (TSV).")
 @click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
 @scoring_options
@@ -595,8 +620,8 @@ def mutate_command(fasta, rate, seed, region, output):
               help="search: database sequences (allpairs: sampled pairs) re-scored on the CPU engine to "
                    "verify the GPU kernels; allpairs times the CPU engine on these pairs.")
 @click.option("--matrix", metavar="NAME|PATH", help="search: substitution matrix  [default: BLOSUM62]")
-@click.option("--gap-open", type=int, metavar="N", help="search: gap open penalty  [default: 11]")
-@click.option("--gap-extend", type=int, metavar="N", help="search: gap extend penalty  [default: 1]")
+@click.option("--gap-open", type=SCORE, metavar="N", help="search: gap open penalty  [default: 11]")
+@click.option("--gap-extend", type=SCORE, metavar="N", help="search: gap extend penalty  [default: 1]")
 @click.option("--sizes", default="1000,10000", show_default=True, metavar="N,N,...",
               help="Sequence lengths (k/M suffixes allowed): a seeded random query and a 10%-mutated copy.")
 @click.option("--input", "inputs", multiple=True, metavar="FASTA",

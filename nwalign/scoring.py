@@ -112,6 +112,8 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
             raise NwalignError(f"{name}: not a readable substitution matrix ({exc})") from None
         label = os.path.basename(name)
     else:
+        if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
+            name = "NUC.4.4"
         try:
             mat = substitution_matrices.load(name.upper())
         except (FileNotFoundError, ValueError, OSError):

@@ -29,9 +29,10 @@ MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
 MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
                  "evalue", "bitscore")
-COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
+COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar", "qseq", "sseq", "ppos", "qcovs",
+                           "stitle", "btop")
 #: Columns known from the scan alone: a search that writes only these aligns nothing.
-SCORE_COLUMNS = ("qseqid", "sseqid", "evalue", "bitscore", "score", "qlen", "slen")
+SCORE_COLUMNS = ("qseqid", "sseqid", "evalue", "bitscore", "score", "qlen", "slen", "stitle")
 
 
 @dataclass
@@ -250,6 +251,7 @@ class Hit:
     aln: Alignment
     evalue: float | None
     bitscore: float | None
+    title: str = ""  # the database sequence's FASTA header line (BLAST's stitle)
 
 
 def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
@@ -272,13 +274,13 @@ def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
 
 def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:
     target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
-    return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore)
+    return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
 
 
 def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
     aln = Alignment(query_id=query.record.id, target_id=db.ids[k], mode=scoring.mode, score=score,
                     query_length=len(query.codes), target_length=int(db.offsets[k + 1] - db.offsets[k]))
-    return Hit(query.record, k, aln, evalue, bitscore)
+    return Hit(query.record, k, aln, evalue, bitscore, db.descriptions[k])
 
 
 def _reported(query: Encoded, scores: np.ndarray, db: Database, stats: KarlinAltschul | None, top: int,
@@ -375,7 +377,29 @@ _FIELDS = {
     "bitscore": lambda h, a: "" if h.bitscore is None else f"{h.bitscore:.1f}", "score": lambda h, a: a.score,
     "qlen": lambda h, a: a.query_length, "slen": lambda h, a: a.target_length, "nident": lambda h, a: a.nident,
     "gaps": lambda h, a: a.gaps, "cigar": lambda h, a: a.cigar(),
+    "qseq": lambda h, a: a.gapped()[0], "sseq": lambda h, a: a.gapped()[1],
+    "ppos": lambda h, a: f"{100.0 * a.similarity:.2f}",
+    "qcovs": lambda h, a: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+    "stitle": lambda h, a: h.title or a.target_id, "btop": lambda h, a: btop(a),
 }
+
+
+def btop(aln: Alignment) -> str:
+    """BLAST's traceback operations: the length of each run of identical columns, and for every other
+    column the query letter then the subject letter ('-' for a gap)."""
+    q, t = aln.gapped()
+    out, run = [], 0
+    for col, a, b in zip(aln.columns.tolist(), q, t):
+        if col == 0:
+            run += 1
+            continue
+        if run:
+            out.append(str(run))
+            run = 0
+        out.append(a + b)
+    if run:
+        out.append(str(run))
+    return "".join(out)
 
 
 def field(hit: Hit, column: str) -> str:

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import os
 
 import numpy as np
@@ -360,3 +361,40 @@ def test_score_columns_need_no_alignment(capsys, monkeypatch):
     assert capsys.readouterr().out == aligned and aligned.count("\n") == 15
     with pytest.raises(AssertionError, match="aligned"):
         main(["search", OPAL, SP196, "--top", "3", "--columns", "qseqid,pident"])
+
+
+def test_blast_habits_columns(capsys):
+    """BLAST's space-separated --columns, and qseq/sseq/ppos/qcovs/stitle/btop: btop rebuilt into the
+    gapped sequences gives qseq and sseq; qcovs is the aligned query span; stitle the header line."""
+    cols = "qseqid sseqid qstart qend qlen length nident qseq sseq ppos qcovs stitle btop"
+    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 15
+    titles = {r.id: r.description for r in read_fasta(SP196)}
+    for qid, sid, qs, qe, qlen, length, nident, qseq, sseq, ppos, qcovs, stitle, btop in rows:
+        assert len(qseq) == len(sseq) == int(length) and stitle == titles[sid]
+        assert int(qcovs) == round(100 * (int(qe) - int(qs) + 1) / int(qlen))
+        q_rebuilt, s_rebuilt, k = [], [], 0
+        for token in re.findall(r"\d+|\D\D", btop):
+            if token.isdigit():
+                q_rebuilt.append(qseq[k:k + int(token)])
+                s_rebuilt.append(qseq[k:k + int(token)])
+                k += int(token)
+            else:
+                q_rebuilt.append(token[0])
+                s_rebuilt.append(token[1])
+                k += 1
+        assert "".join(q_rebuilt) == qseq and "".join(s_rebuilt) == sseq
+        assert sum(int(t) for t in re.findall(r"\d+", btop)) == int(nident)
+        assert float(ppos) >= 100 * int(nident) / int(length) - 0.01
+
+
+def test_emboss_names_and_fractional_penalties(capsys):
+    """EDNAFULL is EMBOSS's name for NUC.4.4; a fractional penalty (EMBOSS's 0.5) is refused in one line
+    that says what to do."""
+    a = make_scoring("dna", "global", matrix="EDNAFULL")
+    b = make_scoring("dna", "global", matrix="NUC.4.4")
+    assert np.array_equal(a.matrix, b.matrix) and a.alphabet == b.alphabet
+    assert main(["pair", "--random", "20,20", "--gap-extend", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "integers" in err and "double every score" in err
