@@ -19,6 +19,7 @@ import numpy as np
 from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
 from .search import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
 from .search import COLUMNS as SEARCH_COLUMNS
+from .search import JSON_COLUMNS as SEARCH_JSON_COLUMNS
 from .search import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
 from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
@@ -507,7 +508,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")
                 elif fmt == "json":
-                    row = {c: field(hit, c) for c in SEARCH_COLUMNS}
+                    row = {c: field(hit, c) for c in SEARCH_JSON_COLUMNS}
                     for c in ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "score", "qlen",
                               "slen", "nident", "gaps"):
                         row[c] = int(row[c])

@@ -29,8 +29,8 @@ MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
 MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
                  "evalue", "bitscore")
-COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar", "qseq", "sseq", "ppos", "qcovs",
-                           "stitle", "btop")
+JSON_COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")  # --format json's fields
+COLUMNS = JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
 #: Columns known from the scan alone: a search that writes only these aligns nothing.
 SCORE_COLUMNS = ("qseqid", "sseqid", "evalue", "bitscore", "score", "qlen", "slen", "stitle")
 
