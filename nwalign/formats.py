@@ -127,7 +127,9 @@ class SamWriter(Writer):
 
 
 class PairWriter(Writer):
-    """EMBOSS needle-like report: a header of statistics, then 50-column blocks with a match line."""
+    """EMBOSS needle-like report (srspair): a header of statistics, then 50-column blocks with a match line.
+    Readable by Biopython's ``Bio.Align.parse(handle, "emboss")``: the keys of each alignment's header are
+    EMBOSS's own; nwalign's alignment mode is in the file header."""
 
     WIDTH = 50
     NAME = 13
@@ -137,6 +139,7 @@ class PairWriter(Writer):
         self.out.write(f"# Program: nwalign {__version__}\n")
         if self.command:
             self.out.write(f"# Commandline: {self.command}\n")
+        self.out.write(f"# Align_format: srspair\n# Mode: {self.scoring.mode}\n")
         self.out.write("########################################\n")
 
     def write(self, aln: Alignment) -> None:
@@ -144,17 +147,15 @@ class PairWriter(Writer):
         w = self.out.write
         w("\n#=======================================\n#\n")
         w(f"# Aligned_sequences: 2\n# 1: {aln.query_id}\n# 2: {aln.target_id}\n")
-        w(f"# Mode: {aln.mode}\n# Matrix: {sc.matrix_name}\n")
-        w(f"# Gap_penalty: {sc.gap_open} (open)\n# Extend_penalty: {sc.gap_extend}\n#\n")
+        w(f"# Matrix: {sc.matrix_name}\n")
+        w(f"# Gap_penalty: {float(sc.gap_open):.1f}\n# Extend_penalty: {float(sc.gap_extend):.1f}\n#\n")
         if not aln.score_only:
             n = aln.length
             pct = (lambda k: f"({100.0 * k / n:5.1f}%)") if n else (lambda k: "(  0.0%)")
-            qs, qe, ts, te = coordinates(aln)
             w(f"# Length: {n}\n")
             w(f"# Identity:   {aln.nident:>7}/{n} {pct(aln.nident)}\n")
             w(f"# Similarity: {aln.npositive:>7}/{n} {pct(aln.npositive)}\n")
             w(f"# Gaps:       {aln.gaps:>7}/{n} {pct(aln.gaps)}\n")
-            w(f"# Query:  {qs}-{qe} of {aln.query_length}\n# Target: {ts}-{te} of {aln.target_length}\n")
         w(f"# Score: {aln.score}\n#\n#=======================================\n")
         if not aln.score_only:
             self._blocks(aln)

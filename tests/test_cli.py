@@ -296,3 +296,36 @@ def test_new_user_input_edges(tmp_path, capsys):
     assert main(["pair", str(fa), str(fa), "--backend", "cpu", "--kernel", "adm-submatrix"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "GPU kernel" in err and "--backend cpu" in err
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_pair_format_reads_with_biopython_emboss_parser(mode, tmp_path):
+    """`--format pair` parses with Bio.Align.parse(..., "emboss"): every alignment's rows, score,
+    identity and gap penalties as nwalign wrote them, over several records and 50-column blocks."""
+    from Bio import Align
+
+    out = tmp_path / "x.txt"
+    assert main(["pair", "--random", "300,260", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "pair",
+                 "-o", str(out)]) == 0
+    parsed = list(Align.parse(str(out), "emboss"))
+    assert len(parsed) == 1
+    a = parsed[0]
+    assert a.annotations["Gap_penalty"] == 10.0 and a.annotations["Extend_penalty"] == 1.0
+    q = main(["pair", "--random", "300,260", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "json",
+              "-o", str(tmp_path / "x.json")])
+    assert q == 0
+    row = json.loads((tmp_path / "x.json").read_text().splitlines()[0])
+    assert a.annotations["Score"] == row["score"] and a.annotations["Identity"] == row["nident"]
+    assert a.shape[1] == row["length"]
+    # Several alignments in one file (one query against five proteins), each with its score.
+    from nwalign.sequences import read_fasta
+
+    query, targets = tmp_path / "q.fa", tmp_path / "t.fa"
+    first = read_fasta(os.path.join(DATA, "queries_5_opal.fasta"))[0]
+    query.write_text(f">{first.id}\n{first.seq}\n")
+    targets.write_text("".join(f">{r.id}\n{r.seq}\n"
+                               for r in read_fasta(os.path.join(DATA, "swissprot_first196.fasta"))[:5]))
+    for fmt, path in (("pair", out), ("json", tmp_path / "many.json")):
+        assert main(["pair", str(query), str(targets), "--mode", mode, "--format", fmt, "-o", str(path)]) == 0
+    scores = [json.loads(line)["score"] for line in (tmp_path / "many.json").read_text().splitlines()]
+    assert [a.annotations["Score"] for a in Align.parse(str(out), "emboss")] == scores and len(scores) == 5
