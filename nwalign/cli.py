@@ -263,9 +263,11 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
+        progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
         for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads,
                                engine, options):
             writer.write(aln)
+            progress(1)
             if output is None:
                 out.flush()
         writer.end()
@@ -346,8 +348,11 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, output_stream(output) as out:
         if header:
             out.write("\t".join(cols) + "\n")
+        total = len(a) * len(b) if b else len(a) * (len(a) - 1) // 2
+        progress = _progress("allpairs", total, quiet, "pairs")
         for res in run_allpairs(a, b, scoring, cols, min_identity, dist is not None, threads, stats, backend,
                                 ap_kernel, int(slice_k), ap_block, device):
+            progress(1)
             if dist is not None:
                 dist[res.i, res.j] = 1.0 - res.aln.identity
                 if b is None:
@@ -501,7 +506,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             targets = [Record(i, "", "N" * int(db.offsets[k + 1] - db.offsets[k])) for k, i in enumerate(db.ids)]
             writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
             writer.begin()
-        progress = _search_progress(len(qenc) * db.total_length, quiet)
+        progress = _progress("search", len(qenc) * db.total_length, quiet, "residues")
         for q, hits in search_all(qenc, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
                                   progress, align):
             for hit in hits:
@@ -527,24 +532,30 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
              if hasattr(gpu, "scan_seconds") else "")
 
 
-def _search_progress(total: int, quiet: bool):
-    """A Rich progress bar on stderr over database residues x queries, only when stderr is a terminal.
-    Returns advance(residues); the bar closes when it is full."""
-    if quiet or not sys.stderr.isatty():
+def _progress(label: str, total: int, quiet: bool, unit: str = ""):
+    """A Rich progress bar on stderr (done / total, rate, time left), only when stderr is a terminal and
+    not ``-q``. Returns advance(n); the bar is redrawn at most ten times a second and closes when full."""
+    if quiet or total <= 0 or not sys.stderr.isatty():
         return lambda n: None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    import time
 
-    bar = Progress(TextColumn("search"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeRemainingColumn)
+
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TaskProgressColumn(),
                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    task = bar.add_task("search", total=total)
+    task = bar.add_task(label, total=total)
     bar.start()
-    done = [0]
+    state = {"done": 0, "shown": 0, "at": 0.0}
 
     def advance(n: int) -> None:
-        done[0] += n
-        bar.update(task, advance=n)
-        if done[0] >= total:
+        state["done"] += n
+        now = time.monotonic()
+        if state["done"] >= total or now - state["at"] > 0.1:
+            bar.update(task, completed=state["done"])
+            state["at"] = now
+        if state["done"] >= total:
             bar.stop()
     return advance
 

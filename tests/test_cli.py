@@ -329,3 +329,20 @@ def test_pair_format_reads_with_biopython_emboss_parser(mode, tmp_path):
         assert main(["pair", str(query), str(targets), "--mode", mode, "--format", fmt, "-o", str(path)]) == 0
     scores = [json.loads(line)["score"] for line in (tmp_path / "many.json").read_text().splitlines()]
     assert [a.annotations["Score"] for a in Align.parse(str(out), "emboss")] == scores and len(scores) == 5
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    """Progress goes to stderr only when it is a terminal and not -q; it counts to the total and closes."""
+    from nwalign import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    for tty, quiet, shown in ((False, False, False), (True, True, False), (True, False, True)):
+        err = Tty() if tty else io.StringIO()
+        monkeypatch.setattr(sys, "stderr", err)
+        advance = cli._progress("allpairs", 10, quiet, "pairs")
+        for _ in range(10):
+            advance(1)
+        assert ("allpairs" in err.getvalue()) == shown
