@@ -26,3 +26,24 @@ def test_compiles_without_spills(tmp_path, source, arch):
     assert proc.returncode == 0, log
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
     assert spills and max(spills) == 0, log
+
+
+def test_shipped_cubins_match_the_sources():
+    """The shipped cubins were built from the current sources (else rerun scripts/build_cubins.py) and hold
+    every kernel the search asks for, under the mangled names the host looks up."""
+    import json
+
+    from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
+    from nwalign.cuda.search import CONFIGS, GROUPS, _mangled
+
+    manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
+    for name, archs in PREBUILT.items():
+        assert manifest[name]["sha256"] == source_digest(name), \
+            f"{name}.cu or a header changed: run python3 scripts/build_cubins.py"
+        for arch in archs:
+            data = (CUBIN_DIR / f"{name}.sm_{arch}.cubin").read_bytes()
+            single, r_multi, wide = CONFIGS[arch >= 90]
+            names = [_mangled(False, g, r, False) for g, r in single]
+            names += [_mangled(False, g, r_multi, True) for g in GROUPS] + [_mangled(True, *wide, True), "sw_gather"]
+            for mangled in names:
+                assert mangled.encode() + b"\0" in data, f"{mangled} missing from {name}.sm_{arch}.cubin"

@@ -1,15 +1,74 @@
 """Compile and cache the CUDA sources in kernels/ as CuPy RawModules (one per source and flavour).
 
 CuPy compiles with NVRTC for the current device's architecture and caches the binary on disk, so the
-cost is paid once per machine.
+cost is paid once per machine. The search kernel also ships as cubins for sm_80 and sm_90
+(kernels/cubins/, built by scripts/build_cubins.py), used when they match the sources and the GPU.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import logging
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
+CUBIN_DIR = KERNEL_DIR / "cubins"
+#: Sources shipped as cubins, and the architectures built (a cubin runs on GPUs of its major version).
+PREBUILT = {"sw_search": (80, 90)}
+
+log = logging.getLogger("nwalign")
+
+
+def source_digest(name: str) -> str:
+    """SHA-256 of kernels/<name>.cu and every header in kernels/ (what a cubin was built from)."""
+    h = hashlib.sha256()
+    for path in [KERNEL_DIR / f"{name}.cu"] + sorted(KERNEL_DIR.glob("*.cuh")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _prebuilt_module(name: str, major: int):
+    """The shipped cubin of kernels/<name>.cu for GPUs of compute capability ``major``.x, or None when there
+    is none, it was built from other sources, or the driver cannot load it."""
+    arch = {8: 80, 9: 90}.get(major)
+    path = CUBIN_DIR / f"{name}.sm_{arch}.cubin"
+    if arch not in PREBUILT.get(name, ()) or not path.is_file():
+        return None
+    try:
+        manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
+        if manifest[name]["sha256"] != source_digest(name):
+            log.info("cuda: %s differs from its shipped cubin; compiling it", name)
+            return None
+        import cupy
+
+        return cupy.RawModule(path=str(path))
+    except Exception as exc:  # a missing manifest, or a driver too old for the cubin: compile instead
+        log.info("cuda: shipped cubin %s not usable (%s); compiling the source", path.name, exc)
+        return None
+
+
+def prebuilt_function(name: str, mangled: str):
+    """Kernel ``mangled`` (its C++ mangled name) from the shipped cubin of kernels/<name>.cu for the current
+    GPU, or None (see :func:`_prebuilt_module`)."""
+    import cupy
+
+    key = (name, mangled, cupy.cuda.Device().id)
+    if key not in _PREBUILT_FUNCS:
+        module = _prebuilt_module(name, int(cupy.cuda.Device().compute_capability) // 10)
+        func = None
+        if module is not None:
+            try:
+                func = module.get_function(mangled)
+            except Exception as exc:
+                log.info("cuda: %s not in the shipped cubin (%s); compiling the source", mangled, exc)
+        _PREBUILT_FUNCS[key] = func
+    return _PREBUILT_FUNCS[key]
+
+
+_PREBUILT_FUNCS: dict = {}
 
 
 def source(name: str) -> str:

@@ -295,8 +295,15 @@ def _names(hopper: bool) -> tuple[str, ...]:
         tuple(_name(False, g, r_multi, True) for g in GROUPS) + (_name(True, *wide, True),)
 
 
+def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
+    """The C++ (Itanium) mangled name of ``sw_scan<wide, G, R, multi>(SwArgs)``, as it stands in a cubin."""
+    return f"_Z7sw_scanILb{int(wide)}ELi{G}ELi{R}ELb{int(multi)}EEv6SwArgs"
+
+
 def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
-    return modules.function("sw_search", _name(wide, G, R, multi), name_expressions=_names(hopper))
+    """The kernel from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
+    return modules.prebuilt_function("sw_search", _mangled(wide, G, R, multi)) or \
+        modules.function("sw_search", _name(wide, G, R, multi), name_expressions=_names(hopper))
 
 
 def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
@@ -378,6 +385,6 @@ def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, order: np.ndarr
     d_order = cp.asarray(order.astype(np.int64))
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
     count = order.size
-    func = modules.function("sw_search", "sw_gather")
+    func = modules.prebuilt_function("sw_search", "sw_gather") or modules.function("sw_search", "sw_gather")
     func(((count + 7) // 8,), (256,), (d_codes, d_src, d_order, d_off, out, np.int64(count)))
     return out

@@ -263,24 +263,24 @@ __global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
 
 #define SW_ONE(W, G, R, M) template __global__ void sw_scan<W, G, R, M>(const SwArgs);
 // The configurations the host uses (cuda/search.py CONFIGS; as many columns per thread as fit in 128
-// registers without spilling): with Hopper's DPX instructions, and where they are emulated.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// registers without spilling): with Hopper's DPX instructions, where they are emulated, and both.
 SW_ONE(false, 4, 4, false)
 SW_ONE(false, 4, 8, false)
 SW_ONE(false, 4, 12, false)
-SW_ONE(false, 4, 16, false)
 SW_ONE(false, 8, 10, false)
 SW_ONE(false, 8, 12, false)
+SW_ONE(false, 16, 10, false)
+SW_ONE(false, 16, 12, false)
+SW_ONE(false, 32, 10, false)
+SW_ONE(false, 32, 12, false)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+SW_ONE(false, 4, 16, false)
 SW_ONE(false, 8, 14, false)
 SW_ONE(false, 8, 16, false)
 SW_ONE(false, 8, 18, false)
-SW_ONE(false, 16, 10, false)
-SW_ONE(false, 16, 12, false)
 SW_ONE(false, 16, 14, false)
 SW_ONE(false, 16, 16, false)
 SW_ONE(false, 16, 18, false)
-SW_ONE(false, 32, 10, false)
-SW_ONE(false, 32, 12, false)
 SW_ONE(false, 32, 14, false)
 SW_ONE(false, 32, 16, false)
 SW_ONE(false, 32, 18, false)
