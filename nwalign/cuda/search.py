@@ -121,9 +121,15 @@ class ScanSearcher:
         self.order = np.argsort(-lengths, kind="stable")
         self.sorted_lengths = lengths[self.order]
         self.residues = int(self.sorted_lengths.sum())
-        self.d_order = cp.asarray(self.order.astype(np.int32))
-        self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
-        self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
+        try:
+            self.d_order = cp.asarray(self.order.astype(np.int32))
+            self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
+            self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
+        except cp.cuda.memory.OutOfMemoryError:
+            free, total = cp.cuda.runtime.memGetInfo()
+            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
+                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
+                               "the upload needs about twice its size): split it, or use --backend cpu") from None
         self.limit = 32767 - int(scoring.matrix.max()) - self.go
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
