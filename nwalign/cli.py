@@ -264,8 +264,18 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
         progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
+        within = None  # a lone large pair on the CPU engine: progress through its traceback, in 1/1000
+        if len(plan) == 1 and engine == "cpu" and not score_only and \
+                len(qenc[plan[0][0]].codes) * len(tenc[plan[0][1]].codes) >= 10**8:
+            advance, shown = _progress("pair", 1000, quiet, "/1000"), [0]
+
+            def within(fraction):
+                step = int(1000 * fraction) - shown[0]
+                if step > 0:
+                    shown[0] += step
+                    advance(step)
         for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads,
-                               engine, options):
+                               engine, options, within):
             writer.write(aln)
             progress(1)
             if output is None:

@@ -80,7 +80,7 @@ def choose_backend(name: str) -> str:
 
 def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bool = False,
                max_memory: int = DEFAULT_MAX_MEMORY, band_rows: int | None = None, backend: str = "cpu",
-               cuda_options=None) -> Alignment:
+               cuda_options=None, progress=None) -> Alignment:
     """Align one query against one target.
 
     Arguments:
@@ -91,6 +91,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         band_rows: force the linear-space band height (for tests).
         backend: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`choose_backend` first).
         cuda_options: :class:`nwalign.cuda.pair.Options` (kernel, block shape, device) for ``cuda``.
+        progress: optional callable given the fraction done (0..1) by the CPU engine's traceback.
 
     Returns:
         An :class:`~nwalign.results.Alignment` with statistics filled in.
@@ -127,7 +128,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
                      "--max-memory is %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
                      format_bytes(max_memory))
     score, qs, qe, ts, te, ops = cpu.align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                                 scoring.mode_code, max_memory, band_rows)
+                                                 scoring.mode_code, max_memory, band_rows, progress)
     aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
                     query_seq=query.record.seq, target_seq=target.record.seq, **base)
     return finish(aln, q, t, scoring.matrix)
@@ -135,16 +136,18 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
 
 def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, score_only: bool = False,
                 max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1, backend: str = "cpu",
-                cuda_options=None) -> Iterator[Alignment]:
+                cuda_options=None, progress=None) -> Iterator[Alignment]:
     """Align many pairs, yielding results in input order.
 
     The Numba kernels release the GIL, so ``threads`` > 1 aligns several pairs at once on the CPU; each
     thread gets ``max_memory / threads`` for its traceback. The CUDA backend runs pairs one after another.
+    ``progress`` (fraction done) is passed to a lone pair's CPU traceback.
     """
     pairs = list(pairs)
     if backend == "cuda" or threads <= 1 or len(pairs) <= 1:
         for q, t in pairs:
-            yield align_pair(q, t, scoring, score_only, max_memory, backend=backend, cuda_options=cuda_options)
+            yield align_pair(q, t, scoring, score_only, max_memory, backend=backend, cuda_options=cuda_options,
+                             progress=progress if len(pairs) == 1 else None)
         return
     budget = max(1, max_memory // threads)
     with ThreadPoolExecutor(max_workers=threads) as pool:

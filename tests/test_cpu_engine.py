@@ -151,3 +151,22 @@ def test_align_codes_ops_are_consistent():
 def test_docstring_examples():
     failures, tried = doctest.testmod(nwalign.engine)
     assert tried > 0 and failures == 0
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("band_rows", [None, 97])
+def test_progress_reporting_changes_nothing(mode, band_rows):
+    """With a progress callback the traceback runs in chunks of rows (full matrix) or reports per band
+    (linear space): the same alignment, and fractions that rise to 1."""
+    from nwalign.cpu import align_codes
+    from nwalign.scoring import make_scoring
+
+    rng = np.random.default_rng(mode + 7)
+    q = rng.integers(0, 4, 1500).astype(np.uint8)
+    t = np.concatenate([q[:700], rng.integers(0, 4, 50).astype(np.uint8), q[760:]])
+    s = make_scoring("dna", "global")
+    seen = []
+    plain = align_codes(q, t, s.matrix, 10, 1, mode, band_rows=band_rows)
+    shown = align_codes(q, t, s.matrix, 10, 1, mode, band_rows=band_rows, progress=seen.append)
+    assert plain[:5] == shown[:5] and np.array_equal(plain[5], shown[5])
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) > 2

@@ -87,7 +87,7 @@ def plan_bands(m: int, n: int, max_memory: int) -> int:
 
 
 def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, gap_extend: int,
-                mode: int, max_memory: int = 4 << 30, band_rows: int | None = None
+                mode: int, max_memory: int = 4 << 30, band_rows: int | None = None, progress=None
                 ) -> tuple[int, int, int, int, int, np.ndarray]:
     """Optimal alignment with traceback, in at most about ``max_memory`` bytes of DP state.
 
@@ -100,6 +100,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
         q, t, matrix, gap_open, gap_extend, mode: as for :func:`score_codes`.
         max_memory: byte budget for direction bytes plus checkpoints.
         band_rows: force this band height (tests use it to exercise the linear-space path).
+        progress: optional callable, given the fraction of the work done (0..1) as bands complete.
 
     Returns:
         (score, query_start, query_end, target_start, target_end, ops): 0-based half-open coordinates
@@ -118,9 +119,14 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
     bounds = list(range(0, m, height)) + [m]
     ops = np.empty(m + n, dtype=np.uint8)
 
-    if height >= m:  # the whole direction matrix fits: one pass
+    report = progress or (lambda fraction: None)
+    if height >= m:  # the whole direction matrix fits: one pass (in chunks of rows when progress is shown)
         dirs = np.empty((m, n + 1), dtype=np.uint8)
-        fill_band(q, t, matrix, gap_open, gap_extend, mode, 0, m, n, H, F, dirs, True, best)
+        step = m if progress is None else max(1, -(-m // 64))
+        for i0 in range(0, m, step):
+            i1 = min(m, i0 + step)
+            fill_band(q, t, matrix, gap_open, gap_extend, mode, i0, i1, n, H, F, dirs[i0:i1], True, best)
+            report(0.95 * i1 / m)
         score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
         i, j, state, nops, stopped = trace_band(dirs, 0, i, j, 0, ops, 0)
@@ -131,6 +137,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             checkpoints.append((H.copy(), F.copy()))
             fill_band(q, t, matrix, gap_open, gap_extend, mode, bounds[b], bounds[b + 1], n, H, F,
                       scratch_row, False, best)
+            report(0.5 * bounds[b + 1] / m)
         score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
         state, nops, stopped = 0, 0, False
@@ -147,7 +154,9 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             scratch = np.array([NEG, 0, 0], dtype=np.int64)  # the best cell is already known
             fill_band(q, t, matrix, gap_open, gap_extend, mode, top, i, j, Hb, Fb, dirs, True, scratch)
             i, j, state, nops, stopped = trace_band(dirs, top, i, j, state, ops, nops)
+            report(0.5 + 0.5 * (m - top) / m)
 
+    report(1.0)
     return finish_path(mode, score, i, end_i, j, end_j, ops, nops)
 
 
