@@ -177,7 +177,7 @@ def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
 def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: int = 1, mode: str = "global",
              traceback: bool = False, backend: str = "auto", blocks: list[tuple[int, int]] | None = None,
              shared: bool = True, inputs: list[str] | None = None, seed: int = 1, peers: bool = True,
-             alphabet: str | None = None) -> list[Row]:
+             alphabet: str | None = None, progress=None) -> list[Row]:
     """Benchmark the pair workload. Returns one verified (or not) row per kernel and size.
 
     Raises:
@@ -189,7 +189,7 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
     scoring = make_scoring(kind, mode)
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
-    rows: list[Row] = []
+    rows: list[Row] = _Rows(progress)
     for q, t in pairs:
         qc, tc = scoring.encode(q), scoring.encode(t)
         scoring.check_lengths(len(qc), len(tc))
@@ -315,6 +315,20 @@ def plot(rows: list[Row], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+class _Rows(list):
+    """The result rows of a benchmark; ``progress(row)`` (the ``progress`` argument of the run_*
+    functions) hears of each as it is measured."""
+
+    def __init__(self, progress=None):
+        super().__init__()
+        self.progress = progress
+
+    def append(self, row) -> None:
+        super().append(row)
+        if self.progress:
+            self.progress(row)
+
+
 def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[str]:
     """--kernels for the search and allpairs workloads: ``all`` or names from ``known``."""
     names = list(known) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
@@ -338,7 +352,8 @@ def synthetic_database(count: int, seed: int):
 
 def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
                backend: str = "auto", inputs: list[str] | None = None, seed: int = 1, matrix: str | None = None,
-               gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000) -> list[Row]:
+               gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000,
+               progress=None) -> list[Row]:
     """Benchmark the search workload: each query against the whole database, scores only.
 
     Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
@@ -386,7 +401,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         gpu["scan"] = ScanSearcher(codes, db.offsets, scoring)
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
-    rows: list[Row] = []
+    rows: list[Row] = _Rows(progress)
     for q in queries:
         qc = scoring.encode(q)
         cpu_scores = other_gpu = None
@@ -449,7 +464,7 @@ def allpairs_records(length: int, count: int, seed: int, inputs: list[str] | Non
 def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
                  mode: str = "global", backend: str = "auto", slices: list[int] | None = None,
                  blocks: list[int | None] | None = None, inputs: list[str] | None = None, seed: int = 1,
-                 alphabet: str | None = None, check: int = 2000) -> list[Row]:
+                 alphabet: str | None = None, check: int = 2000, progress=None) -> list[Row]:
     """Benchmark the allpairs workload: all ``count * (count - 1) / 2`` pairs of a set, scores only.
 
     Each GPU kernel is timed end to end (pair upload, sort, kernels, scores back) with CUDA events;
@@ -480,7 +495,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
     info = versions()
     threads = os.cpu_count() or 1
-    rows: list[Row] = []
+    rows: list[Row] = _Rows(progress)
     for size in ([0] if inputs else sizes):
         records = allpairs_records(size, count, seed, inputs, alphabet)
         kind = alphabet or detect_alphabet(records)

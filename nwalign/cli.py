@@ -542,6 +542,27 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
              if hasattr(gpu, "scan_seconds") else "")
 
 
+def _status(label: str, quiet: bool):
+    """A one-line live status on stderr for runs whose total is not known ahead (terminals only, not -q).
+    Returns update(row): a bench Row to report, or None to close the line."""
+    if quiet or not sys.stderr.isatty():
+        return lambda row: None
+    from rich.console import Console
+
+    live = Console(stderr=True).status(f"{label}: starting")
+    live.start()
+    count = [0]
+
+    def update(row) -> None:
+        if row is None:
+            live.stop()
+            return
+        count[0] += 1
+        live.update(f"{label}: {count[0]} measured; last {row.kernel}, {row.query_length} x {row.target_length}: "
+                    f"{row.gcups:.3g} GCUPS")
+    return update
+
+
 def _progress(label: str, total: int, quiet: bool, unit: str = ""):
     """A Rich progress bar on stderr (done / total, rate, time left), only when stderr is a terminal and
     not ``-q``. Returns advance(n); the bar is redrawn at most ten times a second and closes when full."""
@@ -582,7 +603,13 @@ def makedb(fasta, output):
     if re.search(r"\.(fa|fasta|fna|faa|ffn|fas|seq)(\.(gz|bz2|xz))?$", output, re.IGNORECASE):
         click.echo(f"nwalign: warning: -o {output}: the database is a binary .nwdb file, not FASTA "
                    "(name it .nwdb)", err=True)
-    db = write_db(fasta, output)
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"makedb: reading {fasta}, encoding, writing {output}"):
+            db = write_db(fasta, output)
+    else:
+        db = write_db(fasta, output)
     click.echo(f"nwalign: {output}: {db.count} sequences, {db.total_length} residues", err=True)
 
 
@@ -697,27 +724,31 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
     from .bench import plot, rows_to_tsv, run_pair, run_search
 
     _setup_logging(verbose, quiet)
-    if workload == "allpairs":
-        from .bench import run_allpairs
+    status = _status("bench", quiet)
+    try:
+        if workload == "allpairs":
+            from .bench import run_allpairs
 
-        size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
-        try:
-            slice_list = [int(k) for k in slices.split(",")]
-            default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
-            block_list = [None] if default_block else [int(b) for b in blocks.split(",")]
-        except ValueError:
-            raise NwalignError(f"--slice {slices} / --block {blocks}: give comma-separated integers") from None
-        rows = run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
-                            list(inputs), seed, alphabet, check)
-    elif workload == "search":
-        lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part)]
-        rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
-                          gap_extend, check)
-    else:
-        size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
-        block_list = [parse_block(b) for b in blocks.split(",")]
-        rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
-                        list(inputs), seed, peers, alphabet)
+            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+            try:
+                slice_list = [int(k) for k in slices.split(",")]
+                default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
+                block_list = [None] if default_block else [int(b) for b in blocks.split(",")]
+            except ValueError:
+                raise NwalignError(f"--slice {slices} / --block {blocks}: give comma-separated integers") from None
+            rows = run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
+                                list(inputs), seed, alphabet, check, status)
+        elif workload == "search":
+            lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part)]
+            rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
+                              gap_extend, check, status)
+        else:
+            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+            block_list = [parse_block(b) for b in blocks.split(",")]
+            rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
+                            list(inputs), seed, peers, alphabet, status)
+    finally:
+        status(None)
     if not quiet:
         what = "search, local, score only" if workload == "search" else f"allpairs, {mode}, score only" \
             if workload == "allpairs" else \

@@ -346,3 +346,24 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
         for _ in range(10):
             advance(1)
         assert ("allpairs" in err.getvalue()) == shown
+
+
+def test_bench_reports_each_result_as_measured(monkeypatch):
+    """bench's live status line hears of every row as it is measured (run_* ``progress``), on a terminal."""
+    from nwalign import cli
+    from nwalign.bench import run_pair
+
+    heard = []
+    rows = run_pair([300], "cpu", repeats=1, warmup=0, backend="cpu", peers=False, progress=heard.append)
+    assert heard == rows and len(rows) >= 1
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    update = cli._status("bench", False)
+    update(rows[0])
+    update(None)
+    assert "bench" in err.getvalue()
