@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -125,35 +127,48 @@ def database_letters(residues: np.ndarray) -> str:
 
 
 def write_database(db: Database, path: str, version: int = 2) -> None:
-    """Write a database as a .nwdb file, atomically (temporary file, then rename).
+    """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
 
-    Layout: magic (8 bytes), header length (uint64), JSON header (count, total, ids, descriptions; version
-    2 also ``letters``), padding to 8 bytes, offsets (int64, count + 1), residues (uint8, total): ASCII
-    letters in version 1, indices into ``letters`` in version 2.
+    Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
+    byte length of the names section, CRC-32 of the names, offsets and residues sections), padding to 8
+    bytes; the names section (JSON: ids, descriptions), padding; offsets (int64, count + 1); residues
+    (uint8 indices into ``letters``, total). Version 1 (still read): JSON header with count, total, ids and
+    descriptions, then offsets and ASCII residues, no checksums.
+
+    Raises:
+        NwalignError: the file cannot be written (the temporary file is removed).
     """
-    fields = {"count": db.count, "total": db.total_length, "ids": db.ids, "descriptions": db.descriptions}
+    offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
     if version == 2:
         ascii_ = db.ascii()
         letters = database_letters(ascii_)
         lut = np.zeros(256, dtype=np.uint8)
         lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
         body = _take_chunked(lut, ascii_)
-        fields["letters"] = letters
+        names = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
+        names += b" " * (-len(names) % 8)
+        fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
+                  "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
+                            "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
+        magic = MAGIC2
     else:
         body = db.ascii()
+        names = b""
+        fields = {"count": db.count, "total": db.total_length, "ids": db.ids, "descriptions": db.descriptions}
+        magic = MAGIC
     header = json.dumps(fields).encode()
-    magic = MAGIC2 if version == 2 else MAGIC
-    pad = (-(len(magic) + 8 + len(header))) % 8
+    header += b" " * (-(len(magic) + 8 + len(header)) % 8)
     directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp")
+    tmp = None
     try:
-        with open(tmp, "wb") as out:
-            out.write(magic + np.uint64(len(header) + pad).tobytes() + header + b" " * pad)
-            out.write(np.asarray(db.offsets, dtype=np.int64).tobytes())
-            out.write(body.tobytes())
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as out:
+            out.write(magic + np.uint64(len(header)).tobytes() + header + names)
+            out.write(offsets.tobytes())
+            out.write(np.ascontiguousarray(body).tobytes())
         os.replace(tmp, path)
     except OSError as exc:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.remove(tmp)
         raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
 
@@ -161,33 +176,58 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
 def load_database(path: str) -> Database:
     """A FASTA file (plain/gz/bz2/xz, '-') or a .nwdb (memory-mapped), recognised by its first bytes.
 
+    A .nwdb is checked before use: version 2's CRC-32 of every section, and for both versions offsets
+    that start at 0, rise and end at the residue count, and one id per sequence.
+
     Raises:
-        NwalignError: unreadable, empty, or a corrupt .nwdb.
+        NwalignError: unreadable, empty, a .nwdb of another version, or a damaged .nwdb.
     """
     if path != "-" and os.path.isfile(path):
         with open(path, "rb") as handle:
             head = handle.read(16)
-        if head[:8] in (MAGIC, MAGIC2):
+        if head[:4] == MAGIC[:4]:
+            if head[:8] not in (MAGIC, MAGIC2):
+                raise NwalignError(f"{path}: .nwdb version {head[4]} (this nwalign reads versions 1 and 2); "
+                                   "rebuild it with 'nwalign makedb'")
             try:
-                size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
-                with open(path, "rb") as handle:
-                    handle.seek(16)
-                    header = json.loads(handle.read(size))
-                start = 16 + size
-                offsets = np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(header["count"] + 1,))
-                body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (header["count"] + 1),
-                                 shape=(header["total"],))
-                offsets = np.asarray(offsets)
-                if offsets[0] != 0 or offsets[-1] != header["total"] or np.any(np.diff(offsets) < 1):
-                    raise ValueError("inconsistent sequence offsets")
-                if len(header["ids"]) != header["count"]:
-                    raise ValueError("id count differs from the sequence count")
-            except (ValueError, KeyError, OSError, TypeError) as exc:
-                raise NwalignError(f"{path}: corrupt .nwdb file ({exc})") from None
-            if head[:8] == MAGIC:
-                return Database(body, offsets, header["ids"], header["descriptions"], path)
-            return Database(None, offsets, header["ids"], header["descriptions"], path, body, header["letters"])
+                return _open_nwdb(path, head)
+            except (ValueError, KeyError, OSError, TypeError, IndexError) as exc:
+                raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
     return database_from_fasta(path)
+
+
+def _open_nwdb(path: str, head: bytes) -> Database:
+    size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
+    if size > os.path.getsize(path):
+        raise ValueError("header longer than the file")
+    with open(path, "rb") as handle:
+        handle.seek(16)
+        header = json.loads(handle.read(size))
+        names_raw = handle.read(int(header.get("names_bytes", 0)))
+    count, total = int(header["count"]), int(header["total"])
+    start = 16 + size + len(names_raw)
+    if os.path.getsize(path) != start + 8 * (count + 1) + total:
+        raise ValueError("file size does not match its header")
+    offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
+    body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (count + 1), shape=(total,))
+    if head[:8] == MAGIC2:
+        crc = header["crc32"]
+        for section, data in (("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))):
+            if zlib.crc32(data) != crc[section]:
+                raise ValueError(f"checksum of the {section} section differs")
+        names = json.loads(names_raw)
+        ids, descriptions = names["ids"], names["descriptions"]
+        if total and int(body.max()) >= len(header["letters"]):
+            raise ValueError("residue codes outside the letters")
+    else:
+        ids, descriptions = header["ids"], header["descriptions"]
+    if offsets[0] != 0 or offsets[-1] != total or np.any(np.diff(offsets) < 1):
+        raise ValueError("sequence offsets do not rise from 0 to the residue count")
+    if len(ids) != count or len(descriptions) != count:
+        raise ValueError(f"{len(ids)} ids for {count} sequences")
+    if head[:8] == MAGIC:
+        return Database(body, offsets, ids, descriptions, path)
+    return Database(None, offsets, ids, descriptions, path, body, header["letters"])
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

@@ -136,15 +136,48 @@ def test_nwdb_versions_and_alphabets(tmp_path):
         encode_database(load_database(str(path)), scoring)
 
 
-def test_corrupt_nwdb_is_refused(tmp_path):
-    from nwalign.search import write_database, database_from_fasta
+def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
+    """Every damaged version-2 file is refused in one line naming the file (a cut file, a flipped residue,
+    id or offset byte, a header of the wrong shape, another version); the command exits 2 and prints no
+    hit; a write leaves no temporary file."""
+    import json as js
 
-    path = tmp_path / "x.nwdb"
-    write_database(database_from_fasta(SP196), str(path))
-    data = bytearray(path.read_bytes())
-    (tmp_path / "cut.nwdb").write_bytes(bytes(data[:len(data) // 2]))
-    with pytest.raises(NwalignError, match="corrupt .nwdb"):
-        load_database(str(tmp_path / "cut.nwdb"))
+    from nwalign.search import database_from_fasta, write_database
+
+    good = tmp_path / "x.nwdb"
+    write_database(database_from_fasta(SP196), str(good))
+    data = good.read_bytes()
+    size = int(np.frombuffer(data[8:16], dtype=np.uint64)[0])
+    header = js.loads(data[16:16 + size])
+    names_at = 16 + size
+    offsets_at = names_at + header["names_bytes"]
+    residues_at = offsets_at + 8 * (header["count"] + 1)
+
+    def flip(at):
+        b = bytearray(data)
+        b[at] ^= 0x01
+        return bytes(b)
+
+    cases = {
+        "cut": data[:len(data) // 2],
+        "magic only": data[:8],
+        "residue": flip(residues_at + 1234),
+        "id": flip(names_at + 20),
+        "offset": flip(offsets_at + 8 * 50 + 1),
+        "header": data[:16] + b"[" + data[17:],
+        "version 3": data[:4] + b"\x03" + data[5:],
+    }
+    for name, damaged in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.nwdb"
+        path.write_bytes(damaged)
+        with pytest.raises(NwalignError) as err:
+            load_database(str(path))
+        assert str(path) in str(err.value) and ("damaged" in str(err.value) or "version 3" in str(err.value)), name
+        assert main(["search", OPAL, str(path), "--top", "1"]) == 2
+        out, msg = capsys.readouterr()
+        assert out == "" and msg.count("\n") == 1, name
+    assert load_database(str(good)).count == 196
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
 def test_cli_no_statistics_says_so_once(capsys):
