@@ -57,24 +57,55 @@ def parse_block(text: str) -> tuple[int, int]:
     return rows, cols
 
 
+def check_output(path: str | None, inputs=()) -> None:
+    """Refuse an output path that would destroy something: one of the inputs, a directory, a read-only
+    file, or a directory nwalign cannot write in.
+
+    Raises:
+        NwalignError: one line saying which.
+    """
+    if path is None or path == "-":
+        return
+    for source in inputs:
+        if source and source != "-" and os.path.exists(source) and os.path.exists(path) \
+                and os.path.samefile(source, path):
+            raise NwalignError(f"-o {path}: is also an input ({source}); write the result elsewhere")
+    if os.path.isdir(path):
+        raise NwalignError(f"-o {path}: is a directory")
+    target = os.path.realpath(path)
+    if os.path.exists(target) and os.path.isfile(target) and not os.access(target, os.W_OK):
+        raise NwalignError(f"-o {path}: read-only file, not replaced")
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        raise NwalignError(f"-o {path}: directory {directory} does not exist")
+    if os.path.isfile(target) or not os.path.exists(target):
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise NwalignError(f"-o {path}: cannot write in directory {directory}")
+
+
 @contextmanager
-def output_stream(path: str | None):
-    """stdout, or a file written atomically: a temporary file beside it, renamed only on success."""
+def output_stream(path: str | None, inputs=()):
+    """stdout, or a file written atomically: a temporary file beside it, renamed only on success (a
+    symbolic link's target is the file replaced). A path that exists but is not a regular file (a FIFO,
+    /dev/stdout) is written directly. See :func:`check_output` for what is refused."""
     if path is None or path == "-":
         yield sys.stdout
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise NwalignError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=directory)
+    check_output(path, inputs)
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, "w") as handle:
+            yield handle
+        return
+    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w") as handle:
             yield handle
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a result file gets the usual permissions
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
@@ -258,7 +289,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                           max_memory=parse_size(max_memory) if max_memory else None)
         log.info("kernel: %s%s", kernel, f" {block}, shared={shared}" if kernel == "diagonal-block" else "")
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
-    with output_stream(output) as out:
+    with output_stream(output, (query, target)) as out:
         kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
         writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, scoring, **kwargs))
@@ -355,7 +386,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
              threads)
     stats: dict = {}
     shape = (len(a), len(b) if b else len(a))
-    with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, output_stream(output) as out:
+    check_output(matrix_out, (seqs, against))
+    with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, \
+            output_stream(output, (seqs, against)) as out:
         if header:
             out.write("\t".join(cols) + "\n")
         total = len(a) * len(b) if b else len(a) * (len(a) - 1) // 2
@@ -508,7 +541,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             log.info("search: %s", gpu.describe())
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
              db.total_length, scoring.matrix_name, threads)
-    with output_stream(output) as out:
+    with output_stream(output, (query, database)) as out:
         writer = None
         if fmt == "tsv" and header:
             out.write("\t".join(cols) + "\n")
@@ -600,6 +633,7 @@ def makedb(fasta, output):
 
     if output == "-":
         raise NwalignError("makedb: -o needs a file name (the database is memory-mapped from it)")
+    check_output(output, (fasta,))
     if re.search(r"\.(fa|fasta|fna|faa|ffn|fas|seq)(\.(gz|bz2|xz))?$", output, re.IGNORECASE):
         click.echo(f"nwalign: warning: -o {output}: the database is a binary .nwdb file, not FASTA "
                    "(name it .nwdb)", err=True)
@@ -635,7 +669,7 @@ def mutate_command(fasta, rate, seed, region, output):
     from .sequences import Record
 
     records = read_fasta(fasta)
-    with output_stream(output) as out:
+    with output_stream(output, (fasta,)) as out:
         for k, rec in enumerate(records):
             if region:
                 start, end = parse_region(region)
@@ -816,8 +850,20 @@ def devices(as_json):
                   + "; search: scan, gsw")
 
 
+def _terminate(signum, frame):
+    # SIGTERM / SIGHUP end the run like an error would, so that temporary output files are removed.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 success, 2 bad input or usage, 1 other failure)."""
+    """Run the CLI; return the exit code (0 success, 2 bad input or usage, 1 other failure, 128 + N when
+    stopped by signal N)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _terminate)
     try:
         # Without standalone mode Click returns (not raises) the code of a click.exceptions.Exit.
         code = cli.main(args=argv, prog_name="nwalign", standalone_mode=False)

@@ -158,7 +158,8 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         magic = MAGIC
     header = json.dumps(fields).encode()
     header += b" " * (-(len(magic) + 8 + len(header)) % 8)
-    directory = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)  # a symbolic link's target is replaced, not the link
+    directory = os.path.dirname(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
@@ -167,10 +168,12 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
             out.write(offsets.tobytes())
             out.write(np.ascontiguousarray(body).tobytes())
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         if tmp and os.path.exists(tmp):
             os.remove(tmp)
-        raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+        if isinstance(exc, OSError):
+            raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+        raise
 
 
 def load_database(path: str) -> Database:

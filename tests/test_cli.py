@@ -367,3 +367,44 @@ def test_bench_reports_each_result_as_measured(monkeypatch):
     update(rows[0])
     update(None)
     assert "bench" in err.getvalue()
+
+
+def test_output_never_destroys_an_input_or_a_link(tmp_path, capsys):
+    """-o onto an input or a directory is refused in one line (the input intact); -o through a symbolic
+    link writes the link's target and keeps the link; a read-only file is not replaced."""
+    fa = tmp_path / "a.fa"
+    fa.write_text(">a\nACGTACGTAC\n>b\nACGTTCGTAC\n")
+    before = fa.read_text()
+    for argv in (["pair", str(fa), str(fa), "-o", str(fa)], ["mutate", str(fa), "-o", str(fa)],
+                 ["allpairs", str(fa), "-o", str(fa)], ["makedb", str(fa), "-o", str(fa)],
+                 ["pair", str(fa), str(fa), "-o", str(tmp_path)]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.count("\n") == 1
+        assert fa.read_text() == before
+    target, link = tmp_path / "target.tsv", tmp_path / "link.tsv"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    assert main(["pair", str(fa), str(fa), "--format", "tsv", "-o", str(link)]) == 0
+    assert link.is_symlink() and target.read_text().startswith("query_id")
+    if os.geteuid() != 0:  # root may write read-only files, so this part only means something for a user
+        ro = tmp_path / "ro.tsv"
+        ro.write_text("keep\n")
+        ro.chmod(0o444)
+        assert main(["pair", str(fa), str(fa), "-o", str(ro)]) == 2 and ro.read_text() == "keep\n"
+
+
+def test_sigterm_removes_the_temporary_output(tmp_path):
+    """A run stopped by SIGTERM exits 143 and leaves neither the output nor a temporary file behind."""
+    import signal
+    import time
+
+    out = tmp_path / "out.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "nwalign", "pair", "--random", "40k,40k", "--seed", "1",
+                             "--backend", "cpu", "-o", str(out)], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not any(p.startswith(".nwalign-") for p in os.listdir(tmp_path)) and time.time() < deadline:
+        time.sleep(0.05)  # wait until the output's temporary file exists
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143
+    assert os.listdir(tmp_path) == []
