@@ -164,13 +164,24 @@ def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
     for name in names:
         if name not in known:
             raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
-    gpu = [k for k in names if k in cuda.KERNELS]
-    if gpu and not gpu_ok:
-        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
-        names = [k for k in names if k not in cuda.KERNELS]
-        if not names:
-            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
-        log.warning("GPU kernels %s skipped: %s", ", ".join(gpu), why)
+    return _without_gpu(names, cuda.KERNELS, gpu_ok, backend, kernels)
+
+
+def _without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kernels: str) -> list[str]:
+    """``names`` less the GPU kernels when no GPU can be used (a warning names them); only GPU kernels
+    asked for and no GPU is an error.
+
+    Raises:
+        NwalignError: every requested kernel needs the GPU.
+    """
+    gpu = [k for k in names if k in gpu_kernels]
+    if not gpu or gpu_ok:
+        return names
+    why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
+    names = [k for k in names if k not in gpu_kernels]
+    if not names:
+        raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
+    log.warning("GPU kernels skipped (%s): %s", ", ".join(gpu), why)
     return names
 
 
@@ -365,12 +376,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     if backend == "cuda" and not gpu_ok:
         raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
     names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
-    if any(k in GPU_SEARCH_KERNELS for k in names) and not gpu_ok:
-        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
-        names = [k for k in names if k not in GPU_SEARCH_KERNELS]
-        if not names:
-            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
-        log.warning("GPU kernels skipped: %s", why)
+    names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
     if inputs and len(inputs) > 2:
         raise NwalignError("--input for search: give the query FASTA, and optionally the database FASTA")
     if inputs:
@@ -484,12 +490,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     names = _workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
     if count < 2:
         raise NwalignError("--count: allpairs needs at least 2 sequences")
-    if not gpu_ok and any(n in GPU_KERNELS for n in names):
-        why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
-        names = [n for n in names if n not in GPU_KERNELS]
-        if not names:
-            raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
-        log.warning("GPU kernels skipped: %s", why)
+    names = _without_gpu(names, GPU_KERNELS, gpu_ok, backend, kernels)
     slices = slices or [32]
     blocks = blocks or [None]
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"

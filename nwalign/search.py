@@ -60,20 +60,19 @@ class Database:
     def total_length(self) -> int:
         return int(self.offsets[-1])
 
+    def _letter_bytes(self) -> np.ndarray:
+        return np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
+
     def ascii(self) -> np.ndarray:
         """All residues as uint8 ASCII letters (decoded from the codes of a version-2 file)."""
         if self.residues is not None:
             return np.asarray(self.residues)
-        table = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
-        return _take_chunked(table, np.asarray(self.codes))
+        return _take_chunked(self._letter_bytes(), np.asarray(self.codes))
 
     def record(self, k: int) -> Record:
         a, b = int(self.offsets[k]), int(self.offsets[k + 1])
-        if self.residues is not None:
-            seq = self.residues[a:b].tobytes().decode()
-        else:
-            seq = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)[self.codes[a:b]].tobytes().decode()
-        return Record(self.ids[k], self.descriptions[k], seq)
+        raw = self.residues[a:b] if self.residues is not None else self._letter_bytes()[self.codes[a:b]]
+        return Record(self.ids[k], self.descriptions[k], raw.tobytes().decode())
 
 
 def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -245,7 +244,7 @@ def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
         if db.letters == scoring.alphabet:
             return np.asarray(db.codes)
         lut = np.full(256, 255, dtype=np.uint8)
-        letters = np.frombuffer(db.letters.encode("ascii"), dtype=np.uint8)
+        letters = db._letter_bytes()
         lut[:letters.size] = scoring.encode_bytes(letters)
         source = db.codes
     else:
@@ -258,7 +257,7 @@ def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
     if bad.size:
         pos = int(bad[0])
         k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
-        letter = chr(db.ascii()[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
+        letter = chr(db.residues[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
         raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "
                            f"{pos - int(db.offsets[k]) + 1} is not in the alphabet of {scoring.matrix_name}")
     return codes

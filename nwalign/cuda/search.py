@@ -119,6 +119,8 @@ class ScanSearcher:
             raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
         # Longest first: the longest groups start first, and neighbours in a group have close lengths.
         self.order = np.argsort(-lengths, kind="stable")
+        self.rank = np.empty(self.count, dtype=np.int32)  # position in length order of each sequence
+        self.rank[self.order] = np.arange(self.count, dtype=np.int32)
         self.sorted_lengths = lengths[self.order]
         self.residues = int(self.sorted_lengths.sum())
         try:
@@ -225,14 +227,6 @@ class ScanSearcher:
         self.cells += int(query.size) * self.residues
         self.scan_seconds += time.perf_counter() - started
         return got.astype(np.int64)
-
-    @property
-    def rank(self) -> np.ndarray:
-        """Position in length order of every database sequence (int32, (count,))."""
-        if not hasattr(self, "_rank"):
-            self._rank = np.empty(self.count, dtype=np.int32)
-            self._rank[self.order] = np.arange(self.count, dtype=np.int32)
-        return self._rank
 
     def _collect(self, stream) -> np.ndarray:
         """The scores in database order (scattered on the GPU, one copy to pinned memory). The wait polls
