@@ -295,16 +295,10 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
         progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
-        within = None  # a lone large pair on the CPU engine: progress through its traceback, in 1/1000
+        within = None  # a lone large pair on the CPU engine: progress through its traceback
         if len(plan) == 1 and engine == "cpu" and not score_only and \
                 len(qenc[plan[0][0]].codes) * len(tenc[plan[0][1]].codes) >= 10**8:
-            advance, shown = _progress("pair", 1000, quiet, "/1000"), [0]
-
-            def within(fraction):
-                step = int(1000 * fraction) - shown[0]
-                if step > 0:
-                    shown[0] += step
-                    advance(step)
+            within = _progress("pair", 1000, quiet, "/1000", fraction=True)
         for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads,
                                engine, options, within):
             writer.write(aln)
@@ -596,9 +590,10 @@ def _status(label: str, quiet: bool):
     return update
 
 
-def _progress(label: str, total: int, quiet: bool, unit: str = ""):
+def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: bool = False):
     """A Rich progress bar on stderr (done / total, rate, time left), only when stderr is a terminal and
-    not ``-q``. Returns advance(n); the bar is redrawn at most ten times a second and closes when full."""
+    not ``-q``. Returns advance(n), or with ``fraction`` set(f) for the fraction f (0..1) done; the bar is
+    redrawn at most ten times a second and closes when full."""
     if quiet or total <= 0 or not sys.stderr.isatty():
         return lambda n: None
     import time
@@ -611,10 +606,10 @@ def _progress(label: str, total: int, quiet: bool, unit: str = ""):
                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
     task = bar.add_task(label, total=total)
     bar.start()
-    state = {"done": 0, "shown": 0, "at": 0.0}
+    state = {"done": 0, "at": 0.0}
 
-    def advance(n: int) -> None:
-        state["done"] += n
+    def advance(n) -> None:
+        state["done"] = int(total * n) if fraction else state["done"] + n
         now = time.monotonic()
         if state["done"] >= total or now - state["at"] > 0.1:
             bar.update(task, completed=state["done"])

@@ -412,3 +412,19 @@ def test_sigterm_removes_the_temporary_output(tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
     assert os.listdir(tmp_path) == []
+
+
+def test_progress_bar_takes_fractions(monkeypatch):
+    """The fraction form (a lone pair's traceback) counts 0..1 onto the same bar and closes at 1."""
+    from nwalign import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    setter = cli._progress("pair", 1000, False, "/1000", fraction=True)
+    for f in (0.1, 0.5, 1.0):
+        setter(f)
+    assert "pair" in err.getvalue()
