@@ -6,7 +6,8 @@
 #   bash benchmarks/gpu_search_e2e.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-search-e2e-out}}
-mkdir -p "$OUTDIR"
+HITS=${HITS:-/tmp/nwalign-e2e-hits}  # hit tables (kept out of OUTDIR: the device returns few files)
+mkdir -p "$OUTDIR" "$HITS"
 Q=data/queries_20_sw_benchmark.fasta
 DB=/tmp/sp570k
 [ -f $DB.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb --fasta $DB.fa
@@ -16,19 +17,21 @@ echo "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 echo "== help";            /usr/bin/time -f "%e s wall" python3 -m nwalign --help > /dev/null
 /usr/bin/time -f "%e s wall" python3 -m nwalign search --help > /dev/null
 echo "== first run (empty caches)"
-CUPY_CACHE_DIR=$(mktemp -d) NUMBA_CACHE_DIR=$(mktemp -d) nw search $Q $DB.nwdb --top 10 -o "$OUTDIR/hits_first.tsv"
+CUPY_CACHE_DIR=$(mktemp -d) NUMBA_CACHE_DIR=$(mktemp -d) nw search $Q $DB.nwdb --top 10 -o "$HITS/hits_first.tsv"
 echo "== warm, .nwdb (3 runs)"
-for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -v -o "$OUTDIR/hits_nwdb.tsv"; done
+for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -v -o "$HITS/hits_nwdb.tsv"; done
 echo "== warm, FASTA"
-nw search $Q $DB.fa --top 10 -v -o "$OUTDIR/hits_fasta.tsv"
+nw search $Q $DB.fa --top 10 -v -o "$HITS/hits_fasta.tsv"
 echo "== identical outputs"
-cmp "$OUTDIR/hits_first.tsv" "$OUTDIR/hits_nwdb.tsv" && cmp "$OUTDIR/hits_nwdb.tsv" "$OUTDIR/hits_fasta.tsv" && echo yes
-wc -l < "$OUTDIR/hits_nwdb.tsv"
+cmp "$HITS/hits_first.tsv" "$HITS/hits_nwdb.tsv" && cmp "$HITS/hits_nwdb.tsv" "$HITS/hits_fasta.tsv" && echo yes
+wc -l < "$HITS/hits_nwdb.tsv"
 echo "== top 10 of the two shortest queries: GPU against the CPU engine (whole database)"
 python3 -c "
 from nwalign.sequences import read_fasta
 print(''.join(f'>{r.description}\\n{r.seq}\\n' for r in read_fasta('$Q')[:2]), end='')" > /tmp/q2.fa
-python3 -m nwalign search /tmp/q2.fa $DB.nwdb --top 10 --backend cpu -o "$OUTDIR/hits_cpu2.tsv"
-head -n 20 "$OUTDIR/hits_nwdb.tsv" | cmp - "$OUTDIR/hits_cpu2.tsv" && echo "identical (20 hits)"
+python3 -m nwalign search /tmp/q2.fa $DB.nwdb --top 10 --backend cpu -o "$HITS/hits_cpu2.tsv"
+head -n 20 "$HITS/hits_nwdb.tsv" | cmp - "$HITS/hits_cpu2.tsv" && echo "identical (20 hits)"
+echo "== the 200 hits aligned on the GPU in one batch, and on the CPU engine"
+python3 benchmarks/gpu_hits_align.py $Q $DB.nwdb "$HITS/hits_nwdb.tsv"
 } 2>&1 | tee "$OUTDIR/e2e.txt"
 python3 -m cProfile -s cumtime -m nwalign search $Q $DB.nwdb --top 10 -o /dev/null 2>&1 | head -45 > "$OUTDIR/profile.txt"

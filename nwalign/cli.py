@@ -493,7 +493,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     from .formats import SamWriter
     import time
 
-    from .search import encode_database, field, load_database, search_all, warm_cpu_engine
+    from .search import encode_database, field, load_database, search_all
     from .statistics import parameters
 
     started = time.perf_counter()
@@ -502,8 +502,10 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     threads = threads or os.cpu_count() or 1
     use_gpu = choose_backend(backend) == "cuda"
     align = fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS)  # else the scan says it all
-    if use_gpu and align:
-        warm_cpu_engine()  # the hits' alignments run on the CPU engine; load it while the GPU is set up
+    if use_gpu:
+        from .cuda import warm_up
+
+        warm_up(device, ("sw_search", "batch_align"))  # while the database is read
     queries = read_fasta(query)
     db = load_database(database)
     kind = alphabet
@@ -522,15 +524,18 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     qenc = encode_all(queries, scoring, query)
     codes = encode_database(db, scoring)
     log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
-    gpu = None
+    gpu = aligner = None
     if use_gpu:
+        from .cuda.batch import BatchAligner
         from .cuda.search import GswSearcher, ScanSearcher
 
         t0 = time.perf_counter()
         gpu = GswSearcher(db, scoring, device) if search_kernel == "gsw" else \
             ScanSearcher(codes, db.offsets, scoring, device)
-        log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned on the CPU engine",
-                 search_kernel, time.perf_counter() - t0)
+        if align:  # the reported hits, one batch per query, while the GPU scans the next query
+            aligner = BatchAligner(scoring, device)
+        log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s",
+                 search_kernel, time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
         if hasattr(gpu, "describe"):
             log.info("search: %s", gpu.describe())
     log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
@@ -545,7 +550,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             writer.begin()
         progress = _progress("search", len(qenc) * db.total_length, quiet, "residues")
         for q, hits in search_all(qenc, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
-                                  progress, align):
+                                  progress, align, aligner):
             for hit in hits:
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")

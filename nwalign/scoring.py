@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import NwalignError
+from .ops import GLOBAL, LOCAL, SEMIGLOBAL
 from .sequences import NUCLEOTIDE_LETTERS, Record
 
 MODES = ("global", "local", "semiglobal")
-MODE_CODES = {"global": 0, "local": 1, "semiglobal": 2}
+MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
 
 DEFAULTS = {
     "protein": {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1},

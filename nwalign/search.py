@@ -20,7 +20,7 @@ import numpy as np
 from . import cpu
 from .engine import Encoded, align_pair
 from .errors import NwalignError
-from .results import Alignment
+from .results import Alignment, finish
 from .scoring import Scoring
 from .sequences import Record, read_fasta_arrays
 from .statistics import KarlinAltschul
@@ -319,6 +319,21 @@ def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scori
     return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
 
 
+def _hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan_score: int, path, scoring: Scoring,
+                   evalue, bitscore) -> Hit:
+    """A hit from an alignment computed elsewhere (``path``: :func:`nwalign.cpu.align_codes`'s tuple)."""
+    score, qs, qe, ts, te, ops = path
+    if score != scan_score:  # two engines disagree: never report either
+        raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment scores "
+                           f"{score}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
+    t = codes[db.offsets[k]:db.offsets[k + 1]]
+    target = db.record(k)
+    aln = Alignment(query_id=query.record.id, target_id=target.id, mode=scoring.mode, score=score,
+                    query_length=len(query.codes), target_length=len(t), query_start=qs, query_end=qe,
+                    target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq, target_seq=target.seq)
+    return Hit(query.record, k, finish(aln, query.codes, t, scoring.matrix), evalue, bitscore, db.descriptions[k])
+
+
 def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
     aln = Alignment(query_id=query.record.id, target_id=db.ids[k], mode=scoring.mode, score=score,
                     query_length=len(query.codes), target_length=int(db.offsets[k + 1] - db.offsets[k]))
@@ -341,36 +356,25 @@ def _reported(query: Encoded, scores: np.ndarray, db: Database, stats: KarlinAlt
 
 def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
                  top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
-                 threads: int = 1, gpu=None) -> list[Hit]:
+                 threads: int = 1, gpu=None, aligner=None) -> list[Hit]:
     """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.cuda.search.ScanSearcher` or
-    ``GswSearcher``), then align its reported hits on the CPU engine (exact columns; scores equal the
-    scan's) with statistics."""
-    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu):
+    ``GswSearcher``), then align its reported hits (on the CPU engine, or the GPU with ``aligner``: a
+    :class:`nwalign.cuda.batch.BatchAligner`; the same alignments) with statistics."""
+    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
+                              aligner=aligner):
         return hits
     return []
 
 
-def warm_cpu_engine() -> None:
-    """Load the CPU engine (Numba and its compiled functions) in a background thread, so that the first
-    hit's alignment does not wait for it while the GPU scans."""
-    import threading
-
-    def run():
-        from .cpu import align_codes
-
-        one = np.zeros(1, dtype=np.uint8)
-        align_codes(one, one, np.ones((1, 1), dtype=np.int32), 1, 1, 1)
-
-    threading.Thread(target=run, daemon=True).start()
-
-
 def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
                stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
-               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True):
+               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True,
+               aligner=None):
     """Search every query; yields (query, hits) in query order.
 
-    With ``gpu``, the reported hits of one query are aligned on the CPU engine by ``threads`` threads
-    (the engine releases the GIL) while the GPU scans the next query. ``align=False``: the hits carry
+    With ``gpu``, the reported hits of one query are aligned while the GPU scans the next query: on the
+    GPU by ``aligner`` (a :class:`nwalign.cuda.batch.BatchAligner`, all hits of a query in one launch), else
+    on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
     score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(residues)`` is called after
     each scan.
     """
@@ -386,17 +390,40 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
             if progress:
                 progress(db.total_length)
             reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
-            if align:
+            if align and aligner is not None:
+                batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
+                jobs = [_BatchHits(batch, q, db, codes, [(k, int(scores[k]), ev, bits) for k, ev, bits in reported],
+                                   scoring)]
+            elif align:
                 jobs = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
             else:
                 jobs = [_Done(_score_hit(q, db, k, int(scores[k]), scoring, ev, bits)) for k, ev, bits in reported]
             pending.append((q, jobs))
             while len(pending) > (1 if gpu is not None else 0):
                 q0, done = pending.popleft()
-                yield q0, [j.result() for j in done]
+                yield q0, _results(done)
         while pending:
             q0, done = pending.popleft()
-            yield q0, [j.result() for j in done]
+            yield q0, _results(done)
+
+
+def _results(jobs) -> list[Hit]:
+    out = []
+    for job in jobs:
+        got = job.result()
+        out.extend(got if isinstance(job, _BatchHits) else [got])
+    return out
+
+
+class _BatchHits:
+    """The hits of one query aligned as one GPU batch; ``result()`` waits and builds them."""
+
+    def __init__(self, batch, query, db, codes, hits, scoring):
+        self.batch, self.query, self.db, self.codes, self.hits, self.scoring = batch, query, db, codes, hits, scoring
+
+    def result(self) -> list[Hit]:
+        return [_hit_from_path(self.query, self.db, self.codes, k, score, path, self.scoring, ev, bits)
+                for (k, score, ev, bits), path in zip(self.hits, self.batch.result())]
 
 
 class _Done:

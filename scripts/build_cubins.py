@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Build the shipped cubins of the search kernel (nwalign/cuda/kernels/cubins/), so that a first search
-need not compile 26 template instantiations with NVRTC.
+"""Build the shipped cubins of the search kernels (nwalign/cuda/kernels/cubins/): the scan (26 template
+instantiations) and the batched alignment of the hits, so that a first search compiles nothing with NVRTC.
 
     python3 scripts/build_cubins.py        # needs nvcc; rerun after any change to the sources below
 
-Writes sw_search.sm_80.cubin and sw_search.sm_90.cubin and manifest.json (the SHA-256 of the sources
+Writes <name>.sm_80.cubin and <name>.sm_90.cubin for each source in modules.PREBUILT, and manifest.json (the SHA-256 of the sources
 they were built from, and nvcc's version). At run time (nwalign.cuda.modules.prebuilt_function) a cubin
 is used only when its manifest hash equals the installed sources' and the GPU's major architecture
 matches; otherwise, or if the driver cannot load it, the kernel is compiled from source as before.

@@ -18,8 +18,7 @@ import numpy as np
 from numba import njit
 
 NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64
-GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
-from ..ops import OP_DEL, OP_INS, OP_MATCH  # noqa: E402  (numba reads them as globals)
+from ..ops import GLOBAL, LOCAL, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
 E_EXTENDED, F_EXTENDED = 4, 8
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import NwalignError
 from .antidiagonal import fits_float32, score_antidiagonal
+from ..ops import finish_path
 from .dp import GLOBAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
 
@@ -158,17 +159,3 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
 
     report(1.0)
     return finish_path(mode, score, i, end_i, j, end_j, ops, nops)
-
-
-def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, ops: np.ndarray,
-                nops: int) -> tuple[int, int, int, int, int, np.ndarray]:
-    """Close a traceback that stopped at (i, j): in global mode the path runs on along row 0 or column 0
-    to the origin. Returns align_codes' tuple with the columns in alignment order."""
-    if mode == GLOBAL:
-        ops[nops:nops + i] = 1
-        nops += i
-        i = 0
-        ops[nops:nops + j] = 2
-        nops += j
-        j = 0
-    return score, i, end_i, j, end_j, ops[:nops][::-1].copy()

@@ -54,6 +54,28 @@ def require(device: int = 0):
     return cupy
 
 
+def warm_up(device: int = 0, sources: tuple[str, ...] = ()):
+    """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
+    while the caller reads its input (context creation takes a few tenths of a second). Returns the
+    thread; errors are left for the caller's own first CUDA call to raise."""
+    import threading
+
+    def run():
+        try:
+            cupy = require(device)
+            cupy.empty(1, dtype=cupy.uint8)  # the context exists once memory is allocated
+            from . import modules
+
+            for name in sources:
+                modules.prebuilt_module(name)
+        except Exception:  # the main thread's own call reports it in one line
+            pass
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def device_info() -> list[dict]:
     """Name, memory, compute capability and versions of every visible GPU (empty without CuPy/GPU)."""
     if not available():

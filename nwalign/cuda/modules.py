@@ -16,7 +16,7 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).parent / "kernels"
 CUBIN_DIR = KERNEL_DIR / "cubins"
 #: Sources shipped as cubins, and the architectures built (a cubin runs on GPUs of its major version).
-PREBUILT = {"sw_search": (80, 90)}
+PREBUILT = {"sw_search": (80, 90), "batch_align": (80, 90)}
 
 log = logging.getLogger("nwalign")
 
@@ -50,6 +50,13 @@ def _prebuilt_module(name: str, major: int):
         return None
 
 
+def prebuilt_module(name: str):
+    """The shipped cubin module of kernels/<name>.cu for the current GPU, or None (loads it once)."""
+    import cupy
+
+    return _prebuilt_module(name, int(cupy.cuda.Device().compute_capability) // 10)
+
+
 def prebuilt_function(name: str, mangled: str):
     """Kernel ``mangled`` (its C++ mangled name) from the shipped cubin of kernels/<name>.cu for the current
     GPU, or None (see :func:`_prebuilt_module`)."""
@@ -57,7 +64,7 @@ def prebuilt_function(name: str, mangled: str):
 
     key = (name, mangled, cupy.cuda.Device().id)
     if key not in _PREBUILT_FUNCS:
-        module = _prebuilt_module(name, int(cupy.cuda.Device().compute_capability) // 10)
+        module = prebuilt_module(name)
         func = None
         if module is not None:
             try:

@@ -126,7 +126,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
                 if (STORE && MODE != NW_LOCAL) {
                     // Bit planes, one funnel shift per bit (each bit is the sign of a difference): E beats
                     // the diagonal, F beats both, F(i, j) extended (F + go > H(i-1, j)), and into the next
-                    // column's word, E(i, j + 1) extended (E - ge > H - go). wavefront.cu's wave_dir reads them.
+                    // column's word, E(i, j + 1) extended (E - ge > H - go). trace.cuh's nw_dir reads them.
                     de = __viaddmax_s32(hd, sc, E[r]);
                     h = __viaddmax_s32(fg, -a.go, de);
                     word = __funnelshift_l(hd + sc - E[r], word, 1);

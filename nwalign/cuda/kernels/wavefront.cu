@@ -18,8 +18,9 @@
 // Bands whose bottom row is a checkpoint row (every ck_every bands) also write it to `ckH/ckF`, so a
 // linear-space traceback can recompute any block of rows from its checkpoint (as CUDAlign does).
 #include "common.cuh"
+#include "trace.cuh"
 
-#define STORE_R 8  // rows per lane when directions are stored: 8 nibbles fill one 32-bit word
+#define STORE_R NW_DIR_ROWS  // rows per lane when directions are stored: 8 nibbles fill one 32-bit word
 #define FULL_MASK 0xffffffffu
 
 struct WaveArgs {
@@ -204,54 +205,13 @@ template __global__ void wavefront<0, true, 8>(WaveArgs);
 template __global__ void wavefront<1, true, 8>(WaveArgs);
 template __global__ void wavefront<2, true, 8>(WaveArgs);
 
-// The direction nibble (source, bit 2 E(i,j) extended, bit 3 F(i,j) extended) of local cell `li` (rows from
-// the launch's r0 + 1) in column j: packed as 8 nibbles per word, or (planes) as wave_score.cu's bit
-// planes: per row r bits 23 - 3r (E beats the diagonal), 22 - 3r (F beats both), 21 - 3r (F extended),
-// 31 - r (E extended). Source 3 is a local start in local mode, and reads as F elsewhere.
-__device__ __forceinline__ int wave_dir(const unsigned *dirs, int li, int j, size_t ld, int planes) {
-    const unsigned w = dirs[((size_t)(li / (32 * STORE_R)) * 32 + (li / STORE_R) % 32) * ld + j];
-    const int r = li % STORE_R;
-    if (!planes) return (w >> (4 * r)) & 15;
-    const int src = (w >> (22 - 3 * r)) & 1 ? 2 : (w >> (23 - 3 * r)) & 1;
-    return src | ((w >> (31 - r)) & 1) << 2 | ((w >> (21 - 3 * r)) & 1) << 3;
-}
-
-// Traceback on the GPU over the directions of rows r0+1 .. of one launch, from cell (i, j) in `state`
-// (0 H, 1 E, 2 F) until row r0, column 0 or a local start. One warp: the path is sequential, but its
-// runs are not: lane k reads the k-th cell ahead along the current run (diagonal in H, left in E, up in
-// F), a ballot finds where the run ends, and up to 32 columns are emitted at once.
-// io: in  {i, j, state, nops}; out {i, j, state, nops, stopped}. ops: columns in reverse order
-// (0 diagonal, 1 gap in the target (up), 2 gap in the query (left)).
+// Traceback on the GPU over the directions of rows r0+1 .. of one launch (trace.cuh), from cell (i, j) in
+// `state`. io: in {i, j, state, nops}; out {i, j, state, nops, stopped}. ops: columns in reverse order.
 extern "C" __global__ void wave_trace(const unsigned *dirs, int r0, int ncols, int local_mode, int planes, int *io,
                                       u8 *ops) {
     if (blockIdx.x != 0 || threadIdx.x >= 32) return;
     const int lane = threadIdx.x;
     int i = io[0], j = io[1], state = io[2], nops = io[3], stopped = 0;
-    const size_t ld = (size_t)ncols + 1;
-    while (i > r0 && j > 0) {
-        const int ik = state == 1 ? i : i - lane, jk = state == 2 ? j : j - lane;
-        const bool valid = ik > r0 && jk > 0;
-        const int d = valid ? wave_dir(dirs, ik - r0 - 1, jk, ld, planes) : 0;
-        if (state == 0) {
-            const unsigned diag = __ballot_sync(FULL_MASK, valid && (d & 3) == 0);
-            const int run = diag == FULL_MASK ? 32 : __ffs(~diag) - 1;
-            if (lane < run) ops[nops + lane] = 0;
-            nops += run; i -= run; j -= run;
-            if (run == 32 || !(i > r0 && j > 0)) continue;
-            const int src = __shfl_sync(FULL_MASK, d, run) & 3;  // cell (i, j): not a diagonal step
-            if (src == 1) state = 1;
-            else if (src == 2 || !local_mode) state = 2;
-            else { stopped = 1; break; }
-        } else {
-            const unsigned ext = __ballot_sync(FULL_MASK, valid && (d & (state == 1 ? 4 : 8)));
-            const int z = ext == FULL_MASK ? 32 : __ffs(~ext) - 1;  // cells 0 .. z - 1 extend the gap
-            const int left = state == 1 ? j : i - r0;
-            const int emit = min(z < 32 ? z + 1 : 32, left);
-            if (lane < emit) ops[nops + lane] = state == 1 ? 2 : 1;
-            nops += emit;
-            if (state == 1) j -= emit; else i -= emit;
-            if (z < min(left, 32)) state = 0;  // cell z opened the gap: H above / left of it
-        }
-    }
+    nw_trace_warp(dirs, r0, (size_t)ncols + 1, local_mode, planes, lane, ops, i, j, state, nops, stopped);
     if (lane == 0) { io[0] = i; io[1] = j; io[2] = state; io[3] = nops; io[4] = stopped; }
 }

@@ -1,0 +1,135 @@
+"""The batched GPU alignment (kernels/batch_align.cu) against the CPU engine: identical scores,
+coordinates and columns for every pair, in global and local mode, at the kernel's edge sizes, with many
+ties, on real proteins and DNA, and inside a search."""
+
+import os
+
+import numpy as np
+import pytest
+
+from nwalign.cpu import align_codes
+from nwalign.engine import encode_all
+from nwalign.scoring import make_scoring
+from nwalign.search import database_from_records, encode_database, search_query
+from nwalign.sequences import read_fasta
+from nwalign.statistics import parameters
+
+from conftest import DATA
+
+pytestmark = pytest.mark.gpu
+
+BENCH20 = os.path.join(DATA, "queries_20_sw_benchmark.fasta")
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+LAMBDA = os.path.join(DATA, "phage_lambda_J02459.fasta")
+
+
+def _cpu(pairs, scoring):
+    return [align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
+            for q, t in pairs]
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g[:5] == w[:5], (k, g[:5], w[:5])
+        assert np.array_equal(g[5], w[5]), k
+
+
+def _mutated(rng, seq, alphabet_size, rate):
+    """A relative of ``seq``: substitutions and short indels at ``rate`` per residue."""
+    out = []
+    for c in seq:
+        r = rng.random()
+        if r < rate / 3:
+            continue
+        if r < 2 * rate / 3:
+            out.append(rng.integers(alphabet_size))
+        out.append(rng.integers(alphabet_size) if r < rate else c)
+    return np.array(out or [0], dtype=np.uint8)
+
+
+@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("alphabet", ["protein", "dna"])
+def test_random_pairs_at_edge_sizes_equal_cpu(mode, alphabet):
+    from nwalign.cuda.batch import BatchAligner
+
+    rng = np.random.default_rng(11)
+    scoring = make_scoring(alphabet, mode)
+    size = 20 if alphabet == "protein" else 4
+    lengths = [1, 2, 7, 31, 32, 33, 255, 256, 257, 300, 513, 777]
+    pairs = []
+    for m in lengths:
+        for n in (1, 31, 32, 33, 64, 257, 600):
+            q = rng.integers(size, size=m).astype(np.uint8)
+            t = _mutated(rng, q, size, 0.15)[:n] if rng.random() < 0.5 else rng.integers(size, size=n).astype(np.uint8)
+            pairs.append((q, t))
+    got = BatchAligner(scoring).submit(pairs).result()
+    _same(got, _cpu(pairs, scoring))
+
+
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_ties_low_complexity_equal_cpu(mode):
+    """Two-letter and repeat sequences: many equal-scoring paths, so every tie rule is exercised."""
+    from nwalign.cuda.batch import BatchAligner
+
+    rng = np.random.default_rng(5)
+    scoring = make_scoring("dna", mode, match=1, mismatch=-1, gap_open=1, gap_extend=1)
+    pairs = []
+    for _ in range(60):
+        m, n = rng.integers(1, 400, size=2)
+        pairs.append((rng.integers(2, size=m).astype(np.uint8), rng.integers(2, size=n).astype(np.uint8)))
+    pairs.append((np.zeros(300, np.uint8), np.zeros(200, np.uint8)))
+    pairs.append((np.tile(np.array([0, 1], np.uint8), 150), np.tile(np.array([1, 0], np.uint8), 170)))
+    got = BatchAligner(scoring).submit(pairs).result()
+    _same(got, _cpu(pairs, scoring))
+
+
+def test_real_proteins_and_dna_equal_cpu():
+    from nwalign.cuda.batch import BatchAligner
+
+    scoring = make_scoring("protein", "local")
+    queries = encode_all(read_fasta(BENCH20)[:6], scoring, "q")
+    targets = encode_all(read_fasta(ECOLI)[:40], scoring, "t")
+    pairs = [(q.codes, t.codes) for q in queries for t in targets[:8]]
+    _same(BatchAligner(scoring).submit(pairs).result(), _cpu(pairs, scoring))
+    dna = make_scoring("dna", "global")
+    lam = encode_all(read_fasta(LAMBDA), dna, "l")[0].codes
+    rng = np.random.default_rng(3)
+    pairs = [(lam[:3000], _mutated(rng, lam[:3000], 4, 0.05)), (lam[10000:12500], _mutated(rng, lam[10000:12400], 4, 0.2))]
+    _same(BatchAligner(dna).submit(pairs).result(), _cpu(pairs, dna))
+
+
+def test_budget_splits_launches_and_falls_back_to_the_cpu():
+    """A small budget: several launches, and a pair over the budget aligned by the CPU engine."""
+    from nwalign.cuda.batch import BatchAligner, dirs_bytes
+
+    rng = np.random.default_rng(8)
+    scoring = make_scoring("protein", "local")
+    pairs = [(rng.integers(20, size=m).astype(np.uint8), rng.integers(20, size=n).astype(np.uint8))
+             for m, n in [(100, 100), (600, 900), (50, 70), (300, 300), (1200, 1500)]]
+    aligner = BatchAligner(scoring, max_memory=dirs_bytes(600, 900))
+    assert not aligner.fits(1200, 1500) and aligner.fits(600, 900)
+    batch = aligner.submit(pairs)
+    assert len(batch.launches) >= 2
+    _same(batch.result(), _cpu(pairs, scoring))
+
+
+def test_search_hits_aligned_on_the_gpu_equal_cpu():
+    """search with the scan kernel and the batched alignment: the same hits, columns and statistics."""
+    from nwalign.cuda.batch import BatchAligner
+    from nwalign.cuda.search import ScanSearcher
+    from nwalign.search import field
+
+    scoring = make_scoring("protein", "local")
+    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    db = database_from_records(read_fasta(ECOLI), "db")
+    codes = encode_database(db, scoring)
+    gpu = ScanSearcher(codes, db.offsets, scoring)
+    aligner = BatchAligner(scoring)
+    cols = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
+            "evalue", "bitscore", "cigar", "btop", "qseq", "sseq")
+    for q in encode_all(read_fasta(BENCH20)[:5], scoring, "q"):
+        want = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10)]
+        got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10, gpu=gpu,
+                                                                   aligner=aligner)]
+        assert got == want and len(got) == 10
