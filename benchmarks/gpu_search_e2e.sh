@@ -11,6 +11,9 @@ mkdir -p "$OUTDIR" "$HITS"
 Q=data/queries_20_sw_benchmark.fasta
 DB=/tmp/sp570k
 [ -f $DB.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb --fasta $DB.fa
+# Byte-compile what the runs import (a pip install does it; the device's Python may be told not to).
+unset PYTHONDONTWRITEBYTECODE
+python3 -m compileall -q nwalign ${PYTHONPATH//:/ } > /dev/null 2>&1
 nw() { /usr/bin/time -f "%e s wall, %M KB peak RSS" python3 -m nwalign "$@"; }
 {
 echo "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader)"

@@ -64,9 +64,9 @@ class BatchAligner:
         self.func = modules.prebuilt_function("batch_align", _KERNELS[scoring.mode_code]) or \
             modules.function("batch_align", _KERNELS[scoring.mode_code])
         self.blocks = modules.resident_blocks(self.func, THREADS)
-        _, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
-        # Above the scans in priority: a batch's warps take SMs as the scan's blocks finish.
-        self.stream = cp.cuda.Stream(non_blocking=True, priority=greatest)
+        # Above the scans in priority, so that a batch's warps take SMs as the scan's blocks finish (CUDA
+        # clamps the number to the device's highest priority).
+        self.stream = cp.cuda.Stream(non_blocking=True, priority=-100)
 
     def fits(self, m: int, n: int) -> bool:
         """Whether an m x n pair is aligned on the GPU (directions within the budget, scores in int32)."""
