@@ -38,3 +38,6 @@ echo "== the 200 hits aligned on the GPU in one batch, and on the CPU engine"
 python3 benchmarks/gpu_hits_align.py $Q $DB.nwdb "$HITS/hits_nwdb.tsv"
 } 2>&1 | tee "$OUTDIR/e2e.txt"
 python3 -m cProfile -s cumtime -m nwalign search $Q $DB.nwdb --top 10 -o /dev/null 2>&1 | head -45 > "$OUTDIR/profile.txt"
+{ echo "== imports of a warm run, the 30 largest by cumulative time (us)"
+  python3 -X importtime -m nwalign search $Q $DB.nwdb --top 10 -o /dev/null 2>&1 >/dev/null | grep "^import time:" \
+      | sort -t'|' -k2 -n -r | head -30; } >> "$OUTDIR/profile.txt"

@@ -54,6 +54,17 @@ def require(device: int = 0):
     return cupy
 
 
+def pinned_empty(shape, dtype):
+    """A C-ordered NumPy array in page-locked host memory (for asynchronous copies from the GPU), made
+    as ``cupyx.empty_pinned`` makes it, without importing cupyx and the modules it loads."""
+    import cupy
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    mem = cupy.cuda.alloc_pinned_memory(max(1, int(np.prod(shape)) * dtype.itemsize))
+    return np.ndarray(shape, dtype=dtype, buffer=mem)
+
+
 def warm_up(device: int = 0, sources: tuple[str, ...] = ()):
     """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
     while the caller reads its input (context creation takes a few tenths of a second). Returns the

@@ -229,7 +229,7 @@ class AllPairsScorer:
         """Score batches of pairs (int32 (k, 2) arrays, each at most :meth:`batch_size` long), yielding
         (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned."""
         cp = self.cp
-        import cupyx
+        from . import pinned_empty
 
         slots = [None, None]  # per stream: (pairs, order, pinned scores, event, device buffers)
         k = 0
@@ -246,9 +246,9 @@ class AllPairsScorer:
             t_len = self.t_lengths[pairs[:, 1]]
             order = np.lexsort((t_len, q_len))
             self.cells += int((q_len * t_len).sum())
-            pinned_pairs = cupyx.empty_pinned((n, 2), dtype=np.int32)
+            pinned_pairs = pinned_empty((n, 2), dtype=np.int32)
             pinned_pairs[:] = pairs[order]
-            pinned_scores = cupyx.empty_pinned((n,), dtype=np.int32)
+            pinned_scores = pinned_empty((n,), dtype=np.int32)
             stream = self.streams[s]
             with stream:
                 d_pairs = cp.empty((n, 2), dtype=cp.int32)

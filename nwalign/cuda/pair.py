@@ -171,13 +171,13 @@ def adm_offsets(m: int, n: int) -> np.ndarray:
 def _run_adm(run: _Run, opts: Options):
     """Sub-matrices of whole anti-diagonals, computed into one of two device buffers while the other is
     copied to pinned host memory on a second stream (Kurt et al., IV.B.3-4)."""
-    import cupyx
+    from . import pinned_empty
 
     cp = run.cp
     m, n = run.m, run.n
     offsets = adm_offsets(m, n)
     total = int(offsets[-1])
-    host = cupyx.empty_pinned((max(total, 1),), dtype=np.uint8)
+    host = pinned_empty((max(total, 1),), dtype=np.uint8)
     H, E, F = _adiag_buffers(run)
     dev_offsets = cp.asarray(offsets)
     chunk = max(1, min(opts.submatrix_cells, total))

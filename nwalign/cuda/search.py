@@ -139,9 +139,9 @@ class ScanSearcher:
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]
         self.d_scores = cp.empty(self.count, dtype=cp.int32)   # length order
         self.d_out = cp.empty(self.count, dtype=cp.int32)      # database order
-        import cupyx
+        from . import pinned_empty
 
-        self.h_out = cupyx.empty_pinned((self.count,), dtype=np.int32)
+        self.h_out = pinned_empty((self.count,), dtype=np.int32)
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
