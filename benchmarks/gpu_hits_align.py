@@ -17,7 +17,7 @@ from nwalign.cuda import device_info
 from nwalign.cuda.batch import BatchAligner
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
-from nwalign.search import encode_database, load_database
+from nwalign.database import encode_database, load_database
 from nwalign.sequences import read_fasta
 
 

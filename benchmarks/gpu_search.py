@@ -22,7 +22,8 @@ from nwalign.cuda import device_info
 from nwalign.cuda.search import GswSearcher
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
-from nwalign.search import database_from_records, encode_database, scan, search_query
+from nwalign.database import database_from_records, encode_database
+from nwalign.search import scan, search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 

@@ -351,7 +351,7 @@ def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[s
 
 def synthetic_database(count: int, seed: int):
     """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
-    from .search import Database
+    from .database import Database
 
     rng = np.random.default_rng(seed)
     sigma = 0.55
@@ -370,7 +370,8 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
     kernel is timed too, else on the first ``check`` database sequences.
     """
-    from .search import database_from_records, encode_database, scan
+    from .database import database_from_records, encode_database
+    from .search import scan
 
     gpu_ok = backend != "cpu" and cuda.available()
     if backend == "cuda" and not gpu_ok:
@@ -386,7 +387,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         queries = [Record(f"query_len{n}", "", AMINO[rng.integers(0, 20, size=n)].tobytes().decode())
                    for n in query_lengths]
     if inputs and len(inputs) == 2:
-        from .search import load_database
+        from .database import load_database
 
         db = load_database(inputs[1])
     else:

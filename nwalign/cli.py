@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pathlib
 import re
 import shlex
 import sys
@@ -493,53 +494,19 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     from .formats import SamWriter
     import time
 
-    from .search import encode_database, field, load_database, search_all
-    from .statistics import parameters
+    from .search import Search, field
 
     started = time.perf_counter()
     _setup_logging(verbose, quiet)
     cols = parse_columns(columns, SEARCH_COLUMNS)
-    threads = threads or os.cpu_count() or 1
-    use_gpu = choose_backend(backend) == "cuda"
-    align = fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS)  # else the scan says it all
-    if use_gpu:
-        from .cuda import warm_up
-
-        warm_up(device, ("sw_search", "batch_align"))  # while the database is read
-    queries = read_fasta(query)
-    db = load_database(database)
-    kind = alphabet
-    if kind == "auto":
-        sample = [db.record(k) for k in range(min(db.count, 200))]
-        kind = detect_alphabet(queries + sample)
-    scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
-    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
-    if stats is None:
-        if max_evalue is not None:
-            raise NwalignError(f"--max-evalue: no published statistics for {scoring.matrix_name} with gaps "
-                               f"{scoring.gap_open}/{scoring.gap_extend}; use --min-score")
-        if not quiet:
-            click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
-                       f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
-    qenc = encode_all(queries, scoring, query)
-    codes = encode_database(db, scoring)
-    log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
-    gpu = aligner = None
-    if use_gpu:
-        from .cuda.batch import BatchAligner
-        from .cuda.search import GswSearcher, ScanSearcher
-
-        t0 = time.perf_counter()
-        gpu = GswSearcher(db, scoring, device) if search_kernel == "gsw" else \
-            ScanSearcher(codes, db.offsets, scoring, device)
-        if align:  # the reported hits, one batch per query, while the GPU scans the next query
-            aligner = BatchAligner(scoring, device)
-        log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s",
-                 search_kernel, time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
-        if hasattr(gpu, "describe"):
-            log.info("search: %s", gpu.describe())
-    log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(qenc), db.count,
-             db.total_length, scoring.matrix_name, threads)
+    run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
+                 gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
+                 align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
+                 backend=backend, kernel=search_kernel, device=device, threads=threads)
+    scoring, db, gpu = run.scoring, run.database, run.gpu
+    if run.stats is None and not quiet:
+        click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
+                   f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     with output_stream(output, (query, database)) as out:
         writer = None
         if fmt == "tsv" and header:
@@ -548,9 +515,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             targets = [Record(i, "", "N" * int(db.offsets[k + 1] - db.offsets[k])) for k, i in enumerate(db.ids)]
             writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
             writer.begin()
-        progress = _progress("search", len(qenc) * db.total_length, quiet, "residues")
-        for q, hits in search_all(qenc, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
-                                  progress, align, aligner):
+        for _, hits in run.run(_progress("search", len(run.queries) * db.total_length, quiet, "residues")):
             for hit in hits:
                 if fmt == "tsv":
                     out.write("\t".join(field(hit, c) for c in cols) + "\n")
@@ -629,7 +594,7 @@ def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: boo
 @click.option("-o", "--output", required=True, metavar="FILE.nwdb", help="The database file to write.")
 def makedb(fasta, output):
     """Write FASTA as a memory-mappable .nwdb database for repeated 'nwalign search' runs."""
-    from .search import makedb as write_db
+    from .database import makedb as write_db
 
     if output == "-":
         raise NwalignError("makedb: -o needs a file name (the database is memory-mapped from it)")

@@ -137,6 +137,41 @@ def read_fasta_arrays(path: str) -> tuple[list[str], list[str], np.ndarray, np.n
     return ids, descriptions, residues, offsets
 
 
+def as_records(items, prefix: str = "seq") -> list[Record]:
+    """Records from what a caller of the Python API may hold: a sequence as ``str`` or ``bytes``, a
+    Biopython ``Seq`` or ``SeqRecord``, a :class:`Record`, or an iterable of any of these. Letters are
+    upper-cased and whitespace removed; sequences without a name are called ``seq1``, ``seq2``, ...
+
+    >>> [(r.id, r.seq) for r in as_records(["acgt", "GGA"])]
+    [('seq1', 'ACGT'), ('seq2', 'GGA')]
+
+    Raises:
+        NwalignError: an empty sequence, no sequence at all, or an object of another type.
+    """
+    def is_seq(x):  # Biopython's Seq and MutableSeq (a SeqRecord has an id)
+        return type(x).__name__ in ("Seq", "MutableSeq") and type(x).__module__.startswith("Bio.")
+
+    single = isinstance(items, (str, bytes, Record)) or hasattr(items, "id") or is_seq(items)
+    out = []
+    for number, item in enumerate([items] if single else items, start=1):
+        if isinstance(item, Record):
+            rec = item
+        elif hasattr(item, "seq") and hasattr(item, "id"):  # a Biopython SeqRecord
+            rec = Record(str(item.id), str(getattr(item, "description", "") or item.id), str(item.seq))
+        elif isinstance(item, (str, bytes)) or is_seq(item):
+            text = item.decode("ascii") if isinstance(item, bytes) else str(item)
+            rec = Record(f"{prefix}{number}", f"{prefix}{number}", text)
+        else:
+            raise NwalignError(f"sequence {number}: a {type(item).__name__}, not a str, bytes, Seq or SeqRecord")
+        seq = "".join(rec.seq.split()).upper()
+        if not seq:
+            raise NwalignError(f"sequence {number} ({rec.id}) is empty")
+        out.append(rec if seq == rec.seq else Record(rec.id, rec.description, seq))
+    if not out:
+        raise NwalignError("no sequences given")
+    return out
+
+
 def read_fasta(path: str) -> list[Record]:
     """Read every record of a FASTA file.
 

@@ -10,7 +10,8 @@ import pytest
 from nwalign.cpu import align_codes
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
-from nwalign.search import database_from_records, encode_database, search_query
+from nwalign.database import database_from_records, encode_database
+from nwalign.search import search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 

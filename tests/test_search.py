@@ -12,7 +12,8 @@ from nwalign.cli import main
 from nwalign.engine import encode_all
 from nwalign.errors import NwalignError
 from nwalign.scoring import make_scoring
-from nwalign.search import database_from_records, encode_database, load_database, search_query, top_hits
+from nwalign.database import database_from_records, encode_database, load_database
+from nwalign.search import search_query, top_hits
 from nwalign.sequences import Record, read_fasta
 from nwalign.statistics import parameters
 
@@ -100,7 +101,7 @@ def test_nwdb_versions_and_alphabets(tmp_path):
     """makedb writes version 2 (letter indices in the default scoring alphabet's order: encoding is then
     a no-op); version-1 files (ASCII) still load; every path gives the FASTA's records and codes; letters
     outside the default alphabet are kept exactly and mapped (RNA 'U' read as T) or refused by name."""
-    from nwalign.search import MAGIC, MAGIC2, database_from_fasta, write_database
+    from nwalign.database import MAGIC, MAGIC2, database_from_fasta, write_database
 
     fasta_db = database_from_fasta(SP196)
     scoring = make_scoring("protein", "local")
@@ -142,7 +143,7 @@ def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
     hit; a write leaves no temporary file."""
     import json as js
 
-    from nwalign.search import database_from_fasta, write_database
+    from nwalign.database import database_from_fasta, write_database
 
     good = tmp_path / "x.nwdb"
     write_database(database_from_fasta(SP196), str(good))

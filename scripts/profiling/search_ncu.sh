@@ -12,7 +12,7 @@ import numpy as np
 from nwalign.bench import synthetic_database
 from nwalign.cuda.search import ScanSearcher
 from nwalign.scoring import make_scoring
-from nwalign.search import encode_database
+from nwalign.database import encode_database
 scoring = make_scoring("protein", "local")
 db = synthetic_database(100_000, 2)
 s = ScanSearcher(encode_database(db, scoring), db.offsets, scoring, plan="single")

@@ -20,7 +20,7 @@ from nwalign.bench import synthetic_database
 from nwalign.cuda import device_info
 from nwalign.cuda.search import ScanSearcher
 from nwalign.scoring import make_scoring
-from nwalign.search import encode_database
+from nwalign.database import encode_database
 from nwalign.sequences import read_fasta
 
 

@@ -1,0 +1,276 @@
+"""Sequence databases: residues of many sequences in one array plus offsets, read from FASTA or from a
+``.nwdb`` file (written by ``nwalign makedb``: memory-mapped, pre-encoded, checksummed), and encoded once
+for a scoring alphabet."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import NwalignError
+from .scoring import Scoring
+from .sequences import Record, read_fasta_arrays
+
+MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
+MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
+
+
+@dataclass
+class Database:
+    """A sequence database: offsets (int64, shape (count + 1,)), ids and descriptions, and the residues
+    either as ``residues`` (uint8 ASCII upper case, shape (total,): FASTA and version-1 .nwdb files) or as
+    ``codes`` (uint8, shape (total,)) indexing the string ``letters`` (version-2 .nwdb files, written in the
+    order of the default scoring alphabet, so that a search with that alphabet uses them as they are)."""
+
+    residues: np.ndarray | None
+    offsets: np.ndarray
+    ids: list[str]
+    descriptions: list[str]
+    source: str
+    codes: np.ndarray | None = None
+    letters: str | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    @property
+    def total_length(self) -> int:
+        return int(self.offsets[-1])
+
+    def _letter_bytes(self) -> np.ndarray:
+        return np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
+
+    def ascii(self) -> np.ndarray:
+        """All residues as uint8 ASCII letters (decoded from the codes of a version-2 file)."""
+        if self.residues is not None:
+            return np.asarray(self.residues)
+        return _take_chunked(self._letter_bytes(), np.asarray(self.codes))
+
+    def record(self, k: int) -> Record:
+        """Sequence ``k`` (0-based, in file order) as a :class:`~nwalign.sequences.Record`."""
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        raw = self.residues[a:b] if self.residues is not None else self._letter_bytes()[self.codes[a:b]]
+        return Record(self.ids[k], self.descriptions[k], raw.tobytes().decode())
+
+    def __len__(self) -> int:
+        return self.count
+
+    @classmethod
+    def from_records(cls, records, source: str = "<records>") -> "Database":
+        """A database of :class:`~nwalign.sequences.Record` objects (or anything
+        :func:`nwalign.sequences.as_records` takes), in their order."""
+        from .sequences import as_records
+
+        return database_from_records(as_records(records), source)
+
+    @classmethod
+    def from_fasta(cls, path: str) -> "Database":
+        """A FASTA file (plain or compressed), read straight into arrays."""
+        return database_from_fasta(path)
+
+    @classmethod
+    def load(cls, path: str) -> "Database":
+        """A ``.nwdb`` (checked, memory-mapped) or a FASTA file: :func:`load_database`."""
+        return load_database(path)
+
+    def save(self, path: str) -> None:
+        """Write a version-2 ``.nwdb``: :func:`write_database`."""
+        write_database(self, path)
+
+    def encode(self, scoring: Scoring) -> np.ndarray:
+        """All residues as ``scoring``'s codes: :func:`encode_database`."""
+        return encode_database(self, scoring)
+
+
+def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
+    the index array, 8 bytes per element)."""
+    out = np.empty(index.size, dtype=table.dtype)
+    step = 1 << 18
+    for k in range(0, index.size, step):
+        np.take(table, index[k:k + step], out=out[k:k + step])
+    return out
+
+
+def database_from_records(records: list[Record], source: str) -> Database:
+    lengths = np.array([len(r.seq) for r in records], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    residues = np.frombuffer("".join(r.seq for r in records).encode("ascii"), dtype=np.uint8)
+    return Database(residues, offsets, [r.id for r in records], [r.description for r in records], source)
+
+
+def database_from_fasta(path: str) -> Database:
+    """A FASTA file read straight into arrays (:func:`nwalign.sequences.read_fasta_arrays`)."""
+    ids, descriptions, residues, offsets = read_fasta_arrays(path)
+    return Database(residues, offsets, ids, descriptions, path)
+
+
+def makedb(fasta: str, path: str) -> Database:
+    """Write ``fasta`` as a memory-mappable version-2 .nwdb (see :func:`write_database`); returns the
+    database as read from the FASTA.
+
+    Raises:
+        NwalignError: an unreadable or empty FASTA file, or a record without residues.
+    """
+    db = database_from_fasta(fasta)
+    write_database(db, path)
+    return db
+
+
+def database_letters(residues: np.ndarray) -> str:
+    """The letter order of a version-2 file: the default scoring alphabet of the letters' kind (DNA, RNA
+    or protein, as ``--alphabet auto`` decides), then any other letters present, sorted."""
+    from .scoring import make_scoring
+    from .sequences import detect_alphabet
+
+    residues = np.asarray(residues)
+    counts = np.zeros(256, dtype=np.int64)
+    for k in range(0, residues.size, 1 << 18):  # chunks: bincount converts its input to intp
+        counts += np.bincount(residues[k:k + (1 << 18)], minlength=256)
+    present = "".join(chr(c) for c in np.flatnonzero(counts))
+    alphabet = make_scoring(detect_alphabet([Record("letters", "", present)]), "local").alphabet
+    return alphabet + "".join(c for c in present if c not in alphabet)
+
+
+def write_database(db: Database, path: str, version: int = 2) -> None:
+    """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
+
+    Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
+    byte length of the names section, CRC-32 of the names, offsets and residues sections), padding to 8
+    bytes; the names section (JSON: ids, descriptions), padding; offsets (int64, count + 1); residues
+    (uint8 indices into ``letters``, total). Version 1 (still read): JSON header with count, total, ids and
+    descriptions, then offsets and ASCII residues, no checksums.
+
+    Raises:
+        NwalignError: the file cannot be written (the temporary file is removed).
+    """
+    offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
+    if version == 2:
+        ascii_ = db.ascii()
+        letters = database_letters(ascii_)
+        lut = np.zeros(256, dtype=np.uint8)
+        lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
+        body = _take_chunked(lut, ascii_)
+        names = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
+        names += b" " * (-len(names) % 8)
+        fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
+                  "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
+                            "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
+        magic = MAGIC2
+    else:
+        body = db.ascii()
+        names = b""
+        fields = {"count": db.count, "total": db.total_length, "ids": db.ids, "descriptions": db.descriptions}
+        magic = MAGIC
+    header = json.dumps(fields).encode()
+    header += b" " * (-(len(magic) + 8 + len(header)) % 8)
+    path = os.path.realpath(path)  # a symbolic link's target is replaced, not the link
+    directory = os.path.dirname(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as out:
+            out.write(magic + np.uint64(len(header)).tobytes() + header + names)
+            out.write(offsets.tobytes())
+            out.write(np.ascontiguousarray(body).tobytes())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp and os.path.exists(tmp):
+            os.remove(tmp)
+        if isinstance(exc, OSError):
+            raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+        raise
+
+
+def load_database(path: str) -> Database:
+    """A FASTA file (plain/gz/bz2/xz, '-') or a .nwdb (memory-mapped), recognised by its first bytes.
+
+    A .nwdb is checked before use: version 2's CRC-32 of every section, and for both versions offsets
+    that start at 0, rise and end at the residue count, and one id per sequence.
+
+    Raises:
+        NwalignError: unreadable, empty, a .nwdb of another version, or a damaged .nwdb.
+    """
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+        if head[:4] == MAGIC[:4]:
+            if head[:8] not in (MAGIC, MAGIC2):
+                raise NwalignError(f"{path}: .nwdb version {head[4]} (this nwalign reads versions 1 and 2); "
+                                   "rebuild it with 'nwalign makedb'")
+            try:
+                return _open_nwdb(path, head)
+            except (ValueError, KeyError, OSError, TypeError, IndexError) as exc:
+                raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
+    return database_from_fasta(path)
+
+
+def _open_nwdb(path: str, head: bytes) -> Database:
+    size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
+    if size > os.path.getsize(path):
+        raise ValueError("header longer than the file")
+    with open(path, "rb") as handle:
+        handle.seek(16)
+        header = json.loads(handle.read(size))
+        names_raw = handle.read(int(header.get("names_bytes", 0)))
+    count, total = int(header["count"]), int(header["total"])
+    start = 16 + size + len(names_raw)
+    if os.path.getsize(path) != start + 8 * (count + 1) + total:
+        raise ValueError("file size does not match its header")
+    offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
+    body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (count + 1), shape=(total,))
+    if head[:8] == MAGIC2:
+        crc = header["crc32"]
+        for section, data in (("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))):
+            if zlib.crc32(data) != crc[section]:
+                raise ValueError(f"checksum of the {section} section differs")
+        names = json.loads(names_raw)
+        ids, descriptions = names["ids"], names["descriptions"]
+        if total and int(body.max()) >= len(header["letters"]):
+            raise ValueError("residue codes outside the letters")
+    else:
+        ids, descriptions = header["ids"], header["descriptions"]
+    if offsets[0] != 0 or offsets[-1] != total or np.any(np.diff(offsets) < 1):
+        raise ValueError("sequence offsets do not rise from 0 to the residue count")
+    if len(ids) != count or len(descriptions) != count:
+        raise ValueError(f"{len(ids)} ids for {count} sequences")
+    if head[:8] == MAGIC:
+        return Database(body, offsets, ids, descriptions, path)
+    return Database(None, offsets, ids, descriptions, path, body, header["letters"])
+
+
+def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
+    """All residues as the scoring's codes (uint8, shape (total,)), either case; a bad letter is reported
+    with its record and position. A version-2 .nwdb written in the scoring's alphabet order is used as it
+    is (memory-mapped, no copy).
+
+    Raises:
+        NwalignError: a letter outside the scoring alphabet.
+    """
+    if db.codes is not None:
+        if db.letters == scoring.alphabet:
+            return np.asarray(db.codes)
+        lut = np.full(256, 255, dtype=np.uint8)
+        letters = db._letter_bytes()
+        lut[:letters.size] = scoring.encode_bytes(letters)
+        source = db.codes
+    else:
+        lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
+        lower = np.arange(ord("a"), ord("z") + 1)
+        lut[lower] = lut[lower - 32]  # lower case reads as upper case
+        source = db.residues
+    codes = _take_chunked(lut, np.asarray(source))
+    bad = np.flatnonzero(codes == 255)
+    if bad.size:
+        pos = int(bad[0])
+        k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
+        letter = chr(db.residues[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
+        raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "
+                           f"{pos - int(db.offsets[k]) + 1} is not in the alphabet of {scoring.matrix_name}")
+    return codes

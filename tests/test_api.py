@@ -1,0 +1,102 @@
+"""The public Python API at the package top (issue 17, first part): doctests, inputs of every accepted
+kind, search results equal to the command line's, and errors that name parameters."""
+
+import doctest
+import importlib
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import nwalign
+from nwalign import Database, NwalignError, make_scoring, search
+from nwalign.cli import main
+
+from conftest import DATA
+
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+SP196 = os.path.join(DATA, "swissprot_first196.fasta")
+
+
+def test_public_names_and_doctests():
+    assert sorted(nwalign.__all__) == sorted(set(nwalign.__all__))
+    for name in nwalign.__all__:
+        assert getattr(nwalign, name).__doc__, name
+    assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.search"
+    for module in ("nwalign", "nwalign.search", "nwalign.sequences", "nwalign.engine"):
+        failures, tried = doctest.testmod(importlib.import_module(module))
+        assert tried > 0 and failures == 0, module
+
+
+def _rows(results):
+    return [(q.id, h.aln.target_id, h.aln.score, h.aln.query_start, h.aln.query_end, h.aln.target_start,
+             h.aln.target_end, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+def test_search_inputs_of_every_kind_give_the_same_hits(tmp_path):
+    from Bio import SeqIO
+
+    want = _rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu", threads=2))
+    assert len(want) == 15
+    records = nwalign.read_fasta(OPAL)
+    db_path = str(tmp_path / "sp.nwdb")
+    Database.from_fasta(SP196).save(db_path)
+    for queries, db in ((records, SP196), (list(SeqIO.parse(OPAL, "fasta")), Database.load(db_path)),
+                        (SeqIO.parse(OPAL, "fasta"), pathlib.Path(db_path)),
+                        (records, Database.from_records(SeqIO.parse(SP196, "fasta")))):
+        assert _rows(search(queries, db, top=3, backend="cpu", threads=2)) == want
+    # str and bytes sequences get generated names
+    got = list(search([records[0].seq, records[1].seq.encode()], SP196, top=1, backend="cpu"))
+    assert [q.id for q, _ in got] == ["query1", "query2"]
+    assert [hits[0].aln.score for _, hits in got] == [want[0][2], want[3][2]]
+
+
+def test_search_equals_the_command_line(capsys):
+    assert main(["search", OPAL, SP196, "--top", "3", "--backend", "cpu", "--columns",
+                 "qseqid,sseqid,score,qstart,qend,sstart,send,cigar"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    api = [f"{q}\t{t}\t{s}\t{qs + 1}\t{qe}\t{ts + 1}\t{te}\t{c}"
+           for q, t, s, qs, qe, ts, te, c, _ in _rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu"))]
+    assert lines == api
+
+
+def test_search_options():
+    scoring = make_scoring("protein", "local", "BLOSUM62", gap_open=11, gap_extend=1)
+    run = search(pathlib.Path(OPAL), SP196, scoring, top=2, min_score=60, align=False, backend="cpu")
+    assert run.scoring is scoring and run.stats is not None and len(run.queries) == 5
+    results = list(run)
+    for _, hits in results:
+        assert all(h.aln.score >= 60 and h.aln.score_only for h in hits)
+    every = sorted(h.evalue for _, hits in search(pathlib.Path(OPAL), SP196, top=5, backend="cpu") for h in hits)
+    cut = every[len(every) // 2]
+    strict = [h.evalue for _, hits in search(pathlib.Path(OPAL), SP196, top=5, max_evalue=cut, backend="cpu")
+              for h in hits]
+    assert strict and max(strict) <= cut and len(strict) < len(every)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: search("MKV", SP196, top=0), "top must be at least 1"),
+    (lambda: search("MKV", SP196, kernel="fast"), "unknown search kernel"),
+    (lambda: search("MKV", SP196, make_scoring("protein", "global")), "a search is local"),
+    (lambda: search("MKV", SP196, gap_open=8, gap_extend=2, max_evalue=1.0, backend="cpu"), "no published statistics"),
+    (lambda: search(["MKV", ""], SP196, backend="cpu"), "sequence 2 (query2) is empty"),
+    (lambda: search([3], SP196, backend="cpu"), "a int, not a str"),
+    (lambda: search("MKV", os.path.join(DATA, "missing.fa"), backend="cpu"), "no such file"),
+    (lambda: search("MKV", SP196, backend="quantum"), "unknown backend"),
+    (lambda: search("MK1", SP196, backend="cpu"), "letter"),
+])
+def test_search_errors_name_the_parameter(call, message):
+    with pytest.raises(NwalignError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call()
+
+
+def test_database_api(tmp_path):
+    db = Database.from_records(["ACGT", "GGA"])
+    assert len(db) == 2 and db.ids == ["seq1", "seq2"] and db.record(1).seq == "GGA"
+    scoring = make_scoring("dna", "local")
+    assert np.array_equal(db.encode(scoring), scoring.encode_bytes(np.frombuffer(b"ACGTGGA", np.uint8)))
+    path = str(tmp_path / "x.nwdb")
+    db.save(path)
+    back = Database.load(path)
+    assert back.ids == db.ids and back.record(0).seq == "ACGT"
