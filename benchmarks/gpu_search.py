@@ -23,7 +23,7 @@ from nwalign.cuda.search import GswSearcher
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database
-from nwalign.search import scan, search_query
+from nwalign.dbsearch import scan, search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 

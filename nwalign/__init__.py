@@ -22,7 +22,7 @@ from .engine import align  # noqa: E402
 from .errors import NwalignError  # noqa: E402
 from .results import Alignment  # noqa: E402
 from .scoring import Scoring, make_scoring  # noqa: E402
-from .search import Hit, Search, search  # noqa: E402  (the function; the module stays nwalign.search in sys.modules)
+from .dbsearch import Hit, Search, search  # noqa: E402
 from .sequences import read_fasta  # noqa: E402
 
 __all__ = ["Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "make_scoring", "read_fasta",

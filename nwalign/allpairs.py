@@ -2,7 +2,8 @@
 
 Identity filter (after Li et al., section 5.4, re-derived for nwalign's definitions): an alignment of
 ``length`` columns with identity >= MID has at least MID * length identical columns, each scoring at
-least ``s_id`` (the smallest diagonal score of the matrix), and every other column costs at most
+least ``s_id`` (the smallest diagonal score among the codes that count as identities: A, C, G, T for
+nucleotides, every amino acid but X for protein), and every other column costs at most
 ``c = max(gap_open, -(smallest substitution score))``. So its score is at least
 ``length * (MID * s_id - (1 - MID) * c)``; in global mode ``max(m, n) <= length <= m + n``, and the
 smaller of the two ends is the bound L (infinite when ``min(m, n) < MID * max(m, n)``, since at most
@@ -45,7 +46,7 @@ def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> flo
     >= ``min_identity`` (see the module docstring)."""
     if min(m, n) < min_identity * max(m, n):  # nident <= min(m, n) and length >= max(m, n)
         return math.inf
-    s_id = float(np.diag(scoring.matrix).min())
+    s_id = float(np.diag(scoring.matrix)[scoring.identical].min())
     c = float(max(scoring.gap_open, -int(scoring.matrix.min())))
     per_column = min_identity * s_id - (1.0 - min_identity) * c
     return min(max(m, n) * per_column, (m + n) * per_column)
@@ -150,7 +151,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                         query_length=len(q.codes), target_length=len(t.codes), query_start=qs, query_end=qe,
                         target_start=ts, target_end=te, ops=ops, query_seq=q.record.seq,
                         target_seq=t.record.seq)
-        return i, j, finish(aln, q.codes, t.codes, scoring.matrix)
+        return i, j, finish(aln, q.codes, t.codes, scoring)
 
     if backend == "cuda" and need_scores:
         from .cuda.allpairs import AllPairsScorer

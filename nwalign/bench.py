@@ -371,7 +371,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     kernel is timed too, else on the first ``check`` database sequences.
     """
     from .database import database_from_records, encode_database
-    from .search import scan
+    from .dbsearch import scan
 
     gpu_ok = backend != "cpu" and cuda.available()
     if backend == "cuda" and not gpu_ok:

@@ -18,10 +18,10 @@ from . import __version__
 import numpy as np
 
 from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
-from .search import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
-from .search import COLUMNS as SEARCH_COLUMNS
-from .search import JSON_COLUMNS as SEARCH_JSON_COLUMNS
-from .search import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
+from .dbsearch import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
+from .dbsearch import COLUMNS as SEARCH_COLUMNS
+from .dbsearch import JSON_COLUMNS as SEARCH_JSON_COLUMNS
+from .dbsearch import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
 from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
 from .cuda.allpairs import KERNELS as AP_KERNELS
@@ -494,7 +494,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     from .formats import SamWriter
     import time
 
-    from .search import Search, field
+    from .dbsearch import Search, field
 
     started = time.perf_counter()
     _setup_logging(verbose, quiet)

@@ -112,7 +112,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
             return Alignment(score=score, **base)
         aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
                         query_seq=query.record.seq, target_seq=target.record.seq, **base)
-        return finish(aln, q, t, scoring.matrix)
+        return finish(aln, q, t, scoring)
     if score_only:
         score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
@@ -131,7 +131,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
                                                  scoring.mode_code, max_memory, band_rows, progress)
     aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
                     query_seq=query.record.seq, target_seq=target.record.seq, **base)
-    return finish(aln, q, t, scoring.matrix)
+    return finish(aln, q, t, scoring)
 
 
 def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, score_only: bool = False,

@@ -98,8 +98,11 @@ class Alignment:
         return qrow.tobytes().decode(), trow.tobytes().decode()
 
 
-def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray) -> Alignment:
-    """Fill the derived statistics of an alignment from its columns and the encoded sequences."""
+def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
+    """Fill the derived statistics of an alignment from its columns, the encoded sequences and the
+    :class:`~nwalign.scoring.Scoring` (its matrix, and which codes count as identities: a column of
+    two equal ambiguity codes, such as N against N, or X against X, is not an identity, as in BLAST)."""
+    matrix = scoring.matrix
     if aln.ops is None:
         return aln
     ops = aln.ops
@@ -110,7 +113,7 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.
     cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
     qa = q_codes[qi[pair]]
     ta = t_codes[ti[pair]]
-    same = qa == ta
+    same = (qa == ta) & scoring.identical[qa]
     cols[pair] = np.where(same, 0, 1)
     aln.columns = cols
     aln.length = n

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import NwalignError
 from .ops import GLOBAL, LOCAL, SEMIGLOBAL
-from .sequences import NUCLEOTIDE_LETTERS, Record
+from .sequences import Record
 
 MODES = ("global", "local", "semiglobal")
 MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
@@ -23,6 +23,11 @@ DEFAULTS = {
     "protein": {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1},
     "dna": {"match": 5, "mismatch": -4, "gap_open": 10, "gap_extend": 1},
 }
+# Nucleotide codes in NCBI BLAST's order (blastna, without its gap code): the bases, then the IUPAC
+# ambiguity codes, each standing for the bases listed.
+NUCLEOTIDE_CODES = "ACGTRYMKWSBDHVN"
+NUCLEOTIDE_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT", "M": "AC", "K": "GT", "W": "AT",
+                    "S": "CG", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"}
 # Rare amino acids that most matrices lack; scored as X when the matrix has no row for them (as BLAST does).
 _RARE_AS_X = "UOJ"
 # Scores must stay far from int32 limits in every engine (the engines use -2**30 as minus infinity).
@@ -49,6 +54,9 @@ class Scoring:
     gap_extend: int
     matrix_name: str
     _lut: np.ndarray = field(repr=False, compare=False)
+    #: bool (A,): the codes whose identical pairs count as identities (nident, pident, CIGAR '='): A, C, G,
+    #: T for nucleotides, every amino acid but X for protein; ambiguity codes never do (docs/scoring.md).
+    identical: np.ndarray = field(repr=False, compare=False, default=None)
 
     @property
     def mode_code(self) -> int:
@@ -90,6 +98,35 @@ class Scoring:
                 f"sequences of {m} and {n} residues with scores up to {self.max_abs_score()} could overflow "
                 "32-bit scores; align shorter pieces"
             )
+
+
+def blast_nucleotide_matrix(reward: int, penalty: int) -> np.ndarray:
+    """Scores of the 15 nucleotide codes (:data:`NUCLEOTIDE_CODES` order) for match ``reward`` and
+    mismatch ``penalty``, as NCBI BLAST makes them (``BlastScoreBlkNuclMatrixCreate``, blast_stat.c): for
+    codes i <= j whose base sets overlap, round(((d_j - 1) * penalty + reward) / d_j), d_j the number of
+    bases code j stands for, halves rounded away from zero; codes with no base in common score
+    ``penalty``. With +5/-4: A/N -2, N/N -2, A/R +1, R/R +1, R/Y -4, C/B -1.
+
+    Returns: int32 array, shape (15, 15), symmetric.
+    """
+    size = len(NUCLEOTIDE_CODES)
+    out = np.empty((size, size), dtype=np.int32)
+    for i, a in enumerate(NUCLEOTIDE_CODES):
+        for j in range(i, size):
+            b = NUCLEOTIDE_CODES[j]
+            if set(NUCLEOTIDE_BASES[a]) & set(NUCLEOTIDE_BASES[b]):
+                d = len(NUCLEOTIDE_BASES[b])
+                value = ((d - 1) * penalty + reward) / d
+                score = int(abs(value) + 0.5) * (1 if value >= 0 else -1)  # BLAST_Nint
+            else:
+                score = penalty
+            out[i, j] = out[j, i] = score
+    return out
+
+
+def _identical(alphabet: str, nucleotide: bool) -> np.ndarray:
+    counted = set("ACGT") if nucleotide else set(alphabet) - {"X"}
+    return np.array([c in counted for c in alphabet], dtype=bool)
 
 
 def _lookup(alphabet: str, aliases: dict[str, str]) -> np.ndarray:
@@ -177,14 +214,12 @@ def make_scoring(
     if matrix is None and nucleotide:
         match = DEFAULTS["dna"]["match"] if match is None else match
         mismatch = DEFAULTS["dna"]["mismatch"] if mismatch is None else mismatch
-        # U and T share one code, so RNA aligns against DNA; reports print the letters as read.
-        letters_code = NUCLEOTIDE_LETTERS.replace("U", "")
-        size = len(letters_code)
-        values = np.full((size, size), mismatch, dtype=np.int32)
-        np.fill_diagonal(values, match)
-        lut = _lookup(letters_code, {"U": "T"})
-        return Scoring(mode, values, letters_code, int(gap_open), int(gap_extend),
-                       f"match={match},mismatch={mismatch}", lut)
+        # U and T share one code, so RNA aligns against DNA; X reads as N; reports print the letters as read.
+        # Ambiguity codes score as NCBI BLAST scores them (blast_nucleotide_matrix).
+        values = blast_nucleotide_matrix(int(match), int(mismatch))
+        lut = _lookup(NUCLEOTIDE_CODES, {"U": "T", "X": "N"})
+        return Scoring(mode, values, NUCLEOTIDE_CODES, int(gap_open), int(gap_extend),
+                       f"match={match},mismatch={mismatch}", lut, _identical(NUCLEOTIDE_CODES, True))
     if match is not None or mismatch is not None:
         raise NwalignError("--match/--mismatch apply to DNA/RNA; use --matrix for protein")
     name = matrix or defaults["matrix"]
@@ -196,4 +231,4 @@ def make_scoring(
         aliases = {"U": "T"}
     lut = _lookup(letters, aliases)
     # Lower-case letters in a matrix file map like upper-case ones (input is upper-cased on reading).
-    return Scoring(mode, values, letters, int(gap_open), int(gap_extend), label, lut)
+    return Scoring(mode, values, letters, int(gap_open), int(gap_extend), label, lut, _identical(letters, nucleotide))

@@ -14,8 +14,12 @@ def biopython_aligner(mode, alphabet, gap_open, gap_extend, match=5, mismatch=-4
     if alphabet == "protein":
         aligner.substitution_matrix = substitution_matrices.load(matrix)
     else:
-        aligner.match_score = match
-        aligner.mismatch_score = mismatch
+        # nwalign's nucleotide table: match/mismatch on A, C, G, T; ambiguity codes as NCBI BLAST scores them
+        # (its values are checked against BLAST's rule and parasail in test_scoring.py).
+        from nwalign.scoring import NUCLEOTIDE_CODES, blast_nucleotide_matrix
+
+        aligner.substitution_matrix = substitution_matrices.Array(
+            alphabet=NUCLEOTIDE_CODES, dims=2, data=blast_nucleotide_matrix(match, mismatch).astype(float))
     aligner.open_gap_score = -gap_open
     aligner.extend_gap_score = -gap_extend
     if mode == "semiglobal":

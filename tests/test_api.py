@@ -23,8 +23,8 @@ def test_public_names_and_doctests():
     assert sorted(nwalign.__all__) == sorted(set(nwalign.__all__))
     for name in nwalign.__all__:
         assert getattr(nwalign, name).__doc__, name
-    assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.search"
-    for module in ("nwalign", "nwalign.search", "nwalign.sequences", "nwalign.engine"):
+    assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.dbsearch"
+    for module in ("nwalign", "nwalign.dbsearch", "nwalign.sequences", "nwalign.engine"):
         failures, tried = doctest.testmod(importlib.import_module(module))
         assert tried > 0 and failures == 0, module
 

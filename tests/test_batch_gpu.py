@@ -11,7 +11,7 @@ from nwalign.cpu import align_codes
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database
-from nwalign.search import search_query
+from nwalign.dbsearch import search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 
@@ -119,7 +119,7 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
     """search with the scan kernel and the batched alignment: the same hits, columns and statistics."""
     from nwalign.cuda.batch import BatchAligner
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.search import field
+    from nwalign.dbsearch import field
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)

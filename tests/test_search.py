@@ -13,7 +13,7 @@ from nwalign.engine import encode_all
 from nwalign.errors import NwalignError
 from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database, load_database
-from nwalign.search import search_query, top_hits
+from nwalign.dbsearch import search_query, top_hits
 from nwalign.sequences import Record, read_fasta
 from nwalign.statistics import parameters
 
@@ -224,7 +224,7 @@ def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
 def test_search_gpu_equals_cpu():
     """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import GswSearcher
-    from nwalign.search import scan
+    from nwalign.dbsearch import scan
 
     scoring = make_scoring("protein", "local")
     for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
@@ -250,7 +250,7 @@ def _random_db(rng, letters, lengths, prefix="r"):
 def test_scan_kernel_equals_cpu(packed16):
     """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.search import scan
+    from nwalign.dbsearch import scan
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
@@ -274,7 +274,7 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
     and longer than a group's pipeline) all give the CPU engine's scores."""
     from nwalign.cuda.search import CONFIGS, ScanSearcher
-    from nwalign.search import scan
+    from nwalign.dbsearch import scan
 
     rng = np.random.default_rng(11 if alphabet == "dna" else 12)
     scoring = make_scoring(alphabet, "local")
@@ -297,7 +297,7 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.search import scan
+    from nwalign.dbsearch import scan
 
     rng = np.random.default_rng(4)
     scoring = make_scoring("dna", "local")
@@ -323,7 +323,7 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
 def test_scan16_overflow_is_recomputed_in_32_bits():
     """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.search import scan
+    from nwalign.dbsearch import scan
 
     rng = np.random.default_rng(8)
     scoring = make_scoring("dna", "local")
@@ -381,7 +381,7 @@ def test_top_hits_ties_and_min_score():
 def test_score_columns_need_no_alignment(capsys, monkeypatch):
     """Columns the scan alone gives (ids, score, lengths, E-value, bit score) are written without
     aligning any hit, and equal the aligned run's."""
-    import nwalign.search as search
+    import nwalign.dbsearch as search
 
     cols = "qseqid,sseqid,score,evalue,bitscore,qlen,slen"
     assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols + ",pident"]) == 0  # aligned

@@ -6,7 +6,7 @@ no carried dependence and LLVM turns it into AVX/NEON vector code. Numba widens 
 is an integer of magnitude below 2**24 (checked by the caller through :func:`fits_float32`), where float32
 arithmetic is exact. The -2**30 sentinel for minus infinity is a power of two, so it is exact too.
 
-Match/mismatch scoring (the DNA default) compares residue codes in the vector loop; any other matrix
+Match/mismatch scoring (DNA without ambiguity codes) compares residue codes in the vector loop; any other matrix
 gathers substitution scores in a separate scalar loop first.
 """
 
@@ -78,11 +78,14 @@ def score_antidiagonal(q, t, S, go, ge, mode):
     m = q.shape[0]
     n = t.shape[0]
     A = S.shape[0]
-    uniform = True  # match on the diagonal, one mismatch score elsewhere
+    # Match on the diagonal and one mismatch score elsewhere, over the codes these sequences use (DNA
+    # without ambiguity codes uses A, C, G, T, codes 0-3, whatever the other codes score).
+    used = max(q.max(), t.max()) + 1
+    uniform = True
     match = S[0, 0]
     mismatch = S[0, 1] if A > 1 else S[0, 0]
-    for a in range(A):
-        for b in range(A):
+    for a in range(used):
+        for b in range(used):
             if S[a, b] != (match if a == b else mismatch):
                 uniform = False
     Sf = S.ravel().astype(np.float32)

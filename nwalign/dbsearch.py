@@ -100,7 +100,7 @@ def _hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan
     aln = Alignment(query_id=query.record.id, target_id=target.id, mode=scoring.mode, score=score,
                     query_length=len(query.codes), target_length=len(t), query_start=qs, query_end=qe,
                     target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq, target_seq=target.seq)
-    return Hit(query.record, k, finish(aln, query.codes, t, scoring.matrix), evalue, bitscore, db.descriptions[k])
+    return Hit(query.record, k, finish(aln, query.codes, t, scoring), evalue, bitscore, db.descriptions[k])
 
 
 def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
