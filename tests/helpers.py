@@ -4,6 +4,8 @@ from Bio import Align
 from Bio.Align import substitution_matrices
 
 DNA = "ACGT"
+# DNA with IUPAC ambiguity codes (about one letter in three), for the BLAST ambiguity rule.
+DNA_IUPAC = "ACGT" * 6 + "RYMKWSBDHVN"
 PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
 
 

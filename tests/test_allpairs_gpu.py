@@ -13,7 +13,7 @@ from nwalign.scoring import make_scoring
 from nwalign.sequences import read_fasta
 
 from conftest import DATA
-from helpers import DNA, PROTEIN, mutate, random_seq
+from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +27,7 @@ VARIANTS = ([("lazy-rscan", k, None) for k in (2, 4, 8, 16, 32)] + [("lazy-rscan
 
 def _codes(alphabet, seed):
     rng = np.random.default_rng(seed)
-    letters = DNA if alphabet == "dna" else PROTEIN
+    letters = {"dna": DNA, "dna-iupac": DNA_IUPAC}.get(alphabet, PROTEIN)
     seqs = []
     for k, n in enumerate(LENGTHS):
         seqs.append(random_seq(rng, letters, n))
@@ -40,13 +40,13 @@ def _all_pairs(n):
     return np.array([(i, j) for i in range(n) for j in range(n)], dtype=np.int32)
 
 
-@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+@pytest.mark.parametrize("alphabet", ["dna", "protein", "dna-iupac"])
 @pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
 @pytest.mark.parametrize("kernel, slice_k, block", VARIANTS)
 def test_kernel_scores_equal_cpu_engine(kernel, slice_k, block, mode, alphabet):
     from nwalign.cuda.allpairs import AllPairsScorer
 
-    scoring = make_scoring(alphabet, mode)
+    scoring = make_scoring(alphabet.replace("-iupac", ""), mode)
     seqs = _codes(alphabet, 5)
     codes = [scoring.encode_str(s) for s in seqs]
     pairs = _all_pairs(len(codes))

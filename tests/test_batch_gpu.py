@@ -50,13 +50,13 @@ def _mutated(rng, seq, alphabet_size, rate):
 
 
 @pytest.mark.parametrize("mode", ["local", "global"])
-@pytest.mark.parametrize("alphabet", ["protein", "dna"])
+@pytest.mark.parametrize("alphabet", ["protein", "dna", "dna-iupac"])
 def test_random_pairs_at_edge_sizes_equal_cpu(mode, alphabet):
     from nwalign.cuda.batch import BatchAligner
 
     rng = np.random.default_rng(11)
-    scoring = make_scoring(alphabet, mode)
-    size = 20 if alphabet == "protein" else 4
+    scoring = make_scoring(alphabet.replace("-iupac", ""), mode)
+    size = {"protein": 20, "dna": 4, "dna-iupac": 15}[alphabet]  # codes 0-3 are A, C, G, T; 4-14 ambiguity codes
     lengths = [1, 2, 7, 31, 32, 33, 255, 256, 257, 300, 513, 777]
     pairs = []
     for m in lengths:

@@ -12,7 +12,7 @@ from nwalign.scoring import make_scoring
 from nwalign.sequences import Record, read_fasta
 
 from conftest import GENOME_A, GENOME_B
-from helpers import DNA, PROTEIN, mutate, random_seq
+from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +33,7 @@ def _options(kernel, block, shared):
 
 def _pairs(seed, alphabet):
     rng = np.random.default_rng(seed)
-    letters = DNA if alphabet == "dna" else PROTEIN
+    letters = {"dna": DNA, "dna-iupac": DNA_IUPAC}.get(alphabet, PROTEIN)
     for k, (m, n) in enumerate(LENGTHS):
         a = random_seq(rng, letters, m)
         b = mutate(rng, a, letters)[:n] if k % 2 and n > 2 else random_seq(rng, letters, n)
@@ -48,9 +48,10 @@ def _enc(scoring, seq, name):
 @pytest.mark.parametrize("kernel, block, shared", VARIANTS,
                          ids=[f"{k}-{b[0]}x{b[1]}-{'shared' if s else 'global'}" for k, b, s in VARIANTS])
 @pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
-@pytest.mark.parametrize("alphabet, gaps", [("dna", (10, 1)), ("dna", (4, 4)), ("protein", (11, 1))])
+@pytest.mark.parametrize("alphabet, gaps", [("dna", (10, 1)), ("dna", (4, 4)), ("protein", (11, 1)),
+                                            ("dna-iupac", (10, 1))])
 def test_kernel_equals_cpu_engine(kernel, block, shared, mode, alphabet, gaps):
-    scoring = make_scoring(alphabet, mode, gap_open=gaps[0], gap_extend=gaps[1])
+    scoring = make_scoring(alphabet.replace("-iupac", ""), mode, gap_open=gaps[0], gap_extend=gaps[1])
     opts = _options(kernel, block, shared)
     for a, b in _pairs(hash((kernel, mode, alphabet)) % 1000, alphabet):
         q, t = _enc(scoring, a, "q"), _enc(scoring, b, "t")

@@ -268,7 +268,8 @@ def test_scan_kernel_equals_cpu(packed16):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("alphabet, plan", [("protein", "single"), ("dna", "single"), ("protein", "cost")])
+@pytest.mark.parametrize("alphabet, plan", [("protein", "single"), ("dna", "single"), ("protein", "cost"),
+                                            ("dna-iupac", "single")])
 def test_scan_every_partition_and_query_length(alphabet, plan):
     """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
@@ -277,8 +278,8 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     from nwalign.dbsearch import scan
 
     rng = np.random.default_rng(11 if alphabet == "dna" else 12)
-    scoring = make_scoring(alphabet, "local")
-    letters = "ACGT" if alphabet == "dna" else "ARNDCQEGHILKMFPSTWYV"
+    scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
+    letters = {"dna": "ACGT", "dna-iupac": "ACGT" * 6 + "RYMKWSBDHVN"}.get(alphabet, "ARNDCQEGHILKMFPSTWYV")
     widths = sorted({g * r for hopper in (True, False) for g, r in CONFIGS[hopper][0]})
     lengths = [1, 2, 3] + [w + d for w in widths for d in (-1, 0, 1)] + list(rng.integers(1, 2600, size=150))
     recs = _random_db(rng, letters, lengths)

@@ -1,0 +1,108 @@
+"""Nucleotide ambiguity codes as NCBI BLAST scores them, and the identity rule (issue 20, section 1):
+BLAST's table, the CPU engine against parasail with the same 15 x 15 matrix in every mode, identities
+never counted for ambiguity codes (or X), X read as N, and the allpairs filter with the new rule."""
+
+import numpy as np
+import pytest
+
+import nwalign
+from nwalign.allpairs import run
+from nwalign.cpu import score_codes
+from nwalign.engine import encode_all
+from nwalign.scoring import NUCLEOTIDE_BASES, NUCLEOTIDE_CODES, blast_nucleotide_matrix, make_scoring
+from nwalign.sequences import Record
+
+from helpers import DNA_IUPAC, mutate, random_seq
+
+
+def _score(matrix, a, b):
+    return int(matrix[NUCLEOTIDE_CODES.index(a), NUCLEOTIDE_CODES.index(b)])
+
+
+def test_blast_table_for_the_defaults_and_for_blastn_1_2():
+    m = blast_nucleotide_matrix(5, -4)
+    assert np.array_equal(m, m.T) and m.dtype == np.int32 and m.shape == (15, 15)
+    # the issue's examples (NCBI BLAST with +5/-4)
+    assert [_score(m, a, b) for a, b in [("A", "N"), ("N", "N"), ("A", "R"), ("R", "R"), ("R", "Y"), ("C", "B")]] \
+        == [-2, -2, 1, 1, -4, -1]
+    assert [_score(m, b, b) for b in "ACGT"] == [5] * 4 and _score(m, "A", "C") == -4
+    assert _score(m, "W", "S") == -4 and _score(m, "B", "V") == -1 and _score(m, "D", "R") == -1
+    # blastn's +1/-2: A/N = N/N = round(-5/4) = -1, A/R = R/R = round(-1/2) = -1 (halves away from zero)
+    m12 = blast_nucleotide_matrix(1, -2)
+    assert [_score(m12, a, b) for a, b in [("A", "N"), ("A", "R"), ("R", "R"), ("N", "N"), ("A", "A")]] \
+        == [-1, -1, -1, -1, 1]
+    # codes without a common base score the mismatch, whatever their degeneracy
+    for a in NUCLEOTIDE_CODES:
+        for b in NUCLEOTIDE_CODES:
+            if not set(NUCLEOTIDE_BASES[a]) & set(NUCLEOTIDE_BASES[b]):
+                assert _score(m, a, b) == -4
+
+
+def test_default_dna_scoring_reads_x_as_n_and_u_as_t():
+    scoring = make_scoring("dna", "global")
+    assert scoring.alphabet == NUCLEOTIDE_CODES
+    assert np.array_equal(scoring.encode_str("acgtuxn"), scoring.encode_str("ACGTTNN"))
+    assert nwalign.align("ACGXT", "ACGNT", alphabet="dna").score == nwalign.align("ACGNT", "ACGNT", alphabet="dna").score
+
+
+@pytest.mark.parametrize("mode, function", [("global", "nw_scan_32"), ("local", "sw_scan_32"),
+                                            ("semiglobal", "sg_scan_32")])
+def test_cpu_engine_equals_parasail_with_the_same_matrix(mode, function):
+    parasail = pytest.importorskip("parasail")
+    table = blast_nucleotide_matrix(5, -4)
+    matrix = parasail.matrix_create(NUCLEOTIDE_CODES, 0, 0)
+    for i in range(15):
+        for j in range(15):
+            matrix.set_value(i, j, int(table[i, j]))
+    scoring = make_scoring("dna", mode)
+    align = getattr(parasail, function)
+    rng = np.random.default_rng(7)
+    for k in range(60):
+        a = random_seq(rng, DNA_IUPAC, int(rng.integers(1, 300)))
+        b = mutate(rng, a, DNA_IUPAC, rate=0.3) if k % 2 else random_seq(rng, DNA_IUPAC, int(rng.integers(1, 300)))
+        b = b or "N"
+        want = align(a, b, 10, 1, matrix).score
+        assert score_codes(scoring.encode_str(a), scoring.encode_str(b), scoring.matrix, 10, 1,
+                           scoring.mode_code) == want, (a, b)
+        assert nwalign.align(a, b, mode=mode, alphabet="dna").score == want
+
+
+def test_identity_never_counts_ambiguity_codes():
+    seq = "ACGTAC" + "N" * 20 + "GTACGT"
+    aln = nwalign.align(seq, seq, alphabet="dna")
+    assert aln.score == 12 * 5 + 20 * -2
+    assert (aln.nident, aln.length, aln.mismatch) == (12, 32, 20)
+    assert aln.identity < 1 and aln.cigar() == "6=20X6="
+    # ambiguity codes that match exactly are not identities either, and nor is X in protein
+    assert nwalign.align("ACRYGT", "ACRYGT", alphabet="dna").nident == 4
+    prot = nwalign.align("MKXXLV", "MKXXLV", alphabet="protein")
+    assert prot.nident == 4 and prot.cigar() == "2=2X2="
+
+
+def test_pair_output_identity_line_follows_the_rule(tmp_path, capsys):
+    from nwalign.cli import main
+
+    (tmp_path / "a.fa").write_text(">a\nACGTACNNNNNNNNNNGTACGT\n")
+    assert main(["pair", str(tmp_path / "a.fa"), str(tmp_path / "a.fa")]) == 0
+    out = capsys.readouterr().out
+    assert "# Identity:        12/22 ( 54.5%)" in out
+
+
+def test_allpairs_filter_with_n_runs_drops_no_passing_pair():
+    """Genomes with masked (N) regions: the identity bound over the counted codes keeps every pair whose
+    identity (N never identical) reaches the threshold."""
+    rng = np.random.default_rng(3)
+    scoring = make_scoring("dna", "global")
+    base = random_seq(rng, "ACGT", 400)
+    seqs = []
+    for k in range(12):
+        s = mutate(rng, base, "ACGT", rate=0.01 * (k % 4))
+        start, run_length = int(rng.integers(0, 350)), int(rng.integers(0, 40))
+        s = s[:start] + "N" * run_length + s[start + run_length:]
+        seqs.append(Record(f"s{k}", f"s{k}", s))
+    enc = encode_all(seqs, scoring, "s")
+    for mid in (0.85, 0.9, 0.93):
+        every = {(r.i, r.j) for r in run(enc, None, scoring, ("qseqid", "pident"), None, threads=2)
+                 if r.aln.identity >= mid}
+        kept = {(r.i, r.j) for r in run(enc, None, scoring, ("qseqid", "pident"), mid, threads=2) if r.passes}
+        assert kept == every and 0 < len(every) < 66
