@@ -3,7 +3,7 @@
 Identity filter (after Li et al., section 5.4, re-derived for nwalign's definitions): an alignment of
 ``length`` columns with identity >= MID has at least MID * length identical columns, each scoring at
 least ``s_id`` (the smallest diagonal score among the codes that count as identities: A, C, G, T for
-nucleotides, every amino acid but X for protein), and every other column costs at most
+nucleotides, every amino acid but X, B, Z, U, O, J for protein), and every other column costs at most
 ``c = max(gap_open, -(smallest substitution score))``. So its score is at least
 ``length * (MID * s_id - (1 - MID) * c)``; in global mode ``max(m, n) <= length <= m + n``, and the
 smaller of the two ends is the bound L (infinite when ``min(m, n) < MID * max(m, n)``, since at most

@@ -55,7 +55,8 @@ class Scoring:
     matrix_name: str
     _lut: np.ndarray = field(repr=False, compare=False)
     #: bool (A,): the codes whose identical pairs count as identities (nident, pident, CIGAR '='): A, C, G,
-    #: T for nucleotides, every amino acid but X for protein; ambiguity codes never do (docs/scoring.md).
+    #: T for nucleotides, every amino acid but X, B, Z (and U, O, J, scored as X) for protein; ambiguity
+    #: codes never do (docs/scoring.md).
     identical: np.ndarray = field(repr=False, compare=False, default=None)
 
     @property
@@ -124,8 +125,12 @@ def blast_nucleotide_matrix(reward: int, penalty: int) -> np.ndarray:
     return out
 
 
+#: Protein letters that stand for several amino acids or a rare one scored as X: never an identity.
+AMBIGUOUS_AMINO_ACIDS = "XBZUOJ"
+
+
 def _identical(alphabet: str, nucleotide: bool) -> np.ndarray:
-    counted = set("ACGT") if nucleotide else set(alphabet) - {"X"}
+    counted = set("ACGT") if nucleotide else set(alphabet) - set(AMBIGUOUS_AMINO_ACIDS)
     return np.array([c in counted for c in alphabet], dtype=bool)
 
 

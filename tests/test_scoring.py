@@ -77,6 +77,10 @@ def test_identity_never_counts_ambiguity_codes():
     assert nwalign.align("ACRYGT", "ACRYGT", alphabet="dna").nident == 4
     prot = nwalign.align("MKXXLV", "MKXXLV", alphabet="protein")
     assert prot.nident == 4 and prot.cigar() == "2=2X2="
+    # U, O, J are scored as X; B and Z stand for two amino acids: none is an identity
+    rare = nwalign.align("MKVUUUUAWE", "MKVOOOOAWE", alphabet="protein")
+    assert rare.nident == 6 and rare.cigar() == "3=4X3="
+    assert nwalign.align("MKBZLV", "MKBZLV", alphabet="protein").nident == 4
 
 
 def test_pair_output_identity_line_follows_the_rule(tmp_path, capsys):
