@@ -32,7 +32,7 @@ from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
 from .sequences import Record
 from .scoring import MODES, make_scoring
-from .sequences import (ALPHABETS, detect_alphabet, mutate, parse_lengths, parse_region, random_records,
+from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, random_records,
                         read_fasta)
 
 log = logging.getLogger("nwalign")
@@ -154,7 +154,7 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("nwalign: %(message)s"))
     log.handlers[:] = [handler]
-    log.setLevel(logging.INFO if verbose and not quiet else logging.WARNING)
+    log.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
     log.propagate = False
 
 
@@ -257,6 +257,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         lengths = parse_lengths(random_lengths)
         records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed, mutate_rate)
         queries, targets, qname, tname = records[:1], records[1:], "--random", "--random"
+        log.info("alphabet: %s (--random)", kind)
     else:
         if mutate_rate is not None:
             raise NwalignError("--mutate goes with --random; for files use 'nwalign mutate'")
@@ -265,8 +266,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         if query == "-" and target == "-":
             raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
         queries, targets, qname, tname = read_fasta(query), read_fasta(target), query, target
-        kind = detect_alphabet(queries + targets) if alphabet == "auto" else alphabet
-    log.info("alphabet: %s", kind)
+        kind = choose_alphabet([(qname, letter_counts(queries)), (tname, letter_counts(targets))], alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
     log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
              scoring.gap_extend, mode)
@@ -370,7 +370,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     others = read_fasta(against) if against else None
     if not others and len(records) < 2:
         raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
-    kind = detect_alphabet(records + (others or [])) if alphabet == "auto" else alphabet
+    kind = choose_alphabet([(seqs, letter_counts(records))] + ([(against, letter_counts(others))] if others else []),
+                           alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
     a = encode_all(records, scoring, seqs)
     b = encode_all(others, scoring, against) if others else None

@@ -61,6 +61,19 @@ class Database:
     def __len__(self) -> int:
         return self.count
 
+    def letter_counts(self) -> np.ndarray:
+        """How often each letter (byte) occurs in all residues (int64, shape (256,)), as
+        :func:`nwalign.sequences.letter_counts` gives it for records."""
+        data = np.asarray(self.residues if self.residues is not None else self.codes)
+        counts = np.zeros(256, dtype=np.int64)
+        for k in range(0, data.size, 1 << 22):  # chunks: bincount converts its input to intp
+            counts += np.bincount(data[k:k + (1 << 22)], minlength=256)
+        if self.residues is not None:
+            return counts
+        out = np.zeros(256, dtype=np.int64)
+        np.add.at(out, self._letter_bytes(), counts[:len(self.letters)])
+        return out
+
     @classmethod
     def from_records(cls, records, source: str = "<records>") -> "Database":
         """A database of :class:`~nwalign.sequences.Record` objects (or anything

@@ -149,7 +149,8 @@ class Search:
             ``Seq``/``SeqRecord``, or an iterable of them), or a FASTA file as a ``pathlib.Path``.
         database: a :class:`~nwalign.database.Database`, or the path of a FASTA or ``.nwdb`` file.
         scoring: a local-mode :class:`~nwalign.scoring.Scoring`; None builds one from ``alphabet``
-            (``auto``: guessed from the queries and the first 200 database sequences), ``matrix``,
+            (``auto``: guessed from all letters of the queries and of the database, which must agree;
+            :func:`nwalign.sequences.choose_alphabet`), ``matrix``,
             ``match``/``mismatch`` and ``gap_open``/``gap_extend`` with the command line's defaults.
         top: hits reported per query (>= 1).
         max_evalue, min_score: report only hits with E-value <= max_evalue, raw score >= min_score.
@@ -164,8 +165,9 @@ class Search:
     parameters or None), ``gpu`` (the GPU searcher or None).
 
     Raises:
-        NwalignError: bad sequences or letters, unknown matrix, a mode other than local, max_evalue without
-            published statistics, or an unusable GPU.
+        NwalignError: bad sequences or letters, queries and database of different alphabets (unless
+            ``alphabet`` is given), unknown matrix, a mode other than local, max_evalue without published
+            statistics, or an unusable GPU.
     """
 
     def __init__(self, queries, database, scoring: Scoring | None = None, *, alphabet: str = "auto",
@@ -180,7 +182,7 @@ class Search:
         from .database import load_database
         from .engine import choose_backend, encode_all
         from .scoring import make_scoring
-        from .sequences import as_records, detect_alphabet
+        from .sequences import as_records, choose_alphabet, letter_counts
         from .statistics import parameters
 
         started = time.perf_counter()
@@ -202,9 +204,8 @@ class Search:
         self.database = database if isinstance(database, Database) else load_database(os.fspath(database))
         db = self.database
         if scoring is None:
-            kind = alphabet
-            if kind == "auto":
-                kind = detect_alphabet(self.queries + [db.record(k) for k in range(min(db.count, 200))])
+            kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
+                                   alphabet)
             scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
         elif scoring.mode != "local":
             raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")

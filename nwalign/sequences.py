@@ -215,6 +215,66 @@ def detect_alphabet(records: list[Record]) -> str:
     return "protein"
 
 
+def letter_counts(records: list[Record]) -> np.ndarray:
+    """How often each byte occurs in the records' sequences (int64, shape (256,))."""
+    counts = np.zeros(256, dtype=np.int64)
+    for rec in records:
+        counts += np.bincount(np.frombuffer(rec.seq.encode("ascii", "replace"), dtype=np.uint8), minlength=256)
+    return counts
+
+
+def kind_of(counts: np.ndarray) -> str:
+    """``dna``, ``rna`` or ``protein`` from letter counts, by :func:`detect_alphabet`'s rule."""
+    letters = {chr(c) for c in np.flatnonzero(counts)}
+    if letters <= set(NUCLEOTIDE_LETTERS):
+        return "rna" if "U" in letters and "T" not in letters else "dna"
+    return "protein"
+
+
+def choose_alphabet(inputs: list[tuple[str, np.ndarray]], alphabet: str = "auto") -> str:
+    """The alphabet of a run over several inputs, each given as (name, :func:`letter_counts`).
+
+    ``alphabet`` other than ``auto`` is used as given. Otherwise each input is guessed on its own, from
+    all its letters (:func:`kind_of`): nucleotide when every letter is a nucleotide code. Inputs guessed
+    differently (one protein, one nucleotide) are refused. Inputs guessed nucleotide that could be
+    peptides (ambiguity codes in under 50 residues, or as a quarter of the letters: "MKVAGHW" is all
+    nucleotide codes) get one warning on the ``nwalign`` logger. ``-v`` (INFO) says what was chosen and why.
+
+    Raises:
+        NwalignError: the inputs' alphabets differ.
+    """
+    import logging
+
+    log = logging.getLogger("nwalign")
+    if alphabet != "auto":
+        log.info("alphabet: %s (as given)", alphabet)
+        return alphabet
+    kinds = [(name, kind_of(counts), counts) for name, counts in inputs]
+    protein = [x for x in kinds if x[1] == "protein"]
+    nucleotide = [x for x in kinds if x[1] != "protein"]
+    if protein and nucleotide:
+        (pn, pk, _), (nn, nk, _) = protein[0], nucleotide[0]
+        raise NwalignError(f"{pn} is {pk} but {nn} is {nk.upper()} (only nucleotide letters): set the alphabet "
+                           "(--alphabet protein|dna) to align them anyway")
+    if not nucleotide:
+        counts = sum(c for _, _, c in kinds)
+        other = "".join(chr(c) for c in np.flatnonzero(counts) if chr(c) not in NUCLEOTIDE_LETTERS)
+        log.info("alphabet: protein (letters that are no nucleotide code: %s)", other[:20])
+        return "protein"
+    plain = np.frombuffer(b"ACGTUN", dtype=np.uint8)
+    suspects = []
+    for name, _, counts in kinds:
+        total, other = int(counts.sum()), int(counts.sum() - counts[plain].sum())
+        if other and (total < 50 or other >= 0.25 * total):  # ambiguity codes in a short or code-rich input
+            suspects.append(f"{name} ({total} residues, {100.0 * other / total:.0f} % ambiguity codes)")
+    if suspects:
+        log.warning("warning: %s: only nucleotide codes, so aligned as DNA/RNA; if protein, set --alphabet protein",
+                    "; ".join(suspects))
+    kind = "rna" if all(k == "rna" for _, k, _ in kinds) else "dna"
+    log.info("alphabet: %s (only nucleotide letters in %s)", kind, " and ".join(n for n, _, _ in kinds))
+    return kind
+
+
 def random_records(lengths: list[int], alphabet: str, seed: int | None,
                    mutate_rate: float | None = None) -> list[Record]:
     """Seeded uniform random sequences (the papers' random ACGT input), one record per length.

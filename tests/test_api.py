@@ -76,14 +76,14 @@ def test_search_options():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: search("MKV", SP196, top=0), "top must be at least 1"),
-    (lambda: search("MKV", SP196, kernel="fast"), "unknown search kernel"),
-    (lambda: search("MKV", SP196, make_scoring("protein", "global")), "a search is local"),
-    (lambda: search("MKV", SP196, gap_open=8, gap_extend=2, max_evalue=1.0, backend="cpu"), "no published statistics"),
-    (lambda: search(["MKV", ""], SP196, backend="cpu"), "sequence 2 (query2) is empty"),
+    (lambda: search("MKLEV", SP196, top=0), "top must be at least 1"),
+    (lambda: search("MKLEV", SP196, kernel="fast"), "unknown search kernel"),
+    (lambda: search("MKLEV", SP196, make_scoring("protein", "global")), "a search is local"),
+    (lambda: search("MKLEV", SP196, gap_open=8, gap_extend=2, max_evalue=1.0, backend="cpu"), "no published statistics"),
+    (lambda: search(["MKLEV", ""], SP196, backend="cpu"), "sequence 2 (query2) is empty"),
     (lambda: search([3], SP196, backend="cpu"), "a int, not a str"),
-    (lambda: search("MKV", os.path.join(DATA, "missing.fa"), backend="cpu"), "no such file"),
-    (lambda: search("MKV", SP196, backend="quantum"), "unknown backend"),
+    (lambda: search("MKLEV", os.path.join(DATA, "missing.fa"), backend="cpu"), "no such file"),
+    (lambda: search("MKLEV", SP196, backend="quantum"), "unknown backend"),
     (lambda: search("MK1", SP196, backend="cpu"), "letter"),
 ])
 def test_search_errors_name_the_parameter(call, message):

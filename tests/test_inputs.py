@@ -176,3 +176,43 @@ def test_bom_and_cr_only_line_endings(tmp_path):
         assert [(r.id, r.description, r.seq) for r in read_fasta(str(path))] == [("a", "a x", "ACGT"), ("b", "b", "GG")]
         ids, desc, residues, offsets = read_fasta_arrays(str(path))
         assert ids == ["a", "b"] and residues.tobytes() == b"ACGTGG" and offsets.tolist() == [0, 4, 6]
+
+
+def _cli(capsys, *args):
+    from nwalign.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_alphabet_mismatch_between_inputs_is_refused(tmp_path, capsys):
+    """Protein queries against a DNA database (or the other way round) stop in one line unless --alphabet
+    forces them (issue 20); pair and allpairs --against likewise."""
+    prot = tmp_path / "p.fa"
+    prot.write_text(">p\nMKVLEWFIDQ\n")
+    dna = tmp_path / "d.fa"
+    dna.write_text(">d1\nACGTACGTTTGACCA\n>d2\nGGCATTACAGTTACA\n")
+    for args in (["search", str(prot), str(dna)], ["pair", str(prot), str(dna)],
+                 ["allpairs", str(dna), "--against", str(prot)]):
+        code, out, err = _cli(capsys, *args)
+        assert code == 2 and out == "" and err.count("\n") == 1, (args, err)
+        assert "is protein but" in err and "is DNA" in err and "--alphabet" in err
+    code, out, err = _cli(capsys, "search", str(prot), str(dna), "--alphabet", "protein", "-q")
+    assert code == 0
+
+
+def test_peptide_of_nucleotide_codes_warns_once(tmp_path, capsys):
+    pep = tmp_path / "pep.fa"
+    pep.write_text(">a\nMKVAGHWRYSD\n>b\nMKVAGHWRYTD\n")
+    code, out, err = _cli(capsys, "pair", str(pep), str(pep), "--format", "tsv")
+    assert code == 0 and err.count("warning") == 1 and "--alphabet protein" in err
+    code, out, err = _cli(capsys, "pair", str(pep), str(pep), "--format", "tsv", "-q")
+    assert code == 0 and err == ""
+    code, out2, err = _cli(capsys, "pair", str(pep), str(pep), "--format", "tsv", "--alphabet", "protein", "-v")
+    assert code == 0 and "warning" not in err and "alphabet: protein (as given)" in err and out2 != out
+    # plain DNA, however short, and real data pass silently; -v says why
+    from conftest import GENOME_A, GENOME_B
+
+    code, out, err = _cli(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "-v", "--backend", "cpu")
+    assert code == 0 and "warning" not in err and "alphabet: dna (only nucleotide letters in" in err
