@@ -199,7 +199,7 @@ def cli():
 @scoring_options
 @click.option("--random", "random_lengths", metavar="LEN[,LEN]",
               help="Align seeded random sequences of these lengths instead of files (e.g. 10k,10k).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --random.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Seed for --random.")
 @click.option("--mutate", "mutate_rate", type=float, metavar="RATE",
               help="With --random LEN: the target is the query with seeded substitutions (80%), deletions "
                    "(10%) and 1-3 letter insertions (10%) at this per-position RATE.")
@@ -618,7 +618,7 @@ def makedb(fasta, output):
 @click.option("--rate", type=float, default=0.01, show_default=True,
               help="Per-position mutation probability: 80% substitutions, 10% deletions, 10% insertions of "
                    "1-3 letters.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Random seed.")
 @click.option("--region", metavar="START-END", help="Take only this 1-based, inclusive region (e.g. 1-1M).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 def mutate_command(fasta, rate, seed, region, output):
@@ -690,7 +690,7 @@ def mutate_command(fasta, rate, seed, region, output):
                    "or tile sizes (e.g. 32,64,128,256), each timed where the kernel accepts it.")
 @click.option("--shared/--no-shared", default=True, show_default=True, help="diagonal-block shared memory.")
 @click.option("--alphabet", type=click.Choice(ALPHABETS), help="Alphabet of random inputs  [default: dna]")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
 @click.option("--peers/--no-peers", default=True, show_default=True,
               help="Include parasail and Biopython when installed (each skip is reported).")
 @click.option("--json", "json_out", metavar="FILE", help="Write the rows as a JSON list.")
@@ -729,7 +729,7 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
         if workload == "allpairs":
             from .bench import run_allpairs
 
-            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
             try:
                 slice_list = [int(k) for k in slices.split(",")]
                 default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
@@ -743,7 +743,7 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
             rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
                               gap_extend, check, status)
         else:
-            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part)]
+            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
             block_list = [parse_block(b) for b in blocks.split(",")]
             rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
                             list(inputs), seed, peers, alphabet, status)
@@ -860,7 +860,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except MemoryError:
-        click.echo("nwalign: error: out of memory; lower --max-memory or align smaller pieces", err=True)
+        command = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
+        hint = {"pair": "lower --max-memory or align smaller pieces", "bench": "use smaller --sizes or --count",
+                "allpairs": "lower --threads or use fewer or shorter sequences"}.get(command, "use a smaller input")
+        click.echo(f"nwalign: error: out of memory; {hint}", err=True)
         return 2
 
 

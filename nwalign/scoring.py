@@ -219,6 +219,9 @@ def make_scoring(
     if matrix is None and nucleotide:
         match = DEFAULTS["dna"]["match"] if match is None else match
         mismatch = DEFAULTS["dna"]["mismatch"] if mismatch is None else mismatch
+        for label, value in (("--match", match), ("--mismatch", mismatch)):
+            if int(value) != value or abs(value) >= 1_000_000:
+                raise NwalignError(f"{label} {value}: give an integer score of magnitude below 1000000")
         # U and T share one code, so RNA aligns against DNA; X reads as N; reports print the letters as read.
         # Ambiguity codes score as NCBI BLAST scores them (blast_nucleotide_matrix).
         values = blast_nucleotide_matrix(int(match), int(mismatch))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import math
 import os
 import sys
 import zlib
@@ -345,7 +346,7 @@ def mutate(record: Record, rate: float, seed: int | None, letters: str | None = 
 def parse_region(text: str) -> tuple[int, int]:
     """'START-END' (1-based, inclusive, k/M suffixes allowed) -> (start0, end) half-open."""
     try:
-        start, end = (parse_lengths(part)[0] for part in text.split("-"))
+        start, end = (parse_lengths(part, "--region")[0] for part in text.split("-"))
     except (ValueError, NwalignError):
         raise NwalignError(f"--region: {text!r} is not START-END such as 1-1000000") from None
     if start < 1 or end < start:
@@ -353,8 +354,15 @@ def parse_region(text: str) -> tuple[int, int]:
     return start - 1, end
 
 
-def parse_lengths(text: str) -> list[int]:
-    """Parse ``LEN[,LEN]`` (with optional k/M suffixes) into integers."""
+MAX_LENGTH = 10**10  # no sequence length an option may ask for reaches this (10 Gb)
+
+
+def parse_lengths(text: str, option: str = "--random") -> list[int]:
+    """Parse ``LEN[,LEN]`` (with optional k/M suffixes) into positive integers below :data:`MAX_LENGTH`.
+
+    Raises:
+        NwalignError: not one or two numbers, not finite, below 1 or too large (naming ``option``).
+    """
     out = []
     for part in text.split(","):
         part = part.strip().lower()
@@ -364,12 +372,14 @@ def parse_lengths(text: str) -> list[int]:
         elif part.endswith("m"):
             scale, part = 1_000_000, part[:-1]
         try:
-            value = int(float(part) * scale)
+            number = float(part) * scale
         except ValueError:
-            raise NwalignError(f"--random: {text!r} is not LEN or LEN,LEN") from None
-        out.append(value)
+            raise NwalignError(f"{option}: {text!r} is not LEN or LEN,LEN") from None
+        if not math.isfinite(number) or not 1 <= number < MAX_LENGTH:
+            raise NwalignError(f"{option}: {text!r}: lengths must be between 1 and {MAX_LENGTH:.0e}")
+        out.append(int(number))
     if not 1 <= len(out) <= 2:
-        raise NwalignError(f"--random: {text!r} is not LEN or LEN,LEN")
+        raise NwalignError(f"{option}: {text!r} is not LEN or LEN,LEN")
     return out
 
 

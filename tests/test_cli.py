@@ -428,3 +428,18 @@ def test_progress_bar_takes_fractions(monkeypatch):
     for f in (0.1, 0.5, 1.0):
         setter(f)
     assert "pair" in err.getvalue()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["pair", "--random", "10", "--match", "3000000000"], "--match 3000000000: give an integer score"),
+    (["pair", "--random", "inf"], "--random: 'inf': lengths must be between 1"),
+    (["pair", "--random", "nan,10"], "--random: 'nan,10': lengths must be between 1"),
+    (["pair", "--random", "10", "--seed", "-1"], "'--seed': -1 is not in the range"),
+    (["bench", "--sizes", "inf"], "--sizes: 'inf': lengths must be between 1"),
+    (["bench", "--sizes", "1e12"], "--sizes: '1e12'"),
+    (["mutate", os.path.join(DATA, "phage_lambda_J02459.fasta"), "--region", "1-inf"], "--region: '1-inf'"),
+])
+def test_out_of_range_numbers_are_one_line_errors(capsys, args, message):
+    """Infinite, negative or huge numbers end in one line naming the option, never a traceback (issue 20)."""
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
