@@ -144,16 +144,49 @@ def _lookup(alphabet: str, aliases: dict[str, str]) -> np.ndarray:
     return lut
 
 
+def _check_matrix_file(path: str) -> dict[str, int]:
+    """Check an NCBI-format matrix file's shape before Biopython reads it (Biopython fills a short row
+    with zeros): a header of letters, then one row per letter with one score per header letter.
+    Returns the line number of each row's letter.
+
+    Raises:
+        NwalignError: an unreadable or empty file, or a row with too few or too many scores (file and line).
+    """
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            lines = [(k, line.split()) for k, line in enumerate(handle, start=1)]
+    except OSError as exc:
+        raise NwalignError(f"{path}: cannot read the matrix file ({exc.strerror or exc})") from None
+    lines = [(k, words) for k, words in lines if words and not words[0].startswith("#")]
+    if not lines:
+        raise NwalignError(f"{path}: empty matrix file (no header line of letters)")
+    header = lines[0][1]
+    rows = {}
+    for k, words in lines[1:]:
+        if len(words) != len(header) + 1:
+            raise NwalignError(f"{path}: line {k}: row {words[0]!r} has {len(words) - 1} scores; the header names "
+                               f"{len(header)} letters")
+        rows[words[0].upper()] = k
+    return rows
+
+
 def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
     from Bio.Align import substitution_matrices  # here, so that commands that never score start fast
 
     if os.path.exists(name):
+        rows = _check_matrix_file(name)
         try:
             mat = substitution_matrices.read(name)
         except Exception as exc:  # Biopython raises several types for malformed files
             raise NwalignError(f"{name}: not a readable substitution matrix ({exc})") from None
         label = os.path.basename(name)
+        values = np.asarray(mat, dtype=np.float64)
+        if values.ndim == 2 and values.shape[0] == values.shape[1] and not np.array_equal(values, values.T):
+            i, j = (int(x[0]) for x in np.nonzero(values != values.T))
+            a, b = mat.alphabet[i], mat.alphabet[j]
+            raise NwalignError(f"{name}: line {rows.get(a, '?')}: the matrix is not symmetric: {a} against {b} scores "
+                               f"{values[i, j]:g} but {b} against {a} {values[j, i]:g}")
     else:
         if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
             name = "NUC.4.4"

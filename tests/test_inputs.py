@@ -216,3 +216,23 @@ def test_peptide_of_nucleotide_codes_warns_once(tmp_path, capsys):
 
     code, out, err = _cli(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "-v", "--backend", "cpu")
     assert code == 0 and "warning" not in err and "alphabet: dna (only nucleotide letters in" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("   A  C  G  T\nA  5 -4 -4 -4\nC -4  5 -4\nG -4 -4  5 -4\nT -4 -4 -4  5\n",
+     "line 3: row 'C' has 3 scores; the header names 4 letters"),
+    ("# comment\n   A  C  G  T\nA  5 -4 -4 -4\nC -3  5 -4 -4\nG -4 -4  5 -4\nT -4 -4 -4  5\n",
+     "line 3: the matrix is not symmetric: A against C scores -4 but C against A -3"),
+    ("", "empty matrix file"),
+    ("# only a comment\n\n", "empty matrix file"),
+])
+def test_bad_matrix_files_are_refused_with_file_and_line(tmp_path, capsys, text, message):
+    """A short row (Biopython fills it with zeros), an asymmetric matrix and an empty file (issue 20)."""
+    path = tmp_path / "m.mat"
+    path.write_text(text)
+    with pytest.raises(NwalignError, match=message):
+        make_scoring("dna", "global", str(path))
+    fasta = tmp_path / "q.fa"
+    fasta.write_text(">a\nACGTAC\n")
+    code, out, err = _cli(capsys, "pair", str(fasta), str(fasta), "--matrix", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and str(path) in err
