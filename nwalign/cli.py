@@ -84,14 +84,21 @@ def check_output(path: str | None, inputs=()) -> None:
             raise NwalignError(f"-o {path}: cannot write in directory {directory}")
 
 
+class _ClosedPipe(Exception):
+    """The reader of stdout went away (``| head``)."""
+
+
 @contextmanager
 def output_stream(path: str | None, inputs=()):
     """stdout, or a file written atomically: a temporary file beside it, renamed only on success (a
     symbolic link's target is the file replaced). A path that exists but is not a regular file (a FIFO,
     /dev/stdout) is written directly. See :func:`check_output` for what is refused."""
     if path is None or path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
+        try:
+            yield sys.stdout
+            sys.stdout.flush()
+        except BrokenPipeError:  # not an OSError past here: Click would turn it into exit status 1
+            raise _ClosedPipe() from None
         return
     check_output(path, inputs)
     target = os.path.realpath(path)
@@ -854,17 +861,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("nwalign: interrupted", err=True)
         return 130
-    except BrokenPipeError:
-        # The reader went away (e.g. '| head'): stop quietly, as the Python docs' SIGPIPE note advises.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    except (BrokenPipeError, _ClosedPipe):
+        return _closed_pipe()
+    except SystemExit as exc:
+        # Click answers a closed pipe it sees itself with exit status 1 after wrapping the streams.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            return _closed_pipe()
+        raise
     except MemoryError:
         command = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
         hint = {"pair": "lower --max-memory or align smaller pieces", "bench": "use smaller --sizes or --count",
                 "allpairs": "lower --threads or use fewer or shorter sequences"}.get(command, "use a smaller input")
         click.echo(f"nwalign: error: out of memory; {hint}", err=True)
         return 2
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``| head``): stop quietly with the shell's status for SIGPIPE, 141, as a
+    command killed by it would (the Python docs' SIGPIPE note: send the rest of the output to devnull)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 def entry() -> None:

@@ -142,13 +142,20 @@ def _subprocess(*args, stdin=None):
                           input=stdin, cwd=ROOT, timeout=300)
 
 
-def test_subprocess_pipe_to_head_is_quiet(tmp_path):
+@pytest.mark.parametrize("command", ["pair {many} {many} --format tsv", "search {many} {many} --top 50 --backend cpu -q",
+                                     "allpairs {few} --backend cpu", "mutate {many}"])
+def test_subprocess_pipe_to_head_is_quiet(tmp_path, command):
+    """A closed pipe ends every command quietly with status 141, the shell's status for SIGPIPE (issue 20)."""
     many = tmp_path / "many.fa"
     many.write_text("".join(f">s{k}\nACGTACGTAAGT\n" for k in range(3000)))
-    cmd = (f"{sys.executable} -m nwalign pair {many} {many} --format tsv | head -n 2")
+    few = tmp_path / "few.fa"
+    few.write_text("".join(f">s{k}\nACGTACGTAAGTACGT\n" for k in range(300)))
+    cmd = (f"{sys.executable} -m nwalign {command.format(many=many, few=few)} | head -n 2; "
+           "echo status ${PIPESTATUS[0]}")
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, env=env, cwd=ROOT, timeout=300)
-    assert proc.stdout.decode().count("\n") == 2
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 3 and lines[-1] == "status 141", lines
     assert proc.stderr == b""
 
 
