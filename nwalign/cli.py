@@ -32,8 +32,8 @@ from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
 from .sequences import Record
 from .scoring import MODES, make_scoring
-from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, random_records,
-                        read_fasta)
+from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, phylip_names,
+                        random_records, read_fasta, unique_records)
 
 log = logging.getLogger("nwalign")
 
@@ -272,7 +272,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
         if query == "-" and target == "-":
             raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
-        queries, targets, qname, tname = read_fasta(query), read_fasta(target), query, target
+        queries, targets, qname, tname = (unique_records(read_fasta(query), query),
+                                          unique_records(read_fasta(target), target), query, target)
         kind = choose_alphabet([(qname, letter_counts(queries)), (tname, letter_counts(targets))], alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
     log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
@@ -373,8 +374,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     if matrix_out and matrix_out.endswith(".phy") and against:
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
     threads = threads or os.cpu_count() or 1
-    records = read_fasta(seqs)
-    others = read_fasta(against) if against else None
+    records = unique_records(read_fasta(seqs), seqs)
+    others = unique_records(read_fasta(against), against) if against else None
     if not others and len(records) < 2:
         raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
     kind = choose_alphabet([(seqs, letter_counts(records))] + ([(against, letter_counts(others))] if others else []),
@@ -429,7 +430,8 @@ def _allpairs_field(aln, column: str) -> str:
 def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     """The distance matrix to fill (None without --matrix-out). A .npy is a memory map of a temporary file
     beside ``path`` (so 25,000 sequences need no 2.5 GB of RAM), renamed on success; a PHYLIP matrix
-    (names padded to 10 characters, as PHYLIP reads them) is written from memory at the end."""
+    (names cut or padded to 10 characters, as PHYLIP reads them, and kept distinct: :func:`phylip_names`) is
+    written from memory at the end."""
     if path is None:
         yield None
         return
@@ -438,8 +440,8 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
         yield dist
         with output_stream(path) as out:
             out.write(f"{len(names)}\n")
-            for name, row in zip(names, dist):
-                out.write(f"{name[:10]:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
+            for name, row in zip(phylip_names(names), dist):
+                out.write(f"{name:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):

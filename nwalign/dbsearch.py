@@ -176,13 +176,14 @@ class Search:
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
                  query_source: str = "queries"):
+        import dataclasses
         import os
         import time
 
         from .database import load_database
         from .engine import choose_backend, encode_all
         from .scoring import make_scoring
-        from .sequences import as_records, choose_alphabet, letter_counts
+        from .sequences import as_records, choose_alphabet, letter_counts, unique_ids, unique_records
         from .statistics import parameters
 
         started = time.perf_counter()
@@ -200,9 +201,10 @@ class Search:
 
             query_source = os.fspath(queries)
             queries = read_fasta(query_source)
-        self.queries = as_records(queries, "query")
-        self.database = database if isinstance(database, Database) else load_database(os.fspath(database))
-        db = self.database
+        self.queries = unique_records(as_records(queries, "query"), query_source)
+        db = database if isinstance(database, Database) else load_database(os.fspath(database))
+        ids = unique_ids(db.ids, db.source)  # SAM needs one reference name per sequence
+        self.database = db = db if ids == db.ids else dataclasses.replace(db, ids=ids)
         if scoring is None:
             kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
                                    alphabet)

@@ -216,6 +216,58 @@ def detect_alphabet(records: list[Record]) -> str:
     return "protein"
 
 
+def unique_ids(ids: list[str], source: str) -> list[str]:
+    """Ids made distinct for the outputs that name sequences (SAM references, distance-matrix rows): the
+    second, third... record of an id are called ``ID_2``, ``ID_3``... (a suffix already taken is skipped).
+    One warning on the ``nwalign`` logger names the first duplicate."""
+    seen: set[str] = set(ids)
+    if len(seen) == len(ids):
+        return list(ids)
+    import logging
+
+    count: dict[str, int] = {}
+    out, renamed = [], []
+    for name in ids:
+        count[name] = count.get(name, 0) + 1
+        if count[name] == 1:
+            out.append(name)
+            continue
+        k = count[name]
+        while f"{name}_{k}" in seen:
+            k += 1
+        count[name] = k
+        seen.add(f"{name}_{k}")
+        out.append(f"{name}_{k}")
+        renamed.append(name)
+    logging.getLogger("nwalign").warning(
+        "warning: %s: %d records repeat an earlier record's id (first: %r); they are named ID_2, ID_3, ... in the "
+        "output", source, len(renamed), renamed[0])
+    return out
+
+
+def unique_records(records: list[Record], source: str) -> list[Record]:
+    """The records with distinct ids (:func:`unique_ids`)."""
+    ids = unique_ids([r.id for r in records], source)
+    return [r if r.id == i else Record(i, r.description, r.seq) for r, i in zip(records, ids)]
+
+
+def phylip_names(names: list[str], width: int = 10) -> list[str]:
+    """Names cut to PHYLIP's ``width`` characters and still distinct: where cuts would coincide, a name
+    keeps its first characters and ends in ``~`` and its 1-based row number (``Bacteria;Proteo...`` in
+    row 12 becomes ``Bacteri~12``)."""
+    from collections import Counter
+
+    cut = [n[:width] for n in names]
+    clash = {c for c, n in Counter(cut).items() if n > 1}
+    out = []
+    for k, (name, c) in enumerate(zip(names, cut), start=1):
+        if c in clash:
+            tag = f"~{k}"
+            c = name[:width - len(tag)] + tag
+        out.append(c)
+    return out
+
+
 def letter_counts(records: list[Record]) -> np.ndarray:
     """How often each byte occurs in the records' sequences (int64, shape (256,))."""
     counts = np.zeros(256, dtype=np.int64)

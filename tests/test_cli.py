@@ -450,3 +450,32 @@ def test_out_of_range_numbers_are_one_line_errors(capsys, args, message):
     """Infinite, negative or huge numbers end in one line naming the option, never a traceback (issue 20)."""
     code, out, err = run(capsys, *args)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
+    """The shipped 16S file has 100 records and 74 distinct ids: one warning, ID_2... suffixes, distinct
+    PHYLIP names, one SAM @SQ line per reference (issue 20)."""
+    from nwalign.sequences import read_fasta
+
+    sixteen = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+    phy = tmp_path / "d.phy"
+    code, out, err = run(capsys, "allpairs", sixteen, "--backend", "cpu", "--matrix-out", str(phy), "--columns",
+                         "qseqid,sseqid")
+    assert code == 0 and err.count("warning") == 1 and "records repeat an earlier record's id" in err
+    rows = phy.read_text().splitlines()[1:]
+    names = [r[:10] for r in rows]
+    assert len(rows) == 100 and len(set(names)) == 100
+    pairs = [line.split("\t") for line in out.splitlines()[1:]]
+    assert len({q for q, _ in pairs} | {t for _, t in pairs}) == 100
+    first = read_fasta(sixteen)
+    dup = next(r.id for k, r in enumerate(first) if r.id in {x.id for x in first[:k]})
+    assert f"{dup}_2" in {q for q, _ in pairs}
+    # SAM: one @SQ per target, distinct names
+    targets = tmp_path / "t.fa"
+    targets.write_text(">x\nACGTACGTTTGA\n>x\nACGTTCGTTTGA\n")
+    query = tmp_path / "q.fa"
+    query.write_text(">q\nACGTACGTTTGA\n")
+    code, out, err = run(capsys, "pair", str(query), str(targets), "--format", "sam", "--mode", "local")
+    sq = [line for line in out.splitlines() if line.startswith("@SQ")]
+    assert code == 0 and sq == ["@SQ\tSN:x\tLN:12", "@SQ\tSN:x_2\tLN:12"] and err.count("warning") == 1
+    assert [line.split("\t")[2] for line in out.splitlines() if not line.startswith("@")] == ["x", "x_2"]
