@@ -272,10 +272,10 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
         if query == "-" and target == "-":
             raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
-        queries, targets, qname, tname = (unique_records(read_fasta(query), query),
-                                          unique_records(read_fasta(target), target), query, target)
+        queries, targets, qname, tname = read_fasta(query), read_fasta(target), query, target
         kind = choose_alphabet([(qname, letter_counts(queries)), (tname, letter_counts(targets))], alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+    queries, targets = unique_records(queries, qname), unique_records(targets, tname)  # warns: after option errors
     log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
              scoring.gap_extend, mode)
     qenc = encode_all(queries, scoring, qname)
@@ -373,19 +373,23 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
+    if min_identity is not None and not 0.0 <= min_identity <= 1.0:  # before reading: errors come first
+        raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
     threads = threads or os.cpu_count() or 1
-    records = unique_records(read_fasta(seqs), seqs)
-    others = unique_records(read_fasta(against), against) if against else None
+    records = read_fasta(seqs)
+    others = read_fasta(against) if against else None
     if not others and len(records) < 2:
         raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
     kind = choose_alphabet([(seqs, letter_counts(records))] + ([(against, letter_counts(others))] if others else []),
                            alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+    backend = choose_backend(backend)
+    records = unique_records(records, seqs)  # warns: after the options' errors
+    others = unique_records(others, against) if others else None
     a = encode_all(records, scoring, seqs)
     b = encode_all(others, scoring, against) if others else None
     for rec in a + (b or []):
         scoring.check_lengths(len(rec.codes), len(rec.codes))
-    backend = choose_backend(backend)
     log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode, backend,
              threads)
     stats: dict = {}

@@ -201,10 +201,8 @@ class Search:
 
             query_source = os.fspath(queries)
             queries = read_fasta(query_source)
-        self.queries = unique_records(as_records(queries, "query"), query_source)
-        db = database if isinstance(database, Database) else load_database(os.fspath(database))
-        ids = unique_ids(db.ids, db.source)  # SAM needs one reference name per sequence
-        self.database = db = db if ids == db.ids else dataclasses.replace(db, ids=ids)
+        self.queries = as_records(queries, "query")
+        self.database = db = database if isinstance(database, Database) else load_database(os.fspath(database))
         if scoring is None:
             kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
                                    alphabet)
@@ -216,6 +214,10 @@ class Search:
         if self.stats is None and max_evalue is not None:
             raise NwalignError(f"E-value filter: no published statistics for {scoring.matrix_name} with gaps "
                                f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
+        # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
+        self.queries = unique_records(self.queries, query_source)
+        ids = unique_ids(db.ids, db.source)
+        self.database = db = db if ids == db.ids else dataclasses.replace(db, ids=ids)
         self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
         self.threads = threads or os.cpu_count() or 1
         self._encoded = encode_all(self.queries, scoring, query_source)

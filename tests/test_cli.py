@@ -248,7 +248,7 @@ def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
     (["--workload", "allpairs", "--slice", "x"], "comma-separated integers"),
     (["--workload", "search", "--kernels", "wavefront"], "not a search kernel"),
     (["--kernels", "nope"], "unknown kernel"),
-    (["--sizes", "1,2,x"], "--random"),
+    (["--sizes", "1,2,x"], "--sizes: "),
 ])
 def test_bench_bad_options(capsys, args, message):
     code = main(["bench", "--backend", "cpu", *args])
