@@ -46,7 +46,20 @@ def parse_size(text: str) -> int:
     value = int(float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2)])
     if value <= 0:
         raise NwalignError(f"--max-memory: {text!r} must be positive")
+    ram = _physical_memory()
+    if ram and value > ram:
+        log.warning("warning: --max-memory %s is more than this machine's %.1f GiB of RAM; using %.1f GiB", text,
+                    ram / 2**30, ram / 2**30)
+        value = ram
     return value
+
+
+def _physical_memory() -> int:
+    """Bytes of RAM (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 def parse_block(text: str) -> tuple[int, int]:
@@ -295,21 +308,23 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         from .cuda.pair import Options
 
         options = Options(kernel=kernel, block=parse_block(block), shared=shared, device=device,
-                          max_memory=parse_size(max_memory) if max_memory else None)
+                          max_memory=memory if max_memory else None)
         log.info("kernel: %s%s", kernel, f" {block}, shared={shared}" if kernel == "diagonal-block" else "")
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
+    within = None  # a lone large pair on the CPU engine: progress through its traceback
+    if len(plan) == 1 and engine == "cpu" and not score_only and \
+            len(qenc[plan[0][0]].codes) * len(tenc[plan[0][1]].codes) >= 10**8:
+        within = _progress("pair", 1000, quiet, "/1000", fraction=True)
+    # Memory is checked here, before anything is written.
+    results = align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads, engine,
+                          options, within)
     with output_stream(output, (query, target)) as out:
         kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
         writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
         progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
-        within = None  # a lone large pair on the CPU engine: progress through its traceback
-        if len(plan) == 1 and engine == "cpu" and not score_only and \
-                len(qenc[plan[0][0]].codes) * len(tenc[plan[0][1]].codes) >= 10**8:
-            within = _progress("pair", 1000, quiet, "/1000", fraction=True)
-        for aln in align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads,
-                               engine, options, within):
+        for aln in results:
             writer.write(aln)
             progress(1)
             if output is None:

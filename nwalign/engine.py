@@ -114,7 +114,8 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
                         query_seq=query.record.seq, target_seq=target.record.seq, **base)
         return finish(aln, q, t, scoring)
     if score_only:
-        score = cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
+        score = _interruptible(len(q) * len(t), cpu.score_codes, q, t, scoring.matrix, scoring.gap_open,
+                               scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
     if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
         from .cpu.pair import format_bytes, plan_bands
@@ -127,11 +128,37 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
             log.info("traceback %s x %s: linear space, checkpoints every %d rows (matrix would need %s, "
                      "--max-memory is %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
                      format_bytes(max_memory))
-    score, qs, qe, ts, te, ops = cpu.align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                                 scoring.mode_code, max_memory, band_rows, progress)
+    score, qs, qe, ts, te, ops = _interruptible(len(q) * len(t), cpu.align_codes, q, t, scoring.matrix,
+                                                scoring.gap_open, scoring.gap_extend, scoring.mode_code, max_memory,
+                                                band_rows, progress)
     aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
                     query_seq=query.record.seq, target_seq=target.record.seq, **base)
     return finish(aln, q, t, scoring)
+
+
+def _interruptible(cells: int, fn, *args):
+    """Run a CPU-engine call; a long one (over 10**8 cells) on the main thread runs in a worker thread (the
+    Numba kernels release the GIL) while the main thread waits in short joins, so that Ctrl-C stops the
+    command at once instead of when the kernel ends (the abandoned worker dies with the process)."""
+    import threading
+
+    if cells < 10**8 or threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True, name="nwalign-cpu")
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, score_only: bool = False,
@@ -140,11 +167,26 @@ def align_pairs(pairs: Iterable[tuple[Encoded, Encoded]], scoring: Scoring, scor
     """Align many pairs, yielding results in input order.
 
     The Numba kernels release the GIL, so ``threads`` > 1 aligns several pairs at once on the CPU; each
-    thread gets ``max_memory / threads`` for its traceback. The CUDA backend runs pairs one after another.
+    of the threads in use (no more than the pairs) gets ``max_memory / threads`` for its traceback, and a
+    pair that cannot fit is refused before the first result is yielded. The CUDA backend runs pairs one after another.
     ``progress`` (fraction done) is passed to a lone pair's CPU traceback.
+
+    Raises:
+        NwalignError: (at the call, before any result) a pair's traceback cannot fit in its share of
+            ``max_memory``.
     """
     pairs = list(pairs)
-    if backend == "cuda" or threads <= 1 or len(pairs) <= 1:
+    threads = max(1, min(threads, len(pairs)))  # memory goes to the work in flight, not to idle threads
+    if backend == "cpu" and not score_only:  # refused here, before any result, not at the first big pair
+        from .cpu.pair import plan_bands
+
+        for q, t in pairs:
+            plan_bands(len(q.codes), len(t.codes), max(1, max_memory // threads))
+    return _align_pairs(pairs, scoring, score_only, max_memory, threads, backend, cuda_options, progress)
+
+
+def _align_pairs(pairs, scoring, score_only, max_memory, threads, backend, cuda_options, progress):
+    if backend == "cuda" or threads <= 1:
         for q, t in pairs:
             yield align_pair(q, t, scoring, score_only, max_memory, backend=backend, cuda_options=cuda_options,
                              progress=progress if len(pairs) == 1 else None)

@@ -479,3 +479,43 @@ def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
     sq = [line for line in out.splitlines() if line.startswith("@SQ")]
     assert code == 0 and sq == ["@SQ\tSN:x\tLN:12", "@SQ\tSN:x_2\tLN:12"] and err.count("warning") == 1
     assert [line.split("\t")[2] for line in out.splitlines() if not line.startswith("@")] == ["x", "x_2"]
+
+
+def test_memory_goes_to_the_work_in_flight(capsys, tmp_path):
+    """--threads no longer divides --max-memory among idle threads, a pair that cannot fit is refused
+    before any row is printed, and --max-memory above the machine's RAM is capped with a warning (issue 20)."""
+    code, out, err = run(capsys, "pair", "--random", "3000", "--max-memory", "2M", "--threads", "8",
+                         "--format", "tsv", "--no-header")
+    assert code == 0 and out.count("\n") == 1, err
+    rng = __import__("numpy").random.default_rng(1)
+    seq = lambda n: "".join(rng.choice(list("ACGT"), size=n))  # noqa: E731
+    queries = tmp_path / "q.fa"
+    queries.write_text("".join(f">q{k}\n{seq(n)}\n" for k, n in enumerate((50, 60, 20000))))
+    target = tmp_path / "t.fa"
+    target.write_text(f">t\n{seq(20000)}\n")
+    code, out, err = run(capsys, "pair", str(queries), str(target), "--max-memory", "100K", "--format", "tsv")
+    assert code == 2 and out == "" and "raise --max-memory" in err and err.count("\n") == 1
+    code, out, err = run(capsys, "pair", "--random", "100", "--max-memory", "1000T", "--format", "tsv")
+    assert code == 0 and "more than this machine's" in err and "GiB of RAM" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_cpu_run_at_once():
+    """SIGINT during a long score-only CPU run (about 40 s of kernel) ends it with status 130 well before
+    the kernel would have finished (the kernel runs in a worker thread; issue 20)."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "nwalign", "pair", "--random", "250k", "--score-only",
+                             "--backend", "cpu", "--mode", "local", "--format", "tsv", "--no-header"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    time.sleep(4)  # past start-up and Numba's cache load: inside the kernel
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=8)  # the kernel alone needs ~30 s more
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("Ctrl-C did not stop the run")
+    assert proc.returncode == 130 and out == b"" and b"interrupted" in err and b"Traceback" not in err
