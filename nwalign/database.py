@@ -34,6 +34,8 @@ class Database:
     source: str
     codes: np.ndarray | None = None
     letters: str | None = None
+    #: How often each letter occurs (from a version-2 header; None: counted on demand).
+    counts: dict[str, int] | None = None
 
     @property
     def count(self) -> int:
@@ -64,6 +66,11 @@ class Database:
     def letter_counts(self) -> np.ndarray:
         """How often each letter (byte) occurs in all residues (int64, shape (256,)), as
         :func:`nwalign.sequences.letter_counts` gives it for records."""
+        if self.counts is not None:  # written by makedb: no pass over the residues
+            out = np.zeros(256, dtype=np.int64)
+            for letter, n in self.counts.items():
+                out[ord(letter)] = n
+            return out
         data = np.asarray(self.residues if self.residues is not None else self.codes)
         counts = np.zeros(256, dtype=np.int64)
         for k in range(0, data.size, 1 << 22):  # chunks: bincount converts its input to intp
@@ -136,18 +143,15 @@ def makedb(fasta: str, path: str) -> Database:
     return db
 
 
-def database_letters(residues: np.ndarray) -> str:
-    """The letter order of a version-2 file: the default scoring alphabet of the letters' kind (DNA, RNA
-    or protein, as ``--alphabet auto`` decides), then any other letters present, sorted."""
+def database_letters(counts: np.ndarray) -> str:
+    """The letter order of a version-2 file, from the letter counts (:meth:`Database.letter_counts`): the
+    default scoring alphabet of the letters' kind (DNA, RNA or protein, as ``--alphabet auto`` decides),
+    then any other letters present, sorted."""
     from .scoring import make_scoring
-    from .sequences import detect_alphabet
+    from .sequences import kind_of
 
-    residues = np.asarray(residues)
-    counts = np.zeros(256, dtype=np.int64)
-    for k in range(0, residues.size, 1 << 18):  # chunks: bincount converts its input to intp
-        counts += np.bincount(residues[k:k + (1 << 18)], minlength=256)
     present = "".join(chr(c) for c in np.flatnonzero(counts))
-    alphabet = make_scoring(detect_alphabet([Record("letters", "", present)]), "local").alphabet
+    alphabet = make_scoring(kind_of(counts), "local").alphabet
     return alphabet + "".join(c for c in present if c not in alphabet)
 
 
@@ -155,7 +159,8 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
 
     Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
-    byte length of the names section, CRC-32 of the names, offsets and residues sections), padding to 8
+    count of each letter, the byte length of the names section, CRC-32 of the names, offsets and
+    residues sections), padding to 8
     bytes; the names section (JSON: ids, descriptions), padding; offsets (int64, count + 1); residues
     (uint8 indices into ``letters``, total). Version 1 (still read): JSON header with count, total, ids and
     descriptions, then offsets and ASCII residues, no checksums.
@@ -166,13 +171,15 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
     if version == 2:
         ascii_ = db.ascii()
-        letters = database_letters(ascii_)
+        present = db.letter_counts()
+        letters = database_letters(present)
         lut = np.zeros(256, dtype=np.uint8)
         lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
         body = _take_chunked(lut, ascii_)
         names = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
         names += b" " * (-len(names) % 8)
         fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
+                  "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)},
                   "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                             "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
         magic = MAGIC2
@@ -255,7 +262,10 @@ def _open_nwdb(path: str, head: bytes) -> Database:
         raise ValueError(f"{len(ids)} ids for {count} sequences")
     if head[:8] == MAGIC:
         return Database(body, offsets, ids, descriptions, path)
-    return Database(None, offsets, ids, descriptions, path, body, header["letters"])
+    counts = header.get("counts")  # files written before it existed are counted on demand
+    if counts is not None and sum(counts.values()) != total:
+        raise ValueError("letter counts do not add up to the residue count")
+    return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts)
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

@@ -100,3 +100,18 @@ def test_database_api(tmp_path):
     db.save(path)
     back = Database.load(path)
     assert back.ids == db.ids and back.record(0).seq == "ACGT"
+
+
+def test_nwdb_keeps_letter_counts(tmp_path):
+    """makedb stores the letter counts, so a search guesses the database's alphabet without a pass over
+    its residues; counts that do not add up make the file damaged."""
+    db = Database.from_records(["ACGTN", "GGA"])
+    path = tmp_path / "x.nwdb"
+    db.save(str(path))
+    back = Database.load(str(path))
+    assert back.counts == {"A": 2, "C": 1, "G": 3, "N": 1, "T": 1}
+    assert np.array_equal(back.letter_counts(), db.letter_counts())
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b'"G": 3', b'"G": 4', 1))
+    with pytest.raises(NwalignError, match="damaged .nwdb file .letter counts"):
+        Database.load(str(path))
