@@ -124,17 +124,20 @@ def read_fasta_arrays(path: str) -> tuple[list[str], list[str], np.ndarray, np.n
     nexts = np.append(starts[1:], buf.size)
     counts = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
     residues = buf[keep]
-    np.subtract(residues, 32, out=residues, where=(residues >= ord("a")) & (residues <= ord("z")))
+    if residues.size and residues.max() >= ord("a"):  # lower case is rare: test first (a masked subtract of
+        lower = (residues >= ord("a")) & (residues <= ord("z"))  # every byte took 1.6 s for 205 Mb)
+        residues[lower] -= 32
     offsets = np.zeros(starts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    ids, descriptions = [], []
-    for number, (a, b) in enumerate(zip(starts.tolist(), ends.tolist()), start=1):
-        line = data[first + a + 1:first + b].decode("ascii").strip()
-        rid = line.split(None, 1)[0] if line else f"record{number}"
-        if counts[number - 1] == 0:
-            raise NwalignError(f"{name}: record {number} ({rid}) has an empty sequence")
-        ids.append(rid)
-        descriptions.append(line)
+    # The header lines without their '>', decoded at once: each line's bytes and then a newline.
+    text = buf[np.minimum(in_header + 1, buf.size - 1)]
+    text[np.cumsum(lengths) - 1] = 10
+    descriptions = [line.strip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]
+    ids = [line.split(None, 1)[0] if line else f"record{k}" for k, line in enumerate(descriptions, start=1)]
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        k = int(empty[0])
+        raise NwalignError(f"{name}: record {k + 1} ({ids[k]}) has an empty sequence")
     return ids, descriptions, residues, offsets
 
 

@@ -115,3 +115,11 @@ def test_nwdb_keeps_letter_counts(tmp_path):
     path.write_bytes(raw.replace(b'"G": 3', b'"G": 4', 1))
     with pytest.raises(NwalignError, match="damaged .nwdb file .letter counts"):
         Database.load(str(path))
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 1001, (1 << 23) + 5])
+def test_byte_counts_equal_bincount(size):
+    from nwalign.database import byte_counts
+
+    data = np.random.default_rng(size).integers(0, 256, size=size).astype(np.uint8)
+    assert np.array_equal(byte_counts(data), np.bincount(data, minlength=256))
