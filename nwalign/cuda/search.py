@@ -147,16 +147,16 @@ class ScanSearcher:
         self.scan_seconds = 0.0  # wall time inside scores(), summed
         self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
-        if plan not in ("single", "cost"):
-            raise NwalignError(f"scan: plan {plan!r} is not single or cost")
+        if plan not in ("single", "cost", "wide"):
+            raise NwalignError(f"scan: plan {plan!r} is not single, cost or wide")
         self.plan = plan
         self.min_threads = min_threads
 
     def partitions(self, m: int) -> list:
         """The launches for a query of ``m`` residues (see :func:`_partitions`; cached by length)."""
         if m not in self._plans:
-            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan == "single",
-                                         self.min_threads)
+            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan != "cost",
+                                         self.min_threads, self.plan == "wide")
         return self._plans[m]
 
     def _qrow(self, query: np.ndarray, steps: int, wide: bool):
@@ -273,6 +273,9 @@ CONFIGS = {
            + [(32, r) for r in (10, 12, 14, 16, 18, 20)], 14, (32, 14)),
     False: ([(4, r) for r in (4, 8, 12)] + [(g, r) for g in (8, 16, 32) for r in (8, 10, 12)], 6, (32, 14)),
 }
+#: Single-pass configurations beyond 128 registers (one block of 256 threads per SM), used by the ``wide``
+#: plan: sequences up to 896 residues without a second pass.
+WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
 GROUPS = (4, 8, 16, 32)
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
@@ -291,7 +294,7 @@ def _name(wide: bool, G: int, R: int, multi: bool) -> str:
 
 def _names(hopper: bool) -> tuple[str, ...]:
     single, r_multi, wide = CONFIGS[hopper]
-    return tuple(_name(False, g, r, False) for g, r in single) + \
+    return tuple(_name(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper]) + \
         tuple(_name(False, g, r_multi, True) for g in GROUPS) + (_name(True, *wide, True),)
 
 
@@ -307,7 +310,7 @@ def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
 
 
 def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
-                min_threads: int = None) -> list:
+                min_threads: int = None, wide: bool = False) -> list:
     """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
     configuration, for a query of ``m`` residues.
 
@@ -321,9 +324,11 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
     (default :data:`MIN_THREADS`) is merged into the next longer one. Without packed16 everything takes the 32-bit
     multi-pass form."""
     n = sorted_lengths.size
-    single, r_multi, wide = CONFIGS[hopper]
+    single, r_multi, wide32 = CONFIGS[hopper]
+    if wide:
+        single = single + WIDE_SINGLE[hopper]
     if not packed16:
-        return [_Part(*wide, True, 0, n)]
+        return [_Part(*wide32, True, 0, n)]
     asc = -sorted_lengths  # ascending, for searchsorted
     widths = sorted({g * r: (g, r) for g, r in reversed(single)}.items())  # smallest G for each width
     cuts = [0] + [w for w, _ in widths] + [None]

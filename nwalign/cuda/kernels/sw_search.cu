@@ -234,7 +234,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
 
 // The kernel: a persistent grid over the groups of one partition (or of a list of sequences).
 template <bool WIDE, int G, int R, bool MULTI>
-__global__ void __launch_bounds__(256, 2) sw_scan(const SwArgs a) {
+__global__ void __launch_bounds__(256, R > 20 ? 1 : 2) sw_scan(const SwArgs a) {
     extern __shared__ unsigned sw_table[];
     for (int k = threadIdx.x; k < a.table_words; k += blockDim.x) sw_table[k] = a.table[k];
     __syncthreads();
@@ -285,6 +285,8 @@ SW_ONE(false, 32, 14, false)
 SW_ONE(false, 32, 16, false)
 SW_ONE(false, 32, 18, false)
 SW_ONE(false, 32, 20, false)
+SW_ONE(false, 32, 24, false)  // wider single passes: 168 registers, one block per SM (plan "wide")
+SW_ONE(false, 32, 28, false)
 SW_ONE(false, 4, 14, true)
 SW_ONE(false, 8, 14, true)
 SW_ONE(false, 16, 14, true)
