@@ -390,6 +390,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
     if min_identity is not None and not 0.0 <= min_identity <= 1.0:  # before reading: errors come first
         raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
+    from .cuda.allpairs import check_options
+
+    check_options(ap_kernel, int(slice_k), ap_block)
     threads = threads or os.cpu_count() or 1
     records = read_fasta(seqs)
     others = read_fasta(against) if against else None

@@ -50,6 +50,25 @@ def choose_kernel(n_pairs: int, max_length: int, multiprocessors: int) -> str:
     return "dscan"
 
 
+def check_options(kernel: str = "auto", slice_k: int | None = None, tile: int | None = None) -> None:
+    """Refuse a kernel, slice height or block size that the kernels do not take (no GPU needed, so that
+    the command line checks them before reading its input).
+
+    Raises:
+        NwalignError: naming the option.
+    """
+    if kernel not in KERNELS + ("auto",):
+        raise NwalignError(f"--kernel {kernel}: allpairs kernels are {', '.join(KERNELS)} (or auto)")
+    if slice_k is not None and slice_k not in SLICES:
+        raise NwalignError(f"--slice {slice_k}: choose one of {', '.join(map(str, SLICES))}")
+    if kernel == "tiled-dscan" and (tile or DEFAULT_TILE) not in TILES:
+        raise NwalignError(f"--block {tile}: tiled-dscan tiles are {', '.join(map(str, TILES))}")
+    if kernel == "dscan" and tile is not None and not (32 <= tile <= 1024 and tile % 32 == 0):
+        raise NwalignError(f"--block {tile}: dscan threads per block must be a multiple of 32 up to 1024")
+    if kernel in ("lazy-rscan", "rscan") and tile is not None and not (32 <= tile <= 256 and tile % 32 == 0):
+        raise NwalignError(f"--block {tile}: {kernel} threads per block must be a multiple of 32 up to 256")
+
+
 class AllPairsScorer:
     """Optimal scores of many pairs of one sequence collection on the GPU.
 
@@ -69,24 +88,15 @@ class AllPairsScorer:
 
     def __init__(self, codes: list[np.ndarray], scoring, kernel: str = "auto", slice_k: int | None = None,
                  tile: int | None = None, device: int = 0, max_memory: int | None = None):
+        check_options(kernel, slice_k, tile)
         cp = require(device)
         self.cp = cp
-        if kernel not in KERNELS + ("auto",):
-            raise NwalignError(f"--kernel {kernel}: allpairs kernels are {', '.join(KERNELS)} (or auto)")
         self.slice_k = DEFAULT_SLICE if slice_k is None else slice_k
-        if self.slice_k not in SLICES:
-            raise NwalignError(f"--slice {self.slice_k}: choose one of {', '.join(map(str, SLICES))}")
         A = scoring.matrix.shape[0]
         if A > MAX_ALPHABET:
             raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most "
                                f"{MAX_ALPHABET} (use --backend cpu)")
         self.kernel_request, self.tile = kernel, tile
-        if kernel == "tiled-dscan" and (tile or DEFAULT_TILE) not in TILES:
-            raise NwalignError(f"--block {tile}: tiled-dscan tiles are {', '.join(map(str, TILES))}")
-        if kernel == "dscan" and tile is not None and not (32 <= tile <= 1024 and tile % 32 == 0):
-            raise NwalignError(f"--block {tile}: dscan threads per block must be a multiple of 32 up to 1024")
-        if kernel in ("lazy-rscan", "rscan") and tile is not None and not (32 <= tile <= 256 and tile % 32 == 0):
-            raise NwalignError(f"--block {tile}: {kernel} threads per block must be a multiple of 32 up to 256")
         self.t_lengths, self.t_seqs, self.t_offsets = self._upload(codes)
         self.q_lengths, self.q_seqs, self.q_offsets = self.t_lengths, self.t_seqs, self.t_offsets
         self.max_length = int(self.t_lengths.max())  # bounds both sides (scratch sizes)
