@@ -35,7 +35,7 @@ def test_shipped_cubins_match_the_sources():
 
     from nwalign.cuda.batch import _KERNELS
     from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, _mangled
+    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():
@@ -45,7 +45,7 @@ def test_shipped_cubins_match_the_sources():
             data = (CUBIN_DIR / f"{name}.sm_{arch}.cubin").read_bytes()
             if name == "sw_search":
                 single, r_multi, wide = CONFIGS[arch >= 90]
-                names = [_mangled(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90]]
+                names = [_mangled(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90] + WIDER_SINGLE[arch >= 90]]
                 names += [_mangled(False, g, r_multi, True) for g in GROUPS] + [_mangled(True, *wide, True), "sw_gather"]
             else:
                 names = list(_KERNELS.values())

@@ -149,8 +149,8 @@ class ScanSearcher:
         self.scan_seconds = 0.0  # wall time inside scores(), summed
         self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
-        if plan not in ("single", "cost", "wide"):
-            raise NwalignError(f"scan: plan {plan!r} is not single, cost or wide")
+        if plan not in ("single", "cost", "wide", "wider"):
+            raise NwalignError(f"scan: plan {plan!r} is not single, cost, wide or wider")
         self.plan = plan
         self.min_threads = min_threads
 
@@ -158,7 +158,7 @@ class ScanSearcher:
         """The launches for a query of ``m`` residues (see :func:`_partitions`; cached by length)."""
         if m not in self._plans:
             self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan != "cost",
-                                         self.min_threads, self.plan == "wide")
+                                         self.min_threads, self.plan in ("wide", "wider"), self.plan == "wider")
         return self._plans[m]
 
     def _qrow(self, query: np.ndarray, steps: int, wide: bool):
@@ -278,6 +278,8 @@ CONFIGS = {
 #: Single-pass configurations beyond 128 registers (one block of 256 threads per SM), used by the ``wide``
 #: plan: sequences up to 896 residues without a second pass.
 WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
+#: Wider still (213-228 registers; plan ``wider``: up to 1,280 residues in one pass).
+WIDER_SINGLE = {True: [(32, 32), (32, 40)], False: []}
 GROUPS = (4, 8, 16, 32)
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
@@ -296,7 +298,7 @@ def _name(wide: bool, G: int, R: int, multi: bool) -> str:
 
 def _names(hopper: bool) -> tuple[str, ...]:
     single, r_multi, wide = CONFIGS[hopper]
-    return tuple(_name(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper]) + \
+    return tuple(_name(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper] + WIDER_SINGLE[hopper]) + \
         tuple(_name(False, g, r_multi, True) for g in GROUPS) + (_name(True, *wide, True),)
 
 
@@ -312,7 +314,7 @@ def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
 
 
 def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
-                min_threads: int = None, wide: bool = False) -> list:
+                min_threads: int = None, wide: bool = False, wider: bool = False) -> list:
     """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
     configuration, for a query of ``m`` residues.
 
@@ -328,7 +330,7 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
     n = sorted_lengths.size
     single, r_multi, wide32 = CONFIGS[hopper]
     if wide:
-        single = single + WIDE_SINGLE[hopper]
+        single = single + WIDE_SINGLE[hopper] + (WIDER_SINGLE[hopper] if wider else [])
     if not packed16:
         return [_Part(*wide32, True, 0, n)]
     asc = -sorted_lengths  # ascending, for searchsorted

@@ -287,6 +287,8 @@ SW_ONE(false, 32, 18, false)
 SW_ONE(false, 32, 20, false)
 SW_ONE(false, 32, 24, false)  // wider single passes: 168 registers, one block per SM (plan "wide")
 SW_ONE(false, 32, 28, false)
+SW_ONE(false, 32, 32, false)  // plan "wider": up to 1,280 residues, 213-228 registers
+SW_ONE(false, 32, 40, false)
 SW_ONE(false, 4, 14, true)
 SW_ONE(false, 8, 14, true)
 SW_ONE(false, 16, 14, true)
