@@ -86,12 +86,13 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
-        plan: ``wide`` (the default: the smallest single-pass configuration that holds each length
-            range, up to 896 residues with :data:`WIDE_SINGLE`'s 168-register groups, multi-pass with
-            groups of 32 beyond), ``single`` (the same up to 640 residues only) or ``cost`` (the
+        plan: ``wider`` (the default: the smallest single-pass configuration that holds each length
+            range, up to 1,280 residues with :data:`WIDE_SINGLE`'s and :data:`WIDER_SINGLE`'s groups of
+            168-228 registers, one block per SM; multi-pass groups of 32 beyond), ``wide`` (single
+            passes up to 896 residues), ``single`` (up to 640, 128 registers) or ``cost`` (the
             configuration with the fewest cell slots per range, small multi-pass groups for short
-            queries). Measured on an H100, ``wide`` is 3.6 % faster than ``single`` over the 20 benchmark
-            queries, and ``cost`` slower (docs/performance.md).
+            queries). On an H100 over the 20 benchmark queries: ``wider`` 4,158 GCUPS, ``wide`` 4,069-4,099,
+            ``single`` 3,955; ``cost`` slower still (docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
 
@@ -100,7 +101,7 @@ class ScanSearcher:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "wide", min_threads: int | None = None):
+                 plan: str = "wider", min_threads: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         offsets = np.asarray(offsets, dtype=np.int64)
