@@ -35,7 +35,7 @@ def test_shipped_cubins_match_the_sources():
 
     from nwalign.cuda.batch import _KERNELS
     from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, WIDEST, _mangled
+    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():
@@ -47,9 +47,6 @@ def test_shipped_cubins_match_the_sources():
                 single, r_multi, wide = CONFIGS[arch >= 90]
                 names = [_mangled(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90] + WIDER_SINGLE[arch >= 90]]
                 names += [_mangled(False, g, r_multi, True) for g in GROUPS] + [_mangled(True, *wide, True), "sw_gather"]
-                extra, r_widest = WIDEST[arch >= 90]
-                names += [_mangled(False, g, r, False) for g, r in extra]
-                names += [_mangled(False, 32, r_widest, True)] if r_widest else []
             else:
                 names = list(_KERNELS.values())
             assert names

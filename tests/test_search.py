@@ -268,7 +268,7 @@ def test_scan_kernel_equals_cpu(packed16):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("alphabet, plan", [("protein", "single"), ("dna", "single"), ("protein", "cost"), ("protein", "wide"), ("protein", "wider"), ("protein", "widest"),
+@pytest.mark.parametrize("alphabet, plan", [("protein", "single"), ("dna", "single"), ("protein", "cost"), ("protein", "wide"), ("protein", "wider"),
                                             ("dna-iupac", "single")])
 def test_scan_every_partition_and_query_length(alphabet, plan):
     """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd

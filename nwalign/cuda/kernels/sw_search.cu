@@ -289,8 +289,6 @@ SW_ONE(false, 32, 24, false)  // wider single passes: 168 registers, one block p
 SW_ONE(false, 32, 28, false)
 SW_ONE(false, 32, 32, false)  // plan "wider": up to 1,280 residues, 213-228 registers
 SW_ONE(false, 32, 40, false)
-SW_ONE(false, 32, 48, false)  // plan "widest": up to 1,536 residues (241 registers) and passes of 1,024 beyond
-SW_ONE(false, 32, 32, true)
 SW_ONE(false, 4, 14, true)
 SW_ONE(false, 8, 14, true)
 SW_ONE(false, 16, 14, true)
