@@ -31,7 +31,7 @@ from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, e
 from .errors import NwalignError
 from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
 from .sequences import Record
-from .scoring import MODES, make_scoring
+from .scoring import MODES, make_scoring, max_sequence_length
 from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, phylip_names,
                         random_records, read_fasta, unique_records)
 
@@ -285,7 +285,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
             raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
         if query == "-" and target == "-":
             raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
-        queries, targets, qname, tname = read_fasta(query), read_fasta(target), query, target
+        limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+        queries, targets, qname, tname = read_fasta(query, limit), read_fasta(target, limit), query, target
         kind = choose_alphabet([(qname, letter_counts(queries)), (tname, letter_counts(targets))], alphabet)
     scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
     queries, targets = unique_records(queries, qname), unique_records(targets, tname)  # warns: after option errors
@@ -394,8 +395,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
 
     check_options(ap_kernel, int(slice_k), ap_block)
     threads = threads or os.cpu_count() or 1
-    records = read_fasta(seqs)
-    others = read_fasta(against) if against else None
+    limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+    records = read_fasta(seqs, limit)
+    others = read_fasta(against, limit) if against else None
     if not others and len(records) < 2:
         raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
     kind = choose_alphabet([(seqs, letter_counts(records))] + ([(against, letter_counts(others))] if others else []),

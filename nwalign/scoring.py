@@ -207,6 +207,23 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     return values.astype(np.int32), alphabet.upper(), label
 
 
+def max_sequence_length(alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
+                        mismatch: int | None = None, gap_open: int | None = None,
+                        gap_extend: int | None = None) -> int | None:
+    """The longest sequence that the scoring these options make (for either alphabet when ``auto``) can
+    align at all (:meth:`Scoring.check_lengths` with a one-residue partner): inputs are refused beyond
+    it while they are read. None when no scoring can be made (the options' own error comes later)."""
+    best = None
+    for kind in (("dna", "protein") if alphabet == "auto" else (alphabet,)):
+        try:
+            scoring = make_scoring(kind, "global", matrix, match, mismatch, gap_open, gap_extend)
+        except NwalignError:
+            continue
+        longest = _SCORE_LIMIT // max(1, scoring.max_abs_score()) - 2
+        best = longest if best is None else max(best, longest)
+    return best
+
+
 def make_scoring(
     alphabet: str,
     mode: str = "global",

@@ -6,7 +6,6 @@ Reading goes through Bio.SeqIO; compression is detected from the magic bytes, no
 from __future__ import annotations
 
 import bz2
-import gzip
 import lzma
 import math
 import os
@@ -52,16 +51,28 @@ def _read_bytes(path: str) -> bytes:
         raise NwalignError(f"{path}: permission denied") from None
 
 
-def _decompress(data: bytes, name: str) -> bytes:
+#: A record may span this many bytes per residue it is allowed (line ends, CRLF, short lines, spaces).
+_BYTES_PER_RESIDUE = 3
+
+
+def _decompress(data: bytes, name: str, max_length: int | None = None) -> bytes:
     """Undo gzip/bzip2/xz compression recognised by magic bytes (a truncated stream is an error), then drop
-    a UTF-8 byte-order mark and turn old Mac (CR-only) line endings into newlines."""
+    a UTF-8 byte-order mark and turn old Mac (CR-only) line endings into newlines.
+
+    ``max_length``: the most residues a record may have. The stream is decompressed in pieces and given
+    up as soon as one record spans more than ``3 x max_length`` bytes, so that a small file that expands
+    to an unusable sequence is refused before it fills the memory; the exact length is checked later.
+    """
+    limit = None if max_length is None else _BYTES_PER_RESIDUE * max_length + (1 << 20)
     try:
         if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+            data = _inflate(data, lambda: zlib.decompressobj(31), name, limit)
         elif data[:3] == b"BZh":
-            data = bz2.decompress(data)
+            data = _inflate(data, bz2.BZ2Decompressor, name, limit)
         elif data[:6] == b"\xfd7zXZ\x00":
-            data = lzma.decompress(data)
+            data = _inflate(data, lzma.LZMADecompressor, name, limit)
+        elif limit is not None and len(data):
+            _check_spans(np.frombuffer(data, dtype=np.uint8), 0, True, name, limit)
     except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
         raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
     if data[:3] == b"\xef\xbb\xbf":
@@ -69,6 +80,54 @@ def _decompress(data: bytes, name: str) -> bytes:
     if b"\r" in data and b"\n" not in data:
         data = data.replace(b"\r", b"\n")
     return data
+
+
+def _inflate(data: bytes, make, name: str, limit: int | None) -> bytes:
+    """Decompress every member of ``data`` (concatenated gzip, bzip2 or xz streams) in 16 MB pieces,
+    checking record spans as they come (:func:`_check_spans`)."""
+    out = bytearray()
+    span, line_start = 0, True  # bytes of the current record so far; whether the next byte starts a line
+    rest = data
+    while rest:
+        engine = make()
+        feed = rest
+        while not engine.eof:
+            piece = engine.decompress(feed, 1 << 24)
+            feed = getattr(engine, "unconsumed_tail", b"")  # zlib keeps unread input there, bz2/lzma inside
+            if piece:
+                if limit is not None:
+                    span = _check_spans(np.frombuffer(piece, dtype=np.uint8), span, line_start, name, limit)
+                    line_start = piece[-1:] == b"\n"
+                out += piece
+            elif not feed and getattr(engine, "needs_input", True):
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        rest = engine.unused_data
+        if not rest.strip(b"\x00"):
+            break  # nothing or padding after the last member
+    return bytes(out)
+
+
+def _check_spans(buf: np.ndarray, span: int, line_start: bool, name: str, limit: int) -> int:
+    """Check the records in ``buf``, a piece of FASTA whose first bytes continue a record of ``span``
+    bytes (``line_start``: the piece begins a line); return the bytes of its last record so far.
+
+    Raises:
+        NwalignError: a record spans more than ``limit`` bytes.
+    """
+    prev = np.empty(buf.size, dtype=np.uint8)
+    prev[0] = 10 if line_start else 0
+    prev[1:] = buf[:-1]
+    starts = np.flatnonzero((buf == ord(">")) & (prev == 10))  # a '>' that starts a line: a header
+    if starts.size:
+        longest = max(span + int(starts[0]), int(np.diff(starts).max()) if starts.size > 1 else 0,
+                      buf.size - int(starts[-1]))
+        last = buf.size - int(starts[-1])
+    else:
+        longest = last = span + buf.size
+    if longest > limit:
+        raise NwalignError(f"{name}: a record is longer than {(limit - (1 << 20)) // _BYTES_PER_RESIDUE:,} residues, "
+                           "the most these scores allow (refused while reading)")
+    return last
 
 
 def _fasta_text(data: bytes, name: str) -> str:
@@ -176,21 +235,23 @@ def as_records(items, prefix: str = "seq") -> list[Record]:
     return out
 
 
-def read_fasta(path: str) -> list[Record]:
+def read_fasta(path: str, max_length: int | None = None) -> list[Record]:
     """Read every record of a FASTA file.
 
     Arguments:
         path: a file name, or ``-`` for standard input. gzip, bzip2 and xz are detected from the bytes.
+        max_length: refuse (while decompressing) a record far longer than this many residues
+            (:func:`nwalign.scoring.max_sequence_length` gives the most the scoring options allow).
 
     Returns:
         The records in file order, sequences upper-cased, whitespace removed.
 
     Raises:
         NwalignError: missing/unreadable file, corrupt compression, binary or non-FASTA content,
-            no records, or a record with an empty sequence.
+            no records, a record with an empty sequence, or one over ``max_length``.
     """
     name = "<stdin>" if path == "-" else path
-    stripped = _fasta_text(_decompress(_read_bytes(path), name), name)
+    stripped = _fasta_text(_decompress(_read_bytes(path), name, max_length), name)
     from Bio import SeqIO  # here, so that commands that read no FASTA start fast
 
     records = []

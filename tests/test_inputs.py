@@ -236,3 +236,26 @@ def test_bad_matrix_files_are_refused_with_file_and_line(tmp_path, capsys, text,
     fasta.write_text(">a\nACGTAC\n")
     code, out, err = _cli(capsys, "pair", str(fasta), str(fasta), "--matrix", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and str(path) in err
+
+
+def test_a_compressed_input_too_long_for_the_scores_is_refused_while_it_streams(tmp_path, capsys):
+    """A small gzip that expands to a record no scoring of these options can align is refused while it is
+    decompressed (after about 3 bytes per allowed residue), not after filling the memory (issue 20)."""
+    import resource
+
+    from nwalign.scoring import max_sequence_length
+
+    opts = ["--match", "5000", "--mismatch", "-5000", "--gap-open", "5000", "--gap-extend", "1"]
+    limit = max_sequence_length("auto", None, 5000, -5000, 5000, 1)
+    assert limit == 2**29 // 5000 - 2
+    bomb = tmp_path / "bomb.fa.gz"
+    bomb.write_bytes(gzip.compress(b">a\n" + b"ACGT" * 10_000_000 + b"\n", 9))  # 40 Mb in ~40 kB
+    small = tmp_path / "q.fa"
+    small.write_text(">q\nACGTAC\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, out, err = _cli(capsys, "pair", str(small), str(bomb), *opts)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB on Linux
+    assert code == 2 and out == "" and "a record is longer than" in err and "refused while reading" in err
+    assert grown < 100_000  # the 40 Mb record was never held whole (nor copied four times)
+    # the same file passes with scores that allow it
+    assert read_fasta(str(bomb), 50_000_000)[0].seq[:8] == "ACGTACGT"
