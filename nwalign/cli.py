@@ -29,7 +29,8 @@ from .cuda.allpairs import SLICES as AP_SLICES
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
 from .errors import NwalignError
-from .formats import FORMATS, NEEDS_ALIGNMENT, WRITERS, TsvWriter
+from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, field, needs_alignment
+from .formats import COLUMNS as TSV_FIELDS
 from .sequences import Record
 from .scoring import MODES, make_scoring, max_sequence_length
 from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, phylip_names,
@@ -227,6 +228,11 @@ def cli():
               help="pair: EMBOSS-like report; sam: CIGAR with =/X; json: one object per line; "
                    "tsv: one row per pair; fasta: gapped sequences.")
 @click.option("--score-only", is_flag=True, help="Report only the optimal score (linear memory, fastest).")
+@click.option("--columns", metavar="NAME,...",
+              help="--format tsv columns, comma- or space-separated: BLAST's names (" + ", ".join(
+                  c for c in TSV_FIELDS if c not in ("mode", "identity", "similarity")) + ") or the pair "
+                   "report's (" + ", ".join(TSV_COLUMNS) + ", the default). identity/similarity are "
+                   "fractions, pident/ppos percentages.")
 @click.option("--no-header", is_flag=True, help="Omit the header line (tsv) or header lines (sam).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
@@ -247,8 +253,8 @@ def cli():
 @click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
-         seed, mutate_rate, fmt, score_only, no_header, output, backend, kernel, block, shared, device, max_memory, threads,
-         verbose, quiet):
+         seed, mutate_rate, fmt, score_only, columns, no_header, output, backend, kernel, block, shared, device,
+         max_memory, threads, verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
 
     Pairing: if QUERY has one record it is aligned against every TARGET record; if TARGET has one
@@ -270,6 +276,14 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         threads = os.cpu_count() or 1
     if score_only and fmt in NEEDS_ALIGNMENT:
         raise NwalignError(f"--format {fmt} needs the alignment; drop --score-only or use pair/json/tsv")
+    cols = None
+    if columns is not None:
+        if fmt != "tsv":
+            raise NwalignError(f"--columns is for --format tsv (not {fmt})")
+        cols = parse_columns(columns, tuple(TSV_FIELDS) + tuple(ALIASES))
+        if score_only and any(needs_alignment(c) for c in cols):
+            raise NwalignError(f"--columns {next(c for c in cols if needs_alignment(c))} needs the alignment; "
+                               "drop --score-only")
     if random_lengths:
         if query or target:
             raise NwalignError("give either --random or QUERY and TARGET files, not both")
@@ -321,7 +335,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                           options, within)
     with output_stream(output, (query, target)) as out:
         kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
-        writer = (TsvWriter(out, scoring, score_only=score_only, **kwargs) if fmt == "tsv"
+        writer = (TsvWriter(out, scoring, score_only=score_only, columns=cols, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, scoring, **kwargs))
         writer.begin()
         progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
@@ -429,7 +443,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                 if b is None:
                     dist[res.j, res.i] = dist[res.i, res.j]
             if res.passes:
-                out.write("\t".join(_allpairs_field(res.aln, c) for c in cols) + "\n")
+                out.write("\t".join(field(res.aln, c) for c in cols) + "\n")
     if stats["cells"] and stats["score_seconds"] > 0:
         log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f GCUPS, %.0f pairs/s, output included)",
                  stats["pairs"], stats["kernel"], stats["score_seconds"], stats["cells"] / stats["score_seconds"] / 1e9,
@@ -441,13 +455,6 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         click.echo(f"nwalign: {stats['pairs']} pairs; {stats['filtered']} skipped by the score bound, "
                    f"{stats['below']} aligned and below identity {min_identity:g}, "
                    f"{stats['pairs'] - stats['filtered'] - stats['below']} reported", err=True)
-
-
-def _allpairs_field(aln, column: str) -> str:
-    values = {"qseqid": aln.query_id, "sseqid": aln.target_id, "score": aln.score, "qlen": aln.query_length,
-              "slen": aln.target_length, "length": aln.length, "nident": aln.nident, "gaps": aln.gaps,
-              "mismatch": aln.mismatch, "pident": f"{100.0 * aln.identity:.2f}"}
-    return str(values[column])
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from . import cpu
 from .database import Database
 from .engine import Encoded, align_pair
 from .errors import NwalignError
+from .formats import needs_alignment
 from .results import Alignment, finish
 from .scoring import Scoring
 from .sequences import Record
@@ -29,7 +30,7 @@ BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", 
 JSON_COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")  # --format json's fields
 COLUMNS = JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
 #: Columns known from the scan alone: a search that writes only these aligns nothing.
-SCORE_COLUMNS = ("qseqid", "sseqid", "evalue", "bitscore", "score", "qlen", "slen", "stitle")
+SCORE_COLUMNS = tuple(c for c in COLUMNS if not needs_alignment(c))
 
 
 def scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring, threads: int = 1) -> np.ndarray:
@@ -346,41 +347,9 @@ class _Done:
         return self.value
 
 
-_FIELDS = {
-    "qseqid": lambda h, a: a.query_id, "sseqid": lambda h, a: a.target_id,
-    "pident": lambda h, a: f"{100.0 * a.identity:.2f}", "length": lambda h, a: a.length,
-    "mismatch": lambda h, a: a.mismatch, "gapopen": lambda h, a: a.gap_opens,
-    "qstart": lambda h, a: 0 if a.length == 0 else a.query_start + 1, "qend": lambda h, a: a.query_end,
-    "sstart": lambda h, a: 0 if a.length == 0 else a.target_start + 1, "send": lambda h, a: a.target_end,
-    "evalue": lambda h, a: "" if h.evalue is None else f"{h.evalue:.2g}",
-    "bitscore": lambda h, a: "" if h.bitscore is None else f"{h.bitscore:.1f}", "score": lambda h, a: a.score,
-    "qlen": lambda h, a: a.query_length, "slen": lambda h, a: a.target_length, "nident": lambda h, a: a.nident,
-    "gaps": lambda h, a: a.gaps, "cigar": lambda h, a: a.cigar(),
-    "qseq": lambda h, a: a.gapped()[0], "sseq": lambda h, a: a.gapped()[1],
-    "ppos": lambda h, a: f"{100.0 * a.similarity:.2f}",
-    "qcovs": lambda h, a: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
-    "stitle": lambda h, a: h.title or a.target_id, "btop": lambda h, a: btop(a),
-}
-
-
-def btop(aln: Alignment) -> str:
-    """BLAST's traceback operations: the length of each run of identical columns, and for every other
-    column the query letter then the subject letter ('-' for a gap)."""
-    q, t = aln.gapped()
-    out, run = [], 0
-    for col, a, b in zip(aln.columns.tolist(), q, t):
-        if col == 0:
-            run += 1
-            continue
-        if run:
-            out.append(str(run))
-            run = 0
-        out.append(a + b)
-    if run:
-        out.append(str(run))
-    return "".join(out)
-
-
 def field(hit: Hit, column: str) -> str:
-    """One BLAST tabular field (coordinates 1-based inclusive, pident a percentage)."""
-    return str(_FIELDS[column](hit, hit.aln))
+    """One BLAST tabular field of a hit (:data:`nwalign.formats.COLUMNS`: coordinates 1-based inclusive,
+    pident a percentage)."""
+    from .formats import field as column_field
+
+    return column_field(hit.aln, column, hit)

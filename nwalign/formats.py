@@ -20,6 +20,79 @@ TSV_COLUMNS = ("query_id", "target_id", "mode", "score", "query_start", "query_e
 TSV_SCORE_COLUMNS = ("query_id", "target_id", "mode", "score")
 
 
+def _pct(x: float) -> str:
+    return f"{100.0 * x:.2f}"
+
+
+def btop(aln: Alignment) -> str:
+    """BLAST's traceback operations: the length of each run of identical columns, and for every other
+    column the query letter then the subject letter ('-' for a gap)."""
+    q, t = aln.gapped()
+    out, run = [], 0
+    for col, a, b in zip(aln.columns.tolist(), q, t):
+        if col == 0:
+            run += 1
+            continue
+        if run:
+            out.append(str(run))
+            run = 0
+        out.append(a + b)
+    if run:
+        out.append(str(run))
+    return "".join(out)
+
+
+#: The one column table of every command's TSV output: BLAST's tabular names (``-outfmt 6``; search and
+#: allpairs use them) and the pair report's own (``mode``, ``identity`` and ``similarity`` as fractions,
+#: and :data:`ALIASES`). Each entry: (the value from an alignment and, for search, its hit; whether the
+#: value needs the alignment's columns rather than the score alone). Coordinates are 1-based inclusive
+#: (0 for an empty alignment).
+COLUMNS = {
+    "qseqid": (lambda a, h: a.query_id, False),
+    "sseqid": (lambda a, h: a.target_id, False),
+    "pident": (lambda a, h: _pct(a.identity), True),
+    "length": (lambda a, h: a.length, True),
+    "mismatch": (lambda a, h: a.mismatch, True),
+    "gapopen": (lambda a, h: a.gap_opens, True),
+    "qstart": (lambda a, h: coordinates(a)[0], True),
+    "qend": (lambda a, h: coordinates(a)[1], True),
+    "sstart": (lambda a, h: coordinates(a)[2], True),
+    "send": (lambda a, h: coordinates(a)[3], True),
+    "evalue": (lambda a, h: "" if h is None or h.evalue is None else f"{h.evalue:.2g}", False),
+    "bitscore": (lambda a, h: "" if h is None or h.bitscore is None else f"{h.bitscore:.1f}", False),
+    "score": (lambda a, h: a.score, False),
+    "qlen": (lambda a, h: a.query_length, False),
+    "slen": (lambda a, h: a.target_length, False),
+    "nident": (lambda a, h: a.nident, True),
+    "gaps": (lambda a, h: a.gaps, True),
+    "cigar": (lambda a, h: a.cigar(), True),
+    "qseq": (lambda a, h: a.gapped()[0], True),
+    "sseq": (lambda a, h: a.gapped()[1], True),
+    "ppos": (lambda a, h: _pct(a.similarity), True),
+    "qcovs": (lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+              True),
+    "stitle": (lambda a, h: (h.title if h is not None else "") or a.target_id, False),
+    "btop": (lambda a, h: btop(a), True),
+    "mode": (lambda a, h: a.mode, False),
+    "identity": (lambda a, h: f"{a.identity:.4f}", True),
+    "similarity": (lambda a, h: f"{a.similarity:.4f}", True),
+}
+#: The pair report's earlier names, accepted everywhere for the same values.
+ALIASES = {"query_id": "qseqid", "target_id": "sseqid", "query_start": "qstart", "query_end": "qend",
+           "target_start": "sstart", "target_end": "send", "query_length": "qlen", "target_length": "slen"}
+
+
+def needs_alignment(column: str) -> bool:
+    """Whether a column of :data:`COLUMNS` (or an alias) needs the alignment, not only its score."""
+    return COLUMNS[ALIASES.get(column, column)][1]
+
+
+def field(aln: Alignment, column: str, hit=None) -> str:
+    """One TSV field of :data:`COLUMNS` (or an alias) as text; ``hit``: a search hit (E-value, bit score,
+    title), None elsewhere."""
+    return str(COLUMNS[ALIASES.get(column, column)][0](aln, hit))
+
+
 def coordinates(aln: Alignment) -> tuple[int, int, int, int]:
     """(query_start, query_end, target_start, target_end), 1-based inclusive; zeros when empty."""
     if aln.length == 0:
@@ -68,19 +141,19 @@ class JsonWriter(Writer):
 
 
 class TsvWriter(Writer):
-    def __init__(self, *args, score_only: bool = False, **kwargs):
+    """Tab-separated rows of :data:`COLUMNS` (default :data:`TSV_COLUMNS`, or :data:`TSV_SCORE_COLUMNS`
+    for score-only results)."""
+
+    def __init__(self, *args, score_only: bool = False, columns: tuple[str, ...] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.columns = TSV_SCORE_COLUMNS if score_only else TSV_COLUMNS
+        self.columns = columns or (TSV_SCORE_COLUMNS if score_only else TSV_COLUMNS)
 
     def begin(self) -> None:
         if self.header:
             self.out.write("\t".join(self.columns) + "\n")
 
     def write(self, aln: Alignment) -> None:
-        row = to_dict(aln)
-        row["identity"] = f"{aln.identity:.4f}"
-        row["similarity"] = f"{aln.similarity:.4f}"
-        self.out.write("\t".join(str(row.get(c, "")) for c in self.columns) + "\n")
+        self.out.write("\t".join(field(aln, c) for c in self.columns) + "\n")
 
 
 class FastaWriter(Writer):

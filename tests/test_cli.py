@@ -519,3 +519,33 @@ def test_ctrl_c_stops_a_long_cpu_run_at_once():
         proc.kill()
         raise AssertionError("Ctrl-C did not stop the run")
     assert proc.returncode == 130 and out == b"" and b"interrupted" in err and b"Traceback" not in err
+
+
+def test_pair_columns_share_the_search_column_table(capsys):
+    """pair --columns takes BLAST's names (as search and allpairs) and the pair report's own; the default
+    TSV is unchanged; the values equal search's for the same alignment (issues 17 and 21)."""
+    from nwalign.formats import TSV_COLUMNS
+
+    cols = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send score nident qlen slen cigar"
+    code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu", "--columns", cols)
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split("\t") == cols.split()
+    values = dict(zip(header.split("\t"), row.split("\t")))
+    assert values["pident"] == "96.04" and values["score"] == "138977" and values["qstart"] == "1"
+    code, default, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu")
+    code2, spelled, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu",
+                              "--columns", ",".join(TSV_COLUMNS))
+    assert code == code2 == 0 and default == spelled and default.splitlines()[0].split("\t")[0] == "query_id"
+    d = dict(zip(*[line.split("\t") for line in default.splitlines()]))
+    assert d["identity"] == "0.9604" and d["query_end"] == values["qend"] == "29903"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--columns", "qseqid,bogus"], "unknown column 'bogus'"),
+    (["--columns", "qseqid", "--format", "json"], "--columns is for --format tsv"),
+    (["--columns", "qseqid,pident", "--score-only"], "--columns pident needs the alignment"),
+])
+def test_pair_columns_errors(capsys, args, message):
+    code, out, err = run(capsys, "pair", "--random", "50", "--format", "tsv", *args)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
