@@ -239,7 +239,7 @@ def load_database(path: str) -> Database:
                                    "rebuild it with 'nwalign makedb'")
             try:
                 return _open_nwdb(path, head)
-            except (ValueError, KeyError, OSError, TypeError, IndexError) as exc:
+            except (ValueError, KeyError, OSError, TypeError, IndexError, AttributeError) as exc:
                 raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
     return database_from_fasta(path)
 
@@ -251,6 +251,8 @@ def _open_nwdb(path: str, head: bytes) -> Database:
     with open(path, "rb") as handle:
         handle.seek(16)
         header = json.loads(handle.read(size))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
         names_raw = handle.read(int(header.get("names_bytes", 0)))
     count, total = int(header["count"]), int(header["total"])
     start = 16 + size + len(names_raw)

@@ -167,6 +167,8 @@ def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
         "offset": flip(offsets_at + 8 * 50 + 1),
         "header": data[:16] + b"[" + data[17:],
         "version 3": data[:4] + b"\x03" + data[5:],
+        # a header of the right length that is valid JSON but not an object
+        "json list": data[:16] + (b"[" + b" " * (size - 2) + b"]") + data[16 + size:],
     }
     for name, damaged in cases.items():
         path = tmp_path / f"{name.replace(' ', '_')}.nwdb"
