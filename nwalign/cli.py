@@ -72,7 +72,7 @@ def parse_block(text: str) -> tuple[int, int]:
     return rows, cols
 
 
-def check_output(path: str | None, inputs=()) -> None:
+def check_output(path: str | None, inputs=(), option: str = "-o") -> None:
     """Refuse an output path that would destroy something: one of the inputs, a directory, a read-only
     file, or a directory nwalign cannot write in.
 
@@ -84,18 +84,18 @@ def check_output(path: str | None, inputs=()) -> None:
     for source in inputs:
         if source and source != "-" and os.path.exists(source) and os.path.exists(path) \
                 and os.path.samefile(source, path):
-            raise NwalignError(f"-o {path}: is also an input ({source}); write the result elsewhere")
+            raise NwalignError(f"{option} {path}: is also an input ({source}); write the result elsewhere")
     if os.path.isdir(path):
-        raise NwalignError(f"-o {path}: is a directory")
+        raise NwalignError(f"{option} {path}: is a directory")
     target = os.path.realpath(path)
     if os.path.exists(target) and os.path.isfile(target) and not os.access(target, os.W_OK):
-        raise NwalignError(f"-o {path}: read-only file, not replaced")
+        raise NwalignError(f"{option} {path}: read-only file, not replaced")
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
-        raise NwalignError(f"-o {path}: directory {directory} does not exist")
+        raise NwalignError(f"{option} {path}: directory {directory} does not exist")
     if os.path.isfile(target) or not os.path.exists(target):
         if not os.access(directory, os.W_OK | os.X_OK):
-            raise NwalignError(f"-o {path}: cannot write in directory {directory}")
+            raise NwalignError(f"{option} {path}: cannot write in directory {directory}")
 
 
 class _ClosedPipe(Exception):
@@ -103,7 +103,7 @@ class _ClosedPipe(Exception):
 
 
 @contextmanager
-def output_stream(path: str | None, inputs=()):
+def output_stream(path: str | None, inputs=(), option: str = "-o"):
     """stdout, or a file written atomically: a temporary file beside it, renamed only on success (a
     symbolic link's target is the file replaced). A path that exists but is not a regular file (a FIFO,
     /dev/stdout) is written directly. See :func:`check_output` for what is refused."""
@@ -114,7 +114,7 @@ def output_stream(path: str | None, inputs=()):
         except BrokenPipeError:  # not an OSError past here: Click would turn it into exit status 1
             raise _ClosedPipe() from None
         return
-    check_output(path, inputs)
+    check_output(path, inputs, option)
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isfile(target):
         with open(target, "w") as handle:
@@ -428,7 +428,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
              threads)
     stats: dict = {}
     shape = (len(a), len(b) if b else len(a))
-    check_output(matrix_out, (seqs, against))
+    check_output(matrix_out, (seqs, against), "--matrix-out")
     with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, \
             output_stream(output, (seqs, against)) as out:
         if header:
@@ -469,7 +469,7 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     if path.endswith(".phy"):
         dist = np.zeros(shape, dtype=np.float32)
         yield dist
-        with output_stream(path) as out:
+        with output_stream(path, option="--matrix-out") as out:
             out.write(f"{len(names)}\n")
             for name, row in zip(phylip_names(names), dist):
                 out.write(f"{name:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
@@ -779,7 +779,7 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
             rows = run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
                                 list(inputs), seed, alphabet, check, status)
         elif workload == "search":
-            lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part)]
+            lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part, "--query-lengths")]
             rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
                               gap_extend, check, status)
         else:
