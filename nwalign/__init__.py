@@ -7,6 +7,7 @@ The public API:
 
 - :func:`align`: one pair of sequences -> :class:`Alignment`.
 - :func:`search`: queries against a database -> ``(query, hits)`` per query (:class:`Hit`).
+- :func:`allpairs`: every pair of a set (or set against set) -> ``PairResult`` per pair.
 - :class:`Database` (FASTA or ``.nwdb``), :class:`Scoring` (made by :func:`make_scoring`),
   :func:`read_fasta`, :class:`NwalignError` (every error nwalign raises about its inputs).
 
@@ -17,6 +18,7 @@ The public API:
 
 __version__ = "0.1.0"
 
+from .allvsall import AllPairs, allpairs  # noqa: E402
 from .database import Database  # noqa: E402
 from .engine import align  # noqa: E402
 from .errors import NwalignError  # noqa: E402
@@ -25,5 +27,5 @@ from .scoring import Scoring, make_scoring  # noqa: E402
 from .dbsearch import Hit, Search, search  # noqa: E402
 from .sequences import read_fasta  # noqa: E402
 
-__all__ = ["Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "make_scoring", "read_fasta",
-           "search"]
+__all__ = ["AllPairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",
+           "make_scoring", "read_fasta", "search"]

@@ -482,7 +482,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from .allpairs import pair_batches
+    from .allvsall import pair_batches
     from .cuda.allpairs import KERNELS as GPU_KERNELS
 
     gpu_ok = backend != "cpu" and cuda.available()

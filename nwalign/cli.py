@@ -17,12 +17,12 @@ import click
 from . import __version__
 import numpy as np
 
-from .allpairs import COLUMNS as ALLPAIRS_COLUMNS
+from .allvsall import COLUMNS as ALLPAIRS_COLUMNS
 from .dbsearch import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
 from .dbsearch import COLUMNS as SEARCH_COLUMNS
 from .dbsearch import JSON_COLUMNS as SEARCH_JSON_COLUMNS
 from .dbsearch import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
-from .allpairs import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
+from .allvsall import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
 from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
 from .cuda.allpairs import KERNELS as AP_KERNELS
 from .cuda.allpairs import SLICES as AP_SLICES
@@ -395,7 +395,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
       nwalign allpairs data/16S_100_dada2.fasta.gz --matrix-out dist.phy --columns qseqid,sseqid,score
       nwalign allpairs data/16S_100_dada2.fasta.gz --columns qseqid,sseqid,score --backend cuda --kernel dscan
     """
-    from .allpairs import run as run_allpairs
+    from .allvsall import AllPairs
 
     _setup_logging(verbose, quiet)
     cols = parse_columns(columns, ALLPAIRS_COLUMNS)
@@ -403,40 +403,20 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
-    if min_identity is not None and not 0.0 <= min_identity <= 1.0:  # before reading: errors come first
-        raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
-    from .cuda.allpairs import check_options
-
-    check_options(ap_kernel, int(slice_k), ap_block)
-    threads = threads or os.cpu_count() or 1
-    limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend)
-    records = read_fasta(seqs, limit)
-    others = read_fasta(against, limit) if against else None
-    if not others and len(records) < 2:
-        raise NwalignError(f"{seqs}: allpairs needs at least two sequences (or --against)")
-    kind = choose_alphabet([(seqs, letter_counts(records))] + ([(against, letter_counts(others))] if others else []),
-                           alphabet)
-    scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
-    backend = choose_backend(backend)
-    records = unique_records(records, seqs)  # warns: after the options' errors
-    others = unique_records(others, against) if others else None
-    a = encode_all(records, scoring, seqs)
-    b = encode_all(others, scoring, against) if others else None
-    for rec in a + (b or []):
-        scoring.check_lengths(len(rec.codes), len(rec.codes))
-    log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode, backend,
-             threads)
-    stats: dict = {}
-    shape = (len(a), len(b) if b else len(a))
+    job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None, mode=mode, alphabet=alphabet,
+                   matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend,
+                   columns=cols, min_identity=min_identity, distances=matrix_out is not None, backend=backend,
+                   kernel=ap_kernel, slice_k=int(slice_k), block=ap_block, device=device, threads=threads)
+    a, b, stats = job.a, job.b, job.stats
+    log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode,
+             job.backend, job.threads)
     check_output(matrix_out, (seqs, against), "--matrix-out")
-    with distance_matrix(matrix_out, shape, [r.record.id for r in a]) as dist, \
+    with distance_matrix(matrix_out, (len(a), len(b) if b else len(a)), [r.record.id for r in a]) as dist, \
             output_stream(output, (seqs, against)) as out:
         if header:
             out.write("\t".join(cols) + "\n")
-        total = len(a) * len(b) if b else len(a) * (len(a) - 1) // 2
-        progress = _progress("allpairs", total, quiet, "pairs")
-        for res in run_allpairs(a, b, scoring, cols, min_identity, dist is not None, threads, stats, backend,
-                                ap_kernel, int(slice_k), ap_block, device):
+        progress = _progress("allpairs", job.pairs, quiet, "pairs")
+        for res in job.run():
             progress(1)
             if dist is not None:
                 dist[res.i, res.j] = 1.0 - res.aln.identity

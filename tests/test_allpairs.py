@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.allpairs import identity_bound, run
+from nwalign.allvsall import identity_bound, run
 from nwalign.cli import main
 from nwalign.engine import Encoded, align_pair, encode_all
 from nwalign.scoring import make_scoring
@@ -122,7 +122,7 @@ def test_cli_backend_cuda_without_gpu_is_one_line(capsys):
 @pytest.mark.parametrize("n_a, n_b, size", [(1, None, 3), (2, None, 1), (7, None, 4), (5, None, 100), (3, 4, 5),
                                             (1, 1, 1), (40, None, 64)])
 def test_pair_batches_cover_every_pair_once_in_order(n_a, n_b, size):
-    from nwalign.allpairs import pair_batches
+    from nwalign.allvsall import pair_batches
 
     batches = list(pair_batches(n_a, n_b, size))
     assert all(0 < len(b) <= size and b.dtype == np.int32 and b.shape[1] == 2 for b in batches)

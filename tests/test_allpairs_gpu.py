@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.allpairs import run
+from nwalign.allvsall import run
 from nwalign.cli import main
 from nwalign.cpu import score_codes
 from nwalign.engine import encode_all

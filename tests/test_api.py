@@ -24,7 +24,7 @@ def test_public_names_and_doctests():
     for name in nwalign.__all__:
         assert getattr(nwalign, name).__doc__, name
     assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.dbsearch"
-    for module in ("nwalign", "nwalign.dbsearch", "nwalign.sequences", "nwalign.engine"):
+    for module in ("nwalign", "nwalign.dbsearch", "nwalign.allvsall", "nwalign.sequences", "nwalign.engine"):
         failures, tried = doctest.testmod(importlib.import_module(module))
         assert tried > 0 and failures == 0, module
 
@@ -123,3 +123,34 @@ def test_byte_counts_equal_bincount(size):
 
     data = np.random.default_rng(size).integers(0, 256, size=size).astype(np.uint8)
     assert np.array_equal(byte_counts(data), np.bincount(data, minlength=256))
+
+
+def test_allpairs_api_equals_the_command_line(capsys):
+    """nwalign.allpairs over a FASTA path, records and a second set gives the command's rows."""
+    from nwalign import allpairs
+
+    sixteen = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+    assert main(["allpairs", sixteen, "--backend", "cpu", "--min-identity", "0.9", "-q", "--no-header"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    job = allpairs(pathlib.Path(sixteen), backend="cpu", min_identity=0.9, threads=2)
+    assert job.pairs == 4950 and job.backend == "cpu"
+    got = [f"{r.aln.query_id}\t{r.aln.target_id}\t{r.aln.score}\t{100 * r.aln.identity:.2f}\t{r.aln.length}"
+           for r in job if r.passes]
+    assert got == rows and job.stats["pairs"] == 4950
+    records = nwalign.read_fasta(sixteen)[:6]
+    square = {(r.i, r.j): r.aln.score for r in allpairs(records, backend="cpu")}
+    against = {(r.i, r.j): r.aln.score for r in allpairs(records[:2], records[2:], backend="cpu")}
+    assert len(square) == 15 and len(against) == 8
+    assert against[(0, 0)] == square[(0, 2)] and against[(1, 3)] == square[(1, 5)]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: nwalign.allpairs(["ACGT"], backend="cpu"), "at least two sequences"),
+    (lambda: nwalign.allpairs(["ACGT", "ACGA"], min_identity=2), "between 0 and 1"),
+    (lambda: nwalign.allpairs(["ACGT", "ACGA"], columns=("qseqid", "bogus")), "unknown column 'bogus'"),
+    (lambda: nwalign.allpairs(["MKVLEW", "MKVLEF"], ["ACGTAC"], backend="cpu"), "is protein but"),
+    (lambda: nwalign.allpairs(["ACGT", "ACGA"], kernel="tiled-dscan", block=12), "--block 12"),
+])
+def test_allpairs_api_errors(call, message):
+    with pytest.raises(NwalignError, match=message):
+        call()

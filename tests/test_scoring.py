@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nwalign
-from nwalign.allpairs import run
+from nwalign.allvsall import run
 from nwalign.cpu import score_codes
 from nwalign.engine import encode_all
 from nwalign.scoring import NUCLEOTIDE_BASES, NUCLEOTIDE_CODES, blast_nucleotide_matrix, make_scoring

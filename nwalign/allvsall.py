@@ -219,3 +219,113 @@ def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
     out = pairs.copy()
     out[:, 1] += offset
     return out
+
+
+class AllPairs:
+    """All pairs of a set of sequences (i < j), or every sequence against every one of a second set,
+    prepared and ready to run: iterate over it for :class:`PairResult` in pair order.
+
+    Scores come from the GPU's batched kernels (Li et al.'s designs, docs/allpairs.md) or the CPU engine;
+    alignments only where a column or ``min_identity`` needs them, with the identity bound of this
+    module's docstring skipping the pairs that cannot reach it (global mode).
+
+    Arguments:
+        sequences: records, or anything :func:`nwalign.sequences.as_records` takes, or a FASTA file as a
+            ``pathlib.Path``; at least two unless ``against`` is given.
+        against: a second set (same kinds), or None for the pairs within ``sequences``.
+        scoring: a :class:`~nwalign.scoring.Scoring`; None builds one from ``mode``, ``alphabet``
+            (``auto``: guessed from each set's letters, which must agree), ``matrix``,
+            ``match``/``mismatch``, ``gap_open``/``gap_extend`` with the command line's defaults.
+        columns: the :data:`COLUMNS` the results will be asked for (alignments run only when one needs
+            them).
+        min_identity: report only pairs whose identity (BLAST's: identical columns / columns) is at least
+            this fraction; ``PairResult.passes`` says which.
+        distances: align every pair (a distance matrix needs every identity).
+        backend, kernel, slice_k, block, device: ``auto``/``cuda``/``cpu`` and the GPU kernel choice.
+        threads: CPU threads (0: every core).
+
+    Attributes: ``a``, ``b`` (encoded records; ``b`` None for pairs within ``a``), ``scoring``,
+    ``backend`` (resolved), ``stats`` (filled while running: see :func:`run`).
+
+    Raises:
+        NwalignError: fewer than two sequences, bad letters, sets of different alphabets, bad options.
+    """
+
+    def __init__(self, sequences, against=None, scoring: Scoring | None = None, *, mode: str = "global",
+                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
+                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
+                 columns: tuple[str, ...] = DEFAULT_COLUMNS, min_identity: float | None = None,
+                 distances: bool = False, backend: str = "auto", kernel: str = "auto", slice_k: int | None = None,
+                 block: int | None = None, device: int = 0, threads: int = 0, source: str = "sequences",
+                 against_source: str = "against"):
+        import os
+
+        from .cuda.allpairs import check_options
+        from .engine import choose_backend, encode_all
+        from .scoring import make_scoring, max_sequence_length
+        from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
+
+        if min_identity is not None and not 0.0 <= min_identity <= 1.0:
+            raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
+        unknown = [c for c in columns if c not in COLUMNS]
+        if unknown:
+            raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
+        check_options(kernel, slice_k, block)
+        limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) if scoring is None \
+            else None
+
+        def records(items, name):
+            if isinstance(items, os.PathLike):
+                return read_fasta(os.fspath(items), limit), os.fspath(items)
+            return as_records(items), name
+
+        first, source = records(sequences, source)
+        second, against_source = records(against, against_source) if against is not None else (None, against_source)
+        if second is None and len(first) < 2:
+            raise NwalignError(f"{source}: allpairs needs at least two sequences (or --against)")
+        if scoring is None:
+            kind = choose_alphabet([(source, letter_counts(first))] +
+                                   ([(against_source, letter_counts(second))] if second else []), alphabet)
+            scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+        self.scoring = scoring
+        self.backend = choose_backend(backend)
+        first = unique_records(first, source)  # warns: after the options' errors
+        second = unique_records(second, against_source) if second else None
+        self.a = encode_all(first, scoring, source)
+        self.b = encode_all(second, scoring, against_source) if second else None
+        for rec in self.a + (self.b or []):
+            scoring.check_lengths(len(rec.codes), len(rec.codes))
+        self.columns, self.min_identity, self.distances = tuple(columns), min_identity, distances
+        self.kernel, self.slice_k, self.block, self.device = kernel, slice_k, block, device
+        self.threads = threads or os.cpu_count() or 1
+        self.stats: dict = {}
+
+    @property
+    def pairs(self) -> int:
+        """How many pairs the run yields."""
+        return len(self.a) * len(self.b) if self.b else len(self.a) * (len(self.a) - 1) // 2
+
+    def run(self) -> Iterator[PairResult]:
+        """Yield a :class:`PairResult` per pair, row by row (:func:`run`); ``stats`` is filled meanwhile."""
+        return run(self.a, self.b, self.scoring, self.columns, self.min_identity, self.distances, self.threads,
+                   self.stats, self.backend, self.kernel, self.slice_k, self.block, self.device)
+
+    def __iter__(self):
+        return self.run()
+
+
+def allpairs(sequences, against=None, scoring: Scoring | None = None, **options) -> AllPairs:
+    """All pairs of ``sequences`` (or each against each of ``against``); see :class:`AllPairs` for the
+    arguments. Iterate over the result for :class:`PairResult` (``i``, ``j``, ``aln``, ``passes``).
+
+    >>> from nwalign import allpairs
+    >>> for r in allpairs(["GATTACA", "GATCACA", "GTTTACA"], backend="cpu"):
+    ...     print(r.i, r.j, r.aln.score, round(r.aln.identity, 3))
+    0 1 26 0.857
+    0 2 26 0.857
+    1 2 17 0.714
+
+    Raises:
+        NwalignError: as :class:`AllPairs`.
+    """
+    return AllPairs(sequences, against, scoring, **options)
