@@ -52,3 +52,59 @@ def test_shipped_cubins_match_the_sources():
             assert names
             for mangled in names:
                 assert mangled.encode() + b"\0" in data, f"{mangled} missing from {name}.sm_{arch}.cubin"
+
+
+def _members(body: str) -> list[str]:
+    """The member names of a C struct body, in order ('const u8 *q, *t;' -> q, t)."""
+    names = []
+    for decl in re.sub(r"//[^\n]*", "", body).split(";"):
+        decl = decl.strip()
+        if not decl:
+            continue
+        for k, part in enumerate(decl.split(",")):
+            names.append(re.findall(r"[A-Za-z_]\w*", part)[-1])
+    return names
+
+
+def test_kernel_argument_structs_match_their_numpy_mirrors(tmp_path):
+    """Every struct a kernel takes by value, compiled on the host from its CUDA source, has the field
+    offsets and size of its dtype in nwalign.cuda.structs (a mismatch would pass garbage to the GPU)."""
+    import shutil
+
+    import nwalign.cuda.structs as structs
+    from nwalign.cuda.modules import KERNEL_DIR
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no host C++ compiler")
+    bodies = {}
+    for path in sorted(KERNEL_DIR.glob("*.cu")) + sorted(KERNEL_DIR.glob("*.cuh")):
+        for name, body in re.findall(r"^struct (\w+) \{(.*?)^\};", path.read_text(), re.S | re.M):
+            bodies[name] = body
+    lines = ["#include <cstddef>", "#include <cstdio>", "typedef unsigned char u8;",
+             "typedef unsigned long long u64;", "struct alignas(8) uint2 { unsigned x, y; };  // CUDA's vector type"]
+    order = ["ScoreArgs"] + [n for n in bodies if n != "ScoreArgs"]  # Score16Args holds a ScoreArgs
+    lines += [f"struct {n} {{{bodies[n]}}};" for n in order]
+    lines.append("int main() {")
+    for key, (cname, source) in structs.SOURCES.items():
+        assert cname in bodies, f"struct {cname} not found in {source}"
+        lines.append(f'printf("{key} size %zu\\n", sizeof({cname}));')
+        for member in _members(bodies[cname]):
+            lines.append(f'printf("{key} {member} %zu\\n", offsetof({cname}, {member}));')
+    lines.append("return 0; }")
+    src = tmp_path / "layout.cpp"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "layout"
+    subprocess.run([compiler, "-std=c++17", "-o", str(exe), str(src)], check=True, capture_output=True)
+    printed = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")
+    got: dict = {}
+    for line in filter(None, printed):
+        key, field, value = line.split()
+        got.setdefault(key, []).append((field, int(value)))
+    for key, (cname, _) in structs.SOURCES.items():
+        dtype = getattr(structs, key)
+        sizes = dict(got[key])
+        assert sizes.pop("size") == dtype.itemsize, key
+        c_offsets = [v for f, v in got[key] if f != "size"]
+        np_offsets = [dtype.fields[name][1] for name in dtype.names]
+        assert c_offsets == np_offsets, (key, list(zip(dtype.names, np_offsets, c_offsets)))

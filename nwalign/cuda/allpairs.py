@@ -27,8 +27,7 @@ DEFAULT_DSCAN_THREADS = 256
 LAZY_THREADS = 128
 MAX_BATCH = 1 << 20             # pairs per batch, whatever the memory
 MAX_ALPHABET = 32
-_MODE = {"global": 0, "local": 1, "semiglobal": 2}
-_SETS = np.dtype([("qseqs", np.uint64), ("qoffsets", np.uint64), ("tseqs", np.uint64), ("toffsets", np.uint64)])
+from .structs import SETS as _SETS  # noqa: E402
 # Every template instance, compiled in one NVRTC call (and cached on disk by CuPy).
 _NAMES = tuple([f"lazy_rscan<{m}, {k}>" for m in range(3) for k in (1,) + SLICES] + [f"dscan<{m}>" for m in range(3)]
                + [f"tiled_dscan<{m}, {t}>" for m in range(3) for t in TILES])
@@ -103,7 +102,7 @@ class AllPairsScorer:
         self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
         self.A = A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
-        self.mode = _MODE[scoring.mode]
+        self.mode = scoring.mode_code
         dev = cp.cuda.Device()
         self.sms = dev.attributes["MultiProcessorCount"]
         self.smem_optin = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)

@@ -17,11 +17,8 @@ from . import modules, require
 
 BAND = 256  # query rows per band of the kernel (32 lanes x 8 rows)
 OUT = 6     # BATCH_OUT: ints per pair of results
-_JOB = np.dtype([("q", np.int64), ("t", np.int64), ("dirs", np.int64), ("row", np.int64), ("ops", np.int64),
-                 ("m", np.int32), ("n", np.int32)], align=True)
-_ARGS = np.dtype([("jobs", np.uint64), ("njobs", np.int32), ("q", np.uint64), ("t", np.uint64), ("S", np.uint64),
-                  ("A", np.int32), ("go", np.int32), ("ge", np.int32), ("rows", np.uint64), ("dirs", np.uint64),
-                  ("ops", np.uint64), ("out", np.uint64)], align=True)
+from .structs import BATCH_ARGS as _ARGS, BATCH_JOB as _JOB  # noqa: E402
+
 _KERNELS = {0: "batch_align_global", 1: "batch_align_local"}
 THREADS = 128  # 4 warps per block, one pair per warp
 

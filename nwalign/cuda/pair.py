@@ -23,17 +23,7 @@ log = logging.getLogger("nwalign")
 _POS_BITS = 34
 _BIAS = 1 << 29
 
-# numpy mirrors of the kernels' argument structs (align=True lays fields out as a C compiler does).
-_ADIAG_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
-                        ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("mode", np.int32),
-                        ("H", np.uint64), ("E", np.uint64), ("F", np.uint64), ("dirs", np.uint64),
-                        ("store", np.int32), ("adm_off", np.uint64), ("adm_base", np.int64),
-                        ("corner", np.uint64), ("best", np.uint64), ("pos_keys", np.int32)], align=True)
-_TILE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
-                       ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("mode", np.int32),
-                       ("rowH", np.uint64), ("rowF", np.uint64), ("colH", np.uint64), ("colE", np.uint64),
-                       ("cornerLeft", np.uint64), ("dirs", np.uint64), ("store", np.int32),
-                       ("corner", np.uint64), ("best", np.uint64), ("pos_keys", np.int32)], align=True)
+from .structs import ADIAG_ARGS as _ADIAG_ARGS, TILE_ARGS as _TILE_ARGS  # noqa: E402
 
 
 @dataclass

@@ -262,10 +262,7 @@ class ScanSearcher:
 
 
 _QPAD = 32  # SW_QPAD in sw_search.cu
-_ARGS = np.dtype([("res", np.uint64), ("off", np.uint64), ("list", np.uint64), ("first", np.int32),
-                  ("count", np.int32), ("qrow", np.uint64), ("m", np.int32), ("steps", np.int32),
-                  ("table", np.uint64), ("table_words", np.int32), ("pad", np.int32), ("go", np.int32),
-                  ("ge", np.int32), ("bound", np.uint64), ("scores", np.uint64), ("next", np.uint64)], align=True)
+from .structs import SW_ARGS as _ARGS  # noqa: E402
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
 # single-pass configurations (threads per group G, columns per thread R), the columns per thread of the

@@ -23,6 +23,7 @@ from ..cpu.dp import GLOBAL, LOCAL, NEG
 from ..cpu.pair import finish_path, format_bytes
 from ..errors import NwalignError
 from . import modules
+from .structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
 
 log = logging.getLogger("nwalign")
 
@@ -36,12 +37,6 @@ PACKED_MIN_ROWS = 250_000
 LOOKAHEAD = 12  # wave_common.cuh's steps between a range check and the next
 SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
-_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
-                  ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
-                  ("ncols", np.int32), ("topH", np.uint64), ("topF", np.uint64), ("ringH", np.uint64),
-                  ("ringF", np.uint64), ("progress", np.uint64), ("ring_slots", np.int32), ("nbands", np.int32),
-                  ("dirs", np.uint64), ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32),
-                  ("corner", np.uint64), ("band_best", np.uint64), ("track", np.int32)], align=True)
 # Every instantiation of the two sources, named in one module each: one NVRTC compilation per source
 # (a module per name compiled the whole source once per name on a fresh machine).
 _WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}>" for mode in range(3)
@@ -49,12 +44,6 @@ _WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}>" for mode in ran
 _WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
                          for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
 _RING_BYTES = 2 << 30  # cap on the band hand-off ring
-_SCORE_ARGS = np.dtype([("q", np.uint64), ("t", np.uint64), ("S", np.uint64), ("A", np.int32), ("m", np.int32),
-                        ("n", np.int32), ("go", np.int32), ("ge", np.int32), ("r0", np.int32), ("r1", np.int32),
-                        ("ncols", np.int32), ("nbands", np.int32), ("row", np.uint64),
-                        ("ckH", np.uint64), ("ckF", np.uint64), ("ck_every", np.int32), ("corner", np.uint64),
-                        ("band_best", np.uint64), ("dirs", np.uint64), ("ld", np.int32)], align=True)
-_SCORE16_ARGS = np.dtype([("a", _SCORE_ARGS), ("limit16", np.int32), ("overflow", np.uint64)], align=True)
 _WAVE_SCORE16_NAMES = tuple(f"wave_score16<{rows // 2}>" for rows in PACKED_ROWS)
 
 
