@@ -262,8 +262,9 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
     if isinstance(result, tuple):  # (score, qs, qe, ts, te, ops) or a run_kernel tuple
         score = int(result[0])
         if traceback and result[5] is not None:
-            check_ops = Alignment("q", "t", scoring.mode, score, len(qc), len(tc), result[1], result[2], result[3],
-                                  result[4], result[5])
+            check_ops = Alignment(query_id="q", target_id="t", mode=scoring.mode, score=score, query_length=len(qc),
+                                  target_length=len(tc), query_start=result[1], query_end=result[2],
+                                  target_start=result[3], target_end=result[4], ops=result[5])
     else:
         score = int(result)
     verified = reference is None or score == reference

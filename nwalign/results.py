@@ -7,7 +7,7 @@ Definitions (BLAST's, see docs/scoring.md): ``length`` counts alignment columns 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,9 +16,10 @@ from .ops import OP_DEL, OP_INS, OP_MATCH
 _CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Alignment:
-    """One pairwise alignment (or score only).
+    """One pairwise alignment (or score only); immutable: :func:`finish` returns a new record with the
+    statistics.
 
     Coordinates are 0-based half-open in the API (``query[query_start:query_end]`` is aligned);
     writers print them 1-based inclusive. ``ops`` is None for score-only results, else uint8 column
@@ -99,9 +100,10 @@ class Alignment:
 
 
 def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
-    """Fill the derived statistics of an alignment from its columns, the encoded sequences and the
+    """The alignment with its derived statistics, from its columns, the encoded sequences and the
     :class:`~nwalign.scoring.Scoring` (its matrix, and which codes count as identities: a column of
-    two equal ambiguity codes, such as N against N, or X against X, is not an identity, as in BLAST)."""
+    two equal ambiguity codes, such as N against N, or X against X, is not an identity, as in BLAST).
+    Returns a new (complete) record; a score-only one is returned as it is."""
     matrix = scoring.matrix
     if aln.ops is None:
         return aln
@@ -115,19 +117,13 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
     ta = t_codes[ti[pair]]
     same = (qa == ta) & scoring.identical[qa]
     cols[pair] = np.where(same, 0, 1)
-    aln.columns = cols
-    aln.length = n
-    aln.nident = int(same.sum())
     positive = np.zeros(n, dtype=bool)
     positive[pair] = matrix[qa, ta] > 0
-    aln.positive = positive
-    aln.npositive = int(positive.sum())
-    aln.gaps = int((~pair).sum())
     gap = ~pair
     # A gap run starts where the column type changes to I or D.
     starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
-    aln.gap_opens = int(starts.sum())
-    return aln
+    return replace(aln, columns=cols, length=n, nident=int(same.sum()), positive=positive,
+                   npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
 
 
 def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,
