@@ -198,10 +198,13 @@ class Search:
 
             warm_up(device, ("sw_search", "batch_align"))  # the GPU's context is made while the database is read
         if isinstance(queries, os.PathLike):
+            from .scoring import max_sequence_length
             from .sequences import read_fasta
 
             query_source = os.fspath(queries)
-            queries = read_fasta(query_source)
+            limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) if scoring is None \
+                else None
+            queries = read_fasta(query_source, limit)  # an over-long record is refused while it streams
         self.queries = as_records(queries, "query")
         self.database = db = database if isinstance(database, Database) else load_database(os.fspath(database))
         if scoring is None:
