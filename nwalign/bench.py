@@ -29,7 +29,6 @@ from .sequences import Record, detect_alphabet, mutate, random_records, read_fas
 
 log = logging.getLogger("nwalign")
 
-WORKLOADS = ("pair", "search", "allpairs")
 SEARCH_KERNELS = ("cpu", "gsw", "scan")
 GPU_SEARCH_KERNELS = ("gsw", "scan")
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)

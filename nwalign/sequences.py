@@ -8,7 +8,6 @@ from __future__ import annotations
 import bz2
 import lzma
 import math
-import os
 import sys
 import zlib
 from dataclasses import dataclass
@@ -20,8 +19,6 @@ from .errors import NwalignError
 
 #: Nucleotide letters accepted: ACGT/U and the IUPAC ambiguity codes.
 NUCLEOTIDE_LETTERS = "ACGTURYSWKMBDHVN"
-#: Letters that may occur in a protein sequence (20 standard, ambiguity codes, rare residues, stop).
-PROTEIN_LETTERS = "ACDEFGHIKLMNPQRSTVWYBZXJUO*"
 ALPHABETS = ("dna", "rna", "protein")
 
 
@@ -498,6 +495,3 @@ def parse_lengths(text: str, option: str = "--random") -> list[int]:
         raise NwalignError(f"{option}: {text!r} is not LEN or LEN,LEN")
     return out
 
-
-def display_name(path: str) -> str:
-    return "<stdin>" if path == "-" else os.path.basename(path)
