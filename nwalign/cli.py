@@ -202,6 +202,24 @@ def scoring_options(command):
     return command
 
 
+_RUN_OPTIONS = (
+    click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+                 help="GPU number (CUDA device index)."),
+    click.option("-o", "--output", metavar="FILE",
+                 help="Write here instead of stdout (atomically: nothing is left behind on error)."),
+    click.option("-v", "--verbose", is_flag=True,
+                 help="Explain choices on stderr (alphabet, backend, memory path, kernel, timings)."),
+    click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings, no progress)."),
+)
+
+
+def run_options(command):
+    """--device, -o, -v and -q of pair, allpairs and search: one definition, one help text."""
+    for option in reversed(_RUN_OPTIONS):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nwalign")
 def cli():
@@ -234,7 +252,6 @@ def cli():
                    "report's (" + ", ".join(TSV_COLUMNS) + ", the default). identity/similarity are "
                    "fractions, pident/ppos percentages.")
 @click.option("--no-header", is_flag=True, help="Omit the header line (tsv) or header lines (sam).")
-@click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="Engine: auto = cuda when CuPy sees a GPU, else cpu (-v says which and why).")
 @click.option("--kernel", type=click.Choice(KERNELS), default=DEFAULT_KERNEL, show_default=True,
@@ -243,15 +260,13 @@ def cli():
               help="Tile shape of --kernel diagonal-block: 8x8, 16x16, 32x32, 8x128 or 16x64.")
 @click.option("--shared/--no-shared", default=True, show_default=True,
               help="diagonal-block: stage the sequence slices in shared memory.")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--max-memory", metavar="SIZE",
               help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
                    "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
                    "GPU 40% of free memory]")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="Pairs aligned at once on the CPU (0 = all cores, as for every command).")
-@click.option("-v", "--verbose", is_flag=True, help="Explain choices (backend, memory path) on stderr.")
-@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+@run_options
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
          seed, mutate_rate, fmt, score_only, columns, no_header, output, backend, kernel, block, shared, device,
          max_memory, threads, verbose, quiet):
@@ -374,12 +389,9 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
 @click.option("--block", "ap_block", type=click.IntRange(min=1), metavar="N",
               help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default "
                    "256), lazy-rscan and rscan (up to 256, default 128).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
-@click.option("-o", "--output", metavar="FILE", help="Write the TSV here (atomically) instead of stdout.")
-@click.option("-v", "--verbose", is_flag=True)
-@click.option("-q", "--quiet", is_flag=True)
+@run_options
 def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, columns,
              min_identity, matrix_out, header, backend, ap_kernel, slice_k, ap_block, device, threads, output,
              verbose, quiet):
@@ -491,13 +503,10 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
               help="GPU kernel: scan (groups of 4-32 threads per pair of length-sorted database sequences, "
                    "packed 16-bit DPX, after CUDASW++4.0) or gsw (Akoglu and Striemer: one thread per database "
                    "sequence, query and matrix in constant memory).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="GPU number.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
                    "once (0 = all cores).")
-@click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
-@click.option("-v", "--verbose", is_flag=True)
-@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+@run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
            gap_extend, alphabet, backend, search_kernel, device, threads, output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
