@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import pathlib
@@ -31,7 +30,6 @@ from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, e
 from .errors import NwalignError
 from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, field, needs_alignment
 from .formats import COLUMNS as TSV_FIELDS
-from .sequences import Record
 from .scoring import MODES, make_scoring, max_sequence_length
 from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, phylip_names,
                         random_records, read_fasta, unique_records)
@@ -521,10 +519,10 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     Example:
       nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
     """
-    from .formats import SamWriter
     import time
 
-    from .dbsearch import Search, field
+    from .dbsearch import Search
+    from .formats import HitWriter
 
     started = time.perf_counter()
     _setup_logging(verbose, quiet)
@@ -538,32 +536,13 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
         click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
                    f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     with output_stream(output, (query, database)) as out:
-        writer = None
-        if fmt == "tsv" and header:
-            out.write("\t".join(cols) + "\n")
-        elif fmt in ("pair", "sam"):
-            targets = [Record(i, "", "N" * int(db.offsets[k + 1] - db.offsets[k])) for k, i in enumerate(db.ids)]
-            writer = (SamWriter if fmt == "sam" else WRITERS["pair"])(out, scoring, targets=targets, header=True)
-            writer.begin()
+        targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
+        writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
         for _, hits in run.run(_progress("search", len(run.queries) * db.total_length, quiet, "residues")):
-            for hit in hits:
-                if fmt == "tsv":
-                    out.write("\t".join(field(hit, c) for c in cols) + "\n")
-                elif fmt == "json":
-                    row = {c: field(hit, c) for c in SEARCH_JSON_COLUMNS}
-                    for c in ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "score", "qlen",
-                              "slen", "nident", "gaps"):
-                        row[c] = int(row[c])
-                    row["pident"] = float(row["pident"])
-                    row["evalue"] = hit.evalue
-                    row["bitscore"] = None if hit.bitscore is None else round(hit.bitscore, 1)
-                    out.write(json.dumps(row) + "\n")
-                else:
-                    writer.write(hit.aln)
+            writer.write(hits)
             if output is None:
                 out.flush()
-        if writer:
-            writer.end()
+        writer.end()
     log.info("search: done in %.2f s%s", time.perf_counter() - started,
              f" ({gpu.scan_seconds:.2f} s waiting for GPU scans; {gpu.recomputed} scores recomputed in 32-bit)"
              if hasattr(gpu, "scan_seconds") else "")

@@ -178,10 +178,11 @@ class SamWriter(Writer):
             return
         self.out.write("@HD\tVN:1.6\tSO:unsorted\n")
         seen = set()
-        for rec in self.targets:
-            if rec.id not in seen:
-                seen.add(rec.id)
-                self.out.write(f"@SQ\tSN:{rec.id}\tLN:{len(rec.seq)}\n")
+        for rec in self.targets:  # records, or (id, length) pairs
+            name, length = (rec.id, len(rec.seq)) if hasattr(rec, "seq") else rec
+            if name not in seen:
+                seen.add(name)
+                self.out.write(f"@SQ\tSN:{name}\tLN:{length}\n")
         cl = f"\tCL:{self.command}" if self.command else ""
         self.out.write(f"@PG\tID:nwalign\tPN:nwalign\tVN:{__version__}{cl}\n")
 
@@ -257,3 +258,43 @@ class PairWriter(Writer):
 
 
 WRITERS = {"pair": PairWriter, "sam": SamWriter, "json": JsonWriter, "tsv": TsvWriter, "fasta": FastaWriter}
+
+#: search --format json: BLAST's names, numbers as numbers.
+HIT_JSON_INTEGERS = ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "score", "qlen", "slen",
+                     "nident", "gaps")
+
+
+class HitWriter:
+    """Search hits as TSV rows of ``columns``, JSON Lines (``json_columns``, numbers as numbers, E-value
+    and bit score null without statistics), or the pair/SAM writers (SAM's header names every database
+    sequence: ``targets`` as (id, length) pairs)."""
+
+    def __init__(self, out: TextIO, fmt: str, scoring: Scoring, columns: tuple[str, ...] = (),
+                 json_columns: tuple[str, ...] = (), header: bool = False, targets=()):
+        self.out, self.fmt, self.columns, self.json_columns = out, fmt, columns, json_columns
+        self.writer = None
+        if fmt == "tsv" and header:
+            out.write("\t".join(columns) + "\n")
+        elif fmt in ("pair", "sam"):
+            self.writer = WRITERS[fmt](out, scoring, targets=list(targets), header=True)
+            self.writer.begin()
+
+    def write(self, hits) -> None:
+        for hit in hits:
+            if self.fmt == "tsv":
+                self.out.write("\t".join(field(hit.aln, c, hit) for c in self.columns) + "\n")
+            elif self.fmt == "json":
+                row = {c: field(hit.aln, c, hit) for c in self.json_columns}
+                for c in HIT_JSON_INTEGERS:
+                    if c in row:
+                        row[c] = int(row[c])
+                row["pident"] = float(row["pident"])
+                row["evalue"] = hit.evalue
+                row["bitscore"] = None if hit.bitscore is None else round(hit.bitscore, 1)
+                self.out.write(json.dumps(row) + "\n")
+            else:
+                self.writer.write(hit.aln)
+
+    def end(self) -> None:
+        if self.writer:
+            self.writer.end()
