@@ -36,6 +36,8 @@ class Database:
     letters: str | None = None
     #: How often each letter occurs (from a version-2 header; None: counted on demand).
     counts: dict[str, int] | None = None
+    #: True when no two sequences share an id (from a version-2 header; None: not known).
+    ids_unique: bool | None = None
 
     @property
     def count(self) -> int:
@@ -172,7 +174,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
 
     Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
-    count of each letter, the byte length of the names section, CRC-32 of the names, offsets and
+    count of each letter, whether the ids are distinct, the byte length of the names section, CRC-32 of the names, offsets and
     residues sections), padding to 8
     bytes; the names section (JSON: ids, descriptions), padding; offsets (int64, count + 1); residues
     (uint8 indices into ``letters``, total). Version 1 (still read): JSON header with count, total, ids and
@@ -193,6 +195,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         names += b" " * (-len(names) % 8)
         fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
                   "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)},
+                  "ids_unique": len(set(db.ids)) == db.count,
                   "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                             "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
         magic = MAGIC2
@@ -280,7 +283,8 @@ def _open_nwdb(path: str, head: bytes) -> Database:
     counts = header.get("counts")  # files written before it existed are counted on demand
     if counts is not None and sum(counts.values()) != total:
         raise ValueError("letter counts do not add up to the residue count")
-    return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts)
+    return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts,
+                    header.get("ids_unique"))
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

@@ -17,6 +17,7 @@ from . import cpu
 from .database import Database
 from .engine import Encoded, align_pair
 from .errors import NwalignError
+from .formats import field as column_field
 from .formats import needs_alignment
 from .results import Alignment, finish
 from .scoring import Scoring
@@ -220,8 +221,9 @@ class Search:
                                f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
         # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
         self.queries = unique_records(self.queries, query_source)
-        ids = unique_ids(db.ids, db.source)
-        self.database = db = db if ids == db.ids else dataclasses.replace(db, ids=ids)
+        if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
+            ids = unique_ids(db.ids, db.source)
+            self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
         self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
         self.threads = threads or os.cpu_count() or 1
         self._encoded = encode_all(self.queries, scoring, query_source)
@@ -304,55 +306,31 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
             if progress:
                 progress(db.total_length)
             reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
-            if align and aligner is not None:
-                batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
-                jobs = [_BatchHits(batch, q, db, codes, [(k, int(scores[k]), ev, bits) for k, ev, bits in reported],
-                                   scoring)]
-            elif align:
-                jobs = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
-            else:
-                jobs = [_Done(_score_hit(q, db, k, int(scores[k]), scoring, ev, bits)) for k, ev, bits in reported]
-            pending.append((q, jobs))
+            pending.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
             while len(pending) > (1 if gpu is not None else 0):
-                q0, done = pending.popleft()
-                yield q0, _results(done)
+                q0, collect = pending.popleft()
+                yield q0, collect()
         while pending:
-            q0, done = pending.popleft()
-            yield q0, _results(done)
+            q0, collect = pending.popleft()
+            yield q0, collect()
 
 
-def _results(jobs) -> list[Hit]:
-    out = []
-    for job in jobs:
-        got = job.result()
-        out.extend(got if isinstance(job, _BatchHits) else [got])
-    return out
-
-
-class _BatchHits:
-    """The hits of one query aligned as one GPU batch; ``result()`` waits and builds them."""
-
-    def __init__(self, batch, query, db, codes, hits, scoring):
-        self.batch, self.query, self.db, self.codes, self.hits, self.scoring = batch, query, db, codes, hits, scoring
-
-    def result(self) -> list[Hit]:
-        return [_hit_from_path(self.query, self.db, self.codes, k, score, path, self.scoring, ev, bits)
-                for (k, score, ev, bits), path in zip(self.hits, self.batch.result())]
-
-
-class _Done:
-    """A finished result in the place of a future."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
+def _collect(q: Encoded, reported, scores, db: Database, codes: np.ndarray, scoring: Scoring, align: bool, aligner,
+             pool):
+    """Start the reported hits' alignments (one GPU batch, or CPU threads) and return a callable that
+    waits for them and gives the hits in report order."""
+    if not align:
+        hits = [_score_hit(q, db, k, int(scores[k]), scoring, ev, bits) for k, ev, bits in reported]
+        return lambda: hits
+    if aligner is not None:
+        batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
+        return lambda: [_hit_from_path(q, db, codes, k, int(scores[k]), path, scoring, ev, bits)
+                        for (k, ev, bits), path in zip(reported, batch.result())]
+    futures = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
+    return lambda: [f.result() for f in futures]
 
 
 def field(hit: Hit, column: str) -> str:
     """One BLAST tabular field of a hit (:data:`nwalign.formats.COLUMNS`: coordinates 1-based inclusive,
     pident a percentage)."""
-    from .formats import field as column_field
-
     return column_field(hit.aln, column, hit)

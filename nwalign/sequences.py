@@ -269,21 +269,16 @@ def detect_alphabet(records: list[Record]) -> str:
     Only nucleotide letters (ACGTU and IUPAC codes) means nucleotide: ``rna`` when U occurs and T does not.
     Anything else is protein. ``--alphabet`` overrides the guess.
     """
-    letters: set[str] = set()
-    for rec in records:
-        letters.update(rec.seq)
-    if letters <= set(NUCLEOTIDE_LETTERS):
-        return "rna" if "U" in letters and "T" not in letters else "dna"
-    return "protein"
+    return kind_of(letter_counts(records))
 
 
 def unique_ids(ids: list[str], source: str) -> list[str]:
-    """Ids made distinct for the outputs that name sequences (SAM references, distance-matrix rows): the
+    """Ids made distinct (``ids`` itself when they already are) for the outputs that name sequences (SAM references, distance-matrix rows): the
     second, third... record of an id are called ``ID_2``, ``ID_3``... (a suffix already taken is skipped).
     One warning on the ``nwalign`` logger names the first duplicate."""
     seen: set[str] = set(ids)
     if len(seen) == len(ids):
-        return list(ids)
+        return ids  # the same list: nothing to rename
     import logging
 
     count: dict[str, int] = {}

@@ -109,7 +109,13 @@ def test_nwdb_keeps_letter_counts(tmp_path):
     path = tmp_path / "x.nwdb"
     db.save(str(path))
     back = Database.load(str(path))
-    assert back.counts == {"A": 2, "C": 1, "G": 3, "N": 1, "T": 1}
+    assert back.counts == {"A": 2, "C": 1, "G": 3, "N": 1, "T": 1} and back.ids_unique is True
+    twice = tmp_path / "twice.nwdb"
+    Database.from_records([nwalign.sequences.Record("x", "x", "ACGT"), nwalign.sequences.Record("x", "x", "ACGA")]).save(
+        str(twice))
+    assert Database.load(str(twice)).ids_unique is False
+    hits = [h.aln.target_id for _, hs in search("ACGTACGA", pathlib.Path(twice), backend="cpu", top=2) for h in hs]
+    assert sorted(hits) == ["x", "x_2"]
     assert np.array_equal(back.letter_counts(), db.letter_counts())
     raw = path.read_bytes()
     path.write_bytes(raw.replace(b'"G": 3', b'"G": 4', 1))

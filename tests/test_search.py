@@ -435,3 +435,30 @@ def test_emboss_names_and_fractional_penalties(capsys):
     assert main(["pair", "--random", "20,20", "--gap-extend", "0.5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "integers" in err and "double every score" in err
+
+
+def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
+    """The search path that takes the hits' alignments from a batch aligner (the GPU's BatchAligner on a
+    GPU; here one with the same interface over the CPU engine) builds the same hits as the CPU path."""
+    from nwalign.cpu import align_codes
+    from nwalign.dbsearch import field
+
+    class CpuBatch:
+        def __init__(self, scoring):
+            self.scoring = scoring
+
+        def submit(self, pairs):
+            s = self.scoring
+            done = [align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, s.mode_code) for q, t in pairs]
+            return type("Batch", (), {"result": lambda self: done})()
+
+    scoring = make_scoring("protein", "local")
+    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    db = database_from_records(read_fasta(SP196), "db")
+    codes = encode_database(db, scoring)
+    cols = ("qseqid", "sseqid", "pident", "qstart", "qend", "sstart", "send", "evalue", "bitscore", "cigar", "btop")
+    for q in encode_all(read_fasta(OPAL), scoring, "q"):
+        want = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 5)]
+        got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 5,
+                                                                   aligner=CpuBatch(scoring))]
+        assert got == want and len(got) == 5

@@ -55,7 +55,6 @@ class BatchAligner:
             raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
         self.A = A
         self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
-        self.smax = int(np.abs(scoring.matrix).max())
         free, _ = cp.cuda.runtime.memGetInfo()
         self.budget = int(min(max_memory, free // 2))
         self.func = modules.prebuilt_function("batch_align", _KERNELS[scoring.mode_code]) or \
@@ -67,7 +66,7 @@ class BatchAligner:
 
     def fits(self, m: int, n: int) -> bool:
         """Whether an m x n pair is aligned on the GPU (directions within the budget, scores in int32)."""
-        return dirs_bytes(m, n) <= self.budget and (m + n) * max(self.smax, self.scoring.gap_open + 1) < (1 << 29)
+        return dirs_bytes(m, n) <= self.budget and (m + n + 1) * self.scoring.max_abs_score() < (1 << 29)
 
     def submit(self, pairs: list[tuple[np.ndarray, np.ndarray]]) -> "BatchResult":
         """Start aligning ``pairs`` (uint8 code arrays, lengths >= 1) and return at once; see
