@@ -21,8 +21,12 @@ echo "== help";            /usr/bin/time -f "%e s wall" python3 -m nwalign --hel
 /usr/bin/time -f "%e s wall" python3 -m nwalign search --help > /dev/null
 echo "== first run (empty caches)"
 CUPY_CACHE_DIR=$(mktemp -d) NUMBA_CACHE_DIR=$(mktemp -d) nw search $Q $DB.nwdb --top 10 -o "$HITS/hits_first.tsv"
-echo "== warm, .nwdb (3 runs)"
-for k in 1 2 3; do nw search $Q $DB.nwdb --top 10 -v -o "$HITS/hits_nwdb.tsv"; done
+echo "== warm, .nwdb (3 runs; -v with NWALIGN_LOG_TIMES=1: ms since start-up on each line; SM clock sampled)"
+nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits -lms 50 > "$HITS/clocks.txt" 2>/dev/null &
+CLOCKS=$!
+for k in 1 2 3; do NWALIGN_LOG_TIMES=1 nw search $Q $DB.nwdb --top 10 -v -o "$HITS/hits_nwdb.tsv"; done
+kill $CLOCKS 2>/dev/null
+sort -n "$HITS/clocks.txt" | awk '{v[NR]=$1} END {if (NR) print "SM clock during the warm runs (MHz): min " v[1] ", median " v[int((NR+1)/2)] ", max " v[NR] " (" NR " samples)"}'
 echo "== warm, FASTA"
 nw search $Q $DB.fa --top 10 -v -o "$HITS/hits_fasta.tsv"
 echo "== identical outputs"

@@ -171,9 +171,12 @@ def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 
 def _setup_logging(verbose: bool, quiet: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("nwalign: %(message)s"))
+    # NWALIGN_LOG_TIMES=1 with -v: milliseconds since start-up on every line, and the finer debug steps.
+    timed = verbose and os.environ.get("NWALIGN_LOG_TIMES", "") not in ("", "0")
+    handler.setFormatter(logging.Formatter("nwalign: %(relativeCreated)6.0f ms: %(message)s" if timed
+                                           else "nwalign: %(message)s"))
     log.handlers[:] = [handler]
-    log.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
+    log.setLevel(logging.ERROR if quiet else logging.DEBUG if timed else logging.INFO if verbose else logging.WARNING)
     log.propagate = False
 
 
@@ -536,9 +539,11 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
         click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
                    f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     with output_stream(output, (query, database)) as out:
-        targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
-        writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
+        writer = None
         for _, hits in run.run(_progress("search", len(run.queries) * db.total_length, quiet, "residues")):
+            if writer is None:  # a header only once the first query's hits exist (and the database checked out)
+                targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
+                writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
             writer.write(hits)
             if output is None:
                 out.flush()

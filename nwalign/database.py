@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import zlib
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,6 +40,22 @@ class Database:
     counts: dict[str, int] | None = None
     #: True when no two sequences share an id (from a version-2 header; None: not known).
     ids_unique: bool | None = None
+    #: The residues' checksum test still running (``load_database(..., check_later=True)``); see :meth:`verify`.
+    pending_check: Future | None = field(default=None, repr=False, compare=False)
+
+    def verify(self) -> None:
+        """Wait for a checksum test left running by ``load_database(..., check_later=True)``.
+
+        Raises:
+            NwalignError: the residues' CRC-32 differs from the one written by makedb.
+        """
+        check, self.pending_check = self.pending_check, None
+        if check is not None:
+            try:
+                check.result()
+            except ValueError as exc:
+                raise NwalignError(f"{self.source}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") \
+                    from None
 
     @property
     def count(self) -> int:
@@ -224,11 +242,13 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         raise
 
 
-def load_database(path: str) -> Database:
+def load_database(path: str, check_later: bool = False) -> Database:
     """A FASTA file (plain/gz/bz2/xz, '-') or a .nwdb (memory-mapped), recognised by its first bytes.
 
     A .nwdb is checked before use: version 2's CRC-32 of every section, and for both versions offsets
-    that start at 0, rise and end at the residue count, and one id per sequence.
+    that start at 0, rise and end at the residue count, and one id per sequence. ``check_later``: the
+    residues' CRC-32 (a pass over the whole file) runs in a background thread while the caller goes on;
+    the caller must call :meth:`Database.verify` before it reports anything (every other test is done).
 
     Raises:
         NwalignError: unreadable, empty, a .nwdb of another version, or a damaged .nwdb.
@@ -241,13 +261,13 @@ def load_database(path: str) -> Database:
                 raise NwalignError(f"{path}: .nwdb version {head[4]} (this nwalign reads versions 1 and 2); "
                                    "rebuild it with 'nwalign makedb'")
             try:
-                return _open_nwdb(path, head)
+                return _open_nwdb(path, head, check_later)
             except (ValueError, KeyError, OSError, TypeError, IndexError, AttributeError) as exc:
                 raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
     return database_from_fasta(path)
 
 
-def _open_nwdb(path: str, head: bytes) -> Database:
+def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
     size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
     if size > os.path.getsize(path):
         raise ValueError("header longer than the file")
@@ -263,11 +283,14 @@ def _open_nwdb(path: str, head: bytes) -> Database:
         raise ValueError("file size does not match its header")
     offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
     body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (count + 1), shape=(total,))
+    pending = None
     if head[:8] == MAGIC2:
         crc = header["crc32"]
-        for section, data in (("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))):
-            if zlib.crc32(data) != crc[section]:
-                raise ValueError(f"checksum of the {section} section differs")
+        sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
+        if check_later:
+            pending = _in_background(lambda: _check_crc(sections[2:], crc))
+            sections = sections[:2]
+        _check_crc(sections, crc)
         names = json.loads(names_raw)
         ids, descriptions = names["ids"], names["descriptions"]
         if total and int(body.max()) >= len(header["letters"]):
@@ -284,7 +307,26 @@ def _open_nwdb(path: str, head: bytes) -> Database:
     if counts is not None and sum(counts.values()) != total:
         raise ValueError("letter counts do not add up to the residue count")
     return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts,
-                    header.get("ids_unique"))
+                    header.get("ids_unique"), pending)
+
+
+def _check_crc(sections, crc: dict) -> None:
+    for section, data in sections:
+        if zlib.crc32(data) != crc[section]:
+            raise ValueError(f"checksum of the {section} section differs")
+
+
+def _in_background(fn) -> Future:
+    """Run ``fn`` in a daemon thread (zlib releases the GIL over large buffers); its result or error in a Future."""
+    done: Future = Future()
+
+    def run():
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # handed to whoever waits
+            done.set_exception(exc)
+    threading.Thread(target=run, daemon=True).start()
+    return done
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

@@ -193,11 +193,12 @@ class Search:
             raise NwalignError(f"top must be at least 1 (got {top})")
         if kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
-        use_gpu = choose_backend(backend) == "cuda"
-        if use_gpu:
+        # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
+        chosen = choose_backend(backend) if backend != "auto" else None
+        if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
             from .cuda import warm_up
 
-            warm_up(device, ("sw_search", "batch_align"))  # the GPU's context is made while the database is read
+            warm_up(device, ("sw_search", "batch_align"))
         if isinstance(queries, os.PathLike):
             from .scoring import max_sequence_length
             from .sequences import read_fasta
@@ -207,7 +208,10 @@ class Search:
                 else None
             queries = read_fasta(query_source, limit)  # an over-long record is refused while it streams
         self.queries = as_records(queries, "query")
-        self.database = db = database if isinstance(database, Database) else load_database(os.fspath(database))
+        log.debug("search: %d queries read", len(self.queries))
+        self.database = db = database if isinstance(database, Database) else \
+            load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
+        log.debug("search: database loaded")
         if scoring is None:
             kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
                                    alphabet)
@@ -229,6 +233,7 @@ class Search:
         self._encoded = encode_all(self.queries, scoring, query_source)
         self._codes = db.encode(scoring)
         log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
+        use_gpu = (chosen or choose_backend(backend)) == "cuda"
         self.gpu = self._aligner = None
         if use_gpu:
             from .cuda.batch import BatchAligner
@@ -253,6 +258,8 @@ class Search:
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
                                   self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
                                   self._aligner):
+            self.database.verify()  # a checksum left running by the load (the first scans ran meanwhile)
+            log.debug("search: query %s done", q.record.id)
             yield q.record, hits
 
     def __iter__(self):
@@ -288,7 +295,8 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
                aligner=None):
     """Search every query; yields (query, hits) in query order.
 
-    With ``gpu``, the reported hits of one query are aligned while the GPU scans the next query: on the
+    With ``gpu``, the next query's scan is queued on the GPU before this query's scores are read back
+    (a searcher with ``submit_query``), and the reported hits of one query are aligned while the GPU scans the next: on the
     GPU by ``aligner`` (a :class:`nwalign.cuda.batch.BatchAligner`, all hits of a query in one launch), else
     on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
     score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(residues)`` is called after
@@ -296,22 +304,38 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
     """
     from collections import deque
 
+    if gpu is not None and hasattr(gpu, "submit_query"):  # two queries in flight: one scans while the host
+        submit, result, depth = gpu.submit_query, gpu.result, 1  # takes the other's top hits
+    elif gpu is not None:
+        submit, result, depth = gpu.score_query, (lambda scores: scores), 0
+    else:
+        submit, result, depth = (lambda q: scan(q.codes, codes, db.offsets, scoring, threads)), \
+            (lambda scores: scores), 0
+    keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        pending: deque = deque()
-        for q in queries:
-            if gpu is not None:
-                scores = gpu.score_query(q)
-            else:
-                scores = scan(q.codes, codes, db.offsets, scoring, threads)
+        scanning: deque = deque()
+        aligning: deque = deque()
+
+        def take_scan():
+            q, ticket = scanning.popleft()
+            scores = result(ticket)
+            log.debug("search: scan of %s done", q.record.id)
             if progress:
                 progress(db.total_length)
             reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
-            pending.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
-            while len(pending) > (1 if gpu is not None else 0):
-                q0, collect = pending.popleft()
+            aligning.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
+
+        for q in queries:
+            scanning.append((q, submit(q)))
+            while len(scanning) > depth:
+                take_scan()
+            while len(aligning) > keep:
+                q0, collect = aligning.popleft()
                 yield q0, collect()
-        while pending:
-            q0, collect = pending.popleft()
+        while scanning:
+            take_scan()
+        while aligning:
+            q0, collect = aligning.popleft()
             yield q0, collect()
 
 

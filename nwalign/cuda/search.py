@@ -139,12 +139,16 @@ class ScanSearcher:
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
-        self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]
-        self.d_scores = cp.empty(self.count, dtype=cp.int32)   # length order
-        self.d_out = cp.empty(self.count, dtype=cp.int32)      # database order
+        self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
+        # Host-to-GPU copies go on a stream with nothing queued, so that they never wait for scans in
+        # flight; scores are scattered and copied back on `main`.
+        self.upload, self.main = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
         from . import pinned_empty
 
-        self.h_out = pinned_empty((self.count,), dtype=np.int32)
+        # Score buffers per query in flight: one query's scores are copied back while the next one scans.
+        self._slots = [_Slot(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
+                             pinned_empty((self.count,), dtype=np.int32)) for _ in range(SLOTS)]
+        self._submitted = 0
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
@@ -162,22 +166,21 @@ class ScanSearcher:
                                          self.min_threads, self.plan in ("wide", "wider"), self.plan == "wider")
         return self._plans[m]
 
-    def _qrow(self, query: np.ndarray, steps: int, wide: bool):
-        """Row offsets (bytes into the table) of the padded query, as the kernel reads them."""
+    def _qrow(self, query: np.ndarray, wide: bool):
+        """Row offsets (bytes into the table) of the padded query, as the kernel reads them: SW_QPAD rows
+        before it and enough after it for the longest pipeline (G = 32) and the loads 4 steps ahead."""
         A1 = self.A + 1
         stride = 4 * A1 * (1 if wide else 32)
-        q = np.full(_QPAD + steps + 8, self.A, dtype=np.int64)
+        q = np.full(_QPAD + query.size + 32 + 3 + 8, self.A, dtype=np.int64)
         q[_QPAD:_QPAD + query.size] = query
         return self.cp.asarray((q * stride).astype(np.int32))
 
-    def _launch(self, part, query: np.ndarray, qrows: dict, stream, wide: bool = False, d_list=None,
+    def _launch(self, part, query: np.ndarray, qrows: dict, stream, d_scores, wide: bool = False, d_list=None,
                 count: int | None = None, counter=None):
         cp = self.cp
         G, R, multi = part.G, part.R, part.multi
         m = int(query.size)
         steps = (m + G - 1 + 3) // 4 * 4
-        if (steps, wide) not in qrows:
-            qrows[steps, wide] = self._qrow(query, steps, wide)
         per = 1 if wide else 2
         count = part.count if count is None else count
         groups = (count + per - 1) // per
@@ -191,60 +194,99 @@ class ScanSearcher:
         slots = blocks * (threads // G)  # group slots of the persistent grid
         bound = cp.empty(2 * (steps + _QPAD + 40) * slots * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
-                          part.first, count, qrows[steps, wide].data.ptr, m, steps, table.data.ptr, table.size,
-                          self.A, self.go, self.ge, bound.data.ptr, self.d_scores.data.ptr, counter.data.ptr)],
+                          part.first, count, qrows[wide].data.ptr, m, steps, table.data.ptr, table.size,
+                          self.A, self.go, self.ge, bound.data.ptr, d_scores.data.ptr, counter.data.ptr)],
                         dtype=_ARGS)[0]
         with stream:
             func((blocks,), (threads,), (args,), shared_mem=shared)
         return bound  # keep the scratch alive until the stream is done
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Best local score of ``query`` (uint8 codes, length >= 1) against every database sequence
-        (int64, shape (count,), database order)."""
+    def submit(self, query: np.ndarray) -> "_Ticket":
+        """Start scoring ``query`` (uint8 codes, length >= 1) against every database sequence; returns a
+        ticket for :meth:`result`. Successive queries' scans queue on the GPU back to back, so the host
+        works on one query's scores while the next one scans. Take results in submission order, with at
+        most :data:`SLOTS` queries in flight.
+
+        Raises:
+            NwalignError: an empty query.
+        """
         cp = self.cp
         started = time.perf_counter()
         query = np.asarray(query, dtype=np.uint8)
         if query.size == 0:
             raise NwalignError("scan: empty query")
-        qrows: dict = {}
-        keep = []
-        main = cp.cuda.get_current_stream()
+        slot = self._slots[self._submitted % SLOTS]
+        if slot.busy:
+            raise RuntimeError(f"scan: more than {SLOTS} queries in flight")
+        slot.busy = True
+        self._submitted += 1
+        ticket = _Ticket(query, slot, self.main)
         parts = self.partitions(int(query.size))
-        counters = cp.zeros(len(parts) + 1, dtype=cp.int32)  # one work counter per launch
-        start = main.record()
+        with self.upload:
+            ticket.qrows = {wide: self._qrow(query, wide) for wide in (False, True)}
+            ticket.counters = cp.zeros(len(parts) + 1, dtype=cp.int32)  # one work counter per launch
+            start = self.upload.record()
         for k, part in enumerate(parts):  # longest first, over the streams
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
-            keep.append(self._launch(part, query, qrows, stream, wide=not self.packed16, counter=counters[k:]))
+            ticket.keep.append(self._launch(part, query, ticket.qrows, stream, slot.d_scores,
+                                            wide=not self.packed16, counter=ticket.counters[k:]))
         for stream in self.streams:
-            main.wait_event(stream.record())
-        got = self._collect(main)
+            ticket.main.wait_event(stream.record())
+        ticket.done = self._copy_back(slot, ticket.main)
+        self.scan_seconds += time.perf_counter() - started
+        return ticket
+
+    def result(self, ticket: "_Ticket") -> np.ndarray:
+        """The scores of a submitted query (int64, shape (count,), database order); those that may have
+        left the int16 range are recomputed in 32-bit first."""
+        started = time.perf_counter()
+        slot, query = ticket.slot, ticket.query
+        got = self._wait(slot, ticket.done)
         if self.packed16:
             again = np.flatnonzero(got >= self.limit)
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
-                d_list = cp.asarray(self.rank[again])
-                keep.append(self._launch(self.wide_part, query, qrows, main, True, d_list, int(again.size),
-                                         counters[len(parts):]))
-                got = self._collect(main)
+                with self.upload:
+                    d_list = self.cp.asarray(self.rank[again])
+                    ticket.main.wait_event(self.upload.record())
+                ticket.keep.append(self._launch(self.wide_part, query, ticket.qrows, ticket.main, slot.d_scores,
+                                                True, d_list, int(again.size), ticket.counters[-1:]))
+                got = self._wait(slot, self._copy_back(slot, ticket.main))
+        out = got.astype(np.int64)
+        slot.busy = False
         self.cells += int(query.size) * self.residues
         self.scan_seconds += time.perf_counter() - started
-        return got.astype(np.int64)
+        return out
 
-    def _collect(self, stream) -> np.ndarray:
-        """The scores in database order (scattered on the GPU, one copy to pinned memory). The wait polls
-        an event and sleeps, so that other threads (aligning the previous query's hits) hold the GIL."""
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Best local score of ``query`` (uint8 codes, length >= 1) against every database sequence
+        (int64, shape (count,), database order): :meth:`submit`, then :meth:`result`."""
+        return self.result(self.submit(query))
+
+    def _copy_back(self, slot: "_Slot", stream):
+        """Scatter a slot's scores into database order on the GPU, then one copy to its pinned buffer;
+        returns the event that marks the copy done."""
         with stream:
-            self.d_out[self.d_order] = self.d_scores
-            self.d_out.get(stream=stream, out=self.h_out)
-            done = stream.record()
+            slot.d_out[self.d_order] = slot.d_scores
+            slot.d_out.get(stream=stream, out=slot.h_out)
+            return stream.record()
+
+    @staticmethod
+    def _wait(slot: "_Slot", done) -> np.ndarray:
+        """A slot's scores once its copy is done. Polls the event and sleeps, so that other threads
+        (aligning the previous query's hits) hold the GIL meanwhile."""
         while not done.done:
             time.sleep(2e-4)
-        return self.h_out
+        return slot.h_out
 
     def score_query(self, query) -> np.ndarray:
         """Scores of an encoded query (:class:`nwalign.engine.Encoded`) against every sequence."""
         return self.scores(query.codes)
+
+    def submit_query(self, query) -> "_Ticket":
+        """:meth:`submit` for an encoded query (:class:`nwalign.engine.Encoded`)."""
+        return self.submit(query.codes)
 
     def describe(self, m: int = 1000) -> str:
         """One line for ``-v``: how the database is cut and which sequences take the slower paths."""
@@ -280,6 +322,28 @@ WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
 WIDER_SINGLE = {True: [(32, 32), (32, 40)], False: []}
 GROUPS = (4, 8, 16, 32)
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
+
+
+SLOTS = 2  # queries in flight on the GPU at once (sets of score buffers)
+
+
+class _Slot:
+    """The score buffers of one query in flight: length order and database order on the GPU, and the
+    pinned host copy."""
+
+    def __init__(self, d_scores, d_out, h_out):
+        self.d_scores, self.d_out, self.h_out, self.busy = d_scores, d_out, h_out, False
+
+
+class _Ticket:
+    """A submitted query: its slot, uploaded query rows, scratch kept alive until the scan is done, work
+    counters, the stream that copies its scores back and the event that marks the copy done."""
+
+    def __init__(self, query, slot, main):
+        self.query, self.slot, self.main = query, slot, main
+        self.qrows: dict = {}  # wide (bool) -> the query's rows on the GPU
+        self.keep: list = []
+        self.counters = self.done = None
 
 
 class _Part:
