@@ -548,6 +548,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
             if output is None:
                 out.flush()
         writer.end()
+    log.debug("search: output written")
     log.info("search: done in %.2f s%s", time.perf_counter() - started,
              f" ({gpu.scan_seconds:.2f} s waiting for GPU scans; {gpu.recomputed} scores recomputed in 32-bit)"
              if hasattr(gpu, "scan_seconds") else "")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import threading
 import zlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .background import in_background
 from .errors import NwalignError
 from .scoring import Scoring
 from .sequences import Record, read_fasta_arrays
@@ -288,7 +288,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
         crc = header["crc32"]
         sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
         if check_later:
-            pending = _in_background(lambda: _check_crc(sections[2:], crc))
+            pending = in_background(lambda: _check_crc(sections[2:], crc))
             sections = sections[:2]
         _check_crc(sections, crc)
         names = json.loads(names_raw)
@@ -314,19 +314,6 @@ def _check_crc(sections, crc: dict) -> None:
     for section, data in sections:
         if zlib.crc32(data) != crc[section]:
             raise ValueError(f"checksum of the {section} section differs")
-
-
-def _in_background(fn) -> Future:
-    """Run ``fn`` in a daemon thread (zlib releases the GIL over large buffers); its result or error in a Future."""
-    done: Future = Future()
-
-    def run():
-        try:
-            done.set_result(fn())
-        except BaseException as exc:  # handed to whoever waits
-            done.set_exception(exc)
-    threading.Thread(target=run, daemon=True).start()
-    return done
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

@@ -212,6 +212,14 @@ class Search:
         self.database = db = database if isinstance(database, Database) else \
             load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
         log.debug("search: database loaded")
+        upload = None
+        if backend != "cpu" and kernel == "scan" and db.codes is not None:
+            # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
+            # the file's; see below).
+            from .background import in_background
+
+            codes, offsets = db.codes, db.offsets
+            upload = in_background(lambda: _device_database(codes, offsets, device))
         if scoring is None:
             kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
                                    alphabet)
@@ -240,8 +248,13 @@ class Search:
             from .cuda.search import GswSearcher, ScanSearcher
 
             t0 = time.perf_counter()
+            uploaded = None
+            if upload is not None and db.letters == scoring.alphabet:
+                uploaded = upload.result()
+            elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
+                upload.exception()
             self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
-                ScanSearcher(self._codes, db.offsets, scoring, device)
+                ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
             if align:  # the reported hits, one batch per query, while the GPU scans the next query
                 self._aligner = BatchAligner(scoring, device)
             log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
@@ -264,6 +277,12 @@ class Search:
 
     def __iter__(self):
         return self.run()
+
+
+def _device_database(codes, offsets, device):
+    from .cuda.search import DeviceDatabase
+
+    return DeviceDatabase(codes, offsets, device)
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:
@@ -304,8 +323,8 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
     """
     from collections import deque
 
-    if gpu is not None and hasattr(gpu, "submit_query"):  # two queries in flight: one scans while the host
-        submit, result, depth = gpu.submit_query, gpu.result, 1  # takes the other's top hits
+    if gpu is not None and hasattr(gpu, "submit_query"):  # queries in flight: the GPU scans the next ones
+        submit, result, depth = gpu.submit_query, gpu.result, gpu.slots - 1  # while the host takes top hits
     elif gpu is not None:
         submit, result, depth = gpu.score_query, (lambda scores: scores), 0
     else:

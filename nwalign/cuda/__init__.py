@@ -72,13 +72,19 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = ()):
     import threading
 
     def run():
+        import logging
+
+        log = logging.getLogger("nwalign")
         try:
             cupy = require(device)
+            log.debug("cuda: CuPy imported (warm-up thread)")
             cupy.empty(1, dtype=cupy.uint8)  # the context exists once memory is allocated
+            log.debug("cuda: GPU %d's context made", device)
             from . import modules
 
             for name in sources:
                 modules.prebuilt_module(name)
+            log.debug("cuda: cubins loaded")
         except Exception:  # the main thread's own call reports it in one line
             pass
 

@@ -3,6 +3,7 @@ is uploaded once and kept on the GPU for every query."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from ..errors import NwalignError
 from . import modules, require
 
+log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
 
@@ -101,18 +103,18 @@ class ScanSearcher:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "wider", min_threads: int | None = None):
+                 plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
-        offsets = np.asarray(offsets, dtype=np.int64)
-        lengths = np.diff(offsets)
-        if lengths.size == 0 or lengths.min() < 1:
-            raise NwalignError("scan: every database sequence needs at least one residue")
         A = int(scoring.matrix.shape[0])
         if A > 32:
             raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32 "
                                "(use --backend cpu)")
-        self.count, self.A = int(lengths.size), A
+        # The database on the GPU in length order (made here, or beforehand from the same codes).
+        self.db = db = uploaded if uploaded is not None else DeviceDatabase(codes, offsets, device)
+        self.order, self.rank, self.sorted_lengths, self.residues = db.order, db.rank, db.sorted_lengths, db.residues
+        self.d_order, self.d_off, self.d_res = db.d_order, db.d_off, db.d_res
+        self.count, self.A = db.count, A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
         dev = cp.cuda.Device()
         self.hopper = int(dev.compute_capability) >= 90  # "90", "100": compare as numbers
@@ -120,21 +122,6 @@ class ScanSearcher:
         smem = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
         if need > smem:
             raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
-        # Longest first: the longest groups start first, and neighbours in a group have close lengths.
-        self.order = np.argsort(-lengths, kind="stable")
-        self.rank = np.empty(self.count, dtype=np.int32)  # position in length order of each sequence
-        self.rank[self.order] = np.arange(self.count, dtype=np.int32)
-        self.sorted_lengths = lengths[self.order]
-        self.residues = int(self.sorted_lengths.sum())
-        try:
-            self.d_order = cp.asarray(self.order.astype(np.int32))
-            self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
-            self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
-        except cp.cuda.memory.OutOfMemoryError:
-            free, total = cp.cuda.runtime.memGetInfo()
-            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
-                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
-                               "the upload needs about twice its size): split it, or use --backend cpu") from None
         self.limit = 32767 - int(scoring.matrix.max()) - self.go
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
@@ -149,6 +136,7 @@ class ScanSearcher:
         self._slots = [_Slot(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
                              pinned_empty((self.count,), dtype=np.int32)) for _ in range(SLOTS)]
         self._submitted = 0
+        self.slots = SLOTS
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
@@ -449,13 +437,84 @@ def _score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
     return np.repeat((s & 0xFFFF).astype(np.uint32), 32)
 
 
+class DeviceDatabase:
+    """A database on the GPU in the scan's order: sorted by decreasing length (the longest groups start
+    first, and the two sequences of a group have close lengths), uploaded once for every query.
+
+    Arguments:
+        codes: residue codes (uint8, all sequences concatenated, in file order).
+        offsets: int64 (count + 1,) sequence boundaries in ``codes``.
+        device: CUDA device index.
+
+    Attributes: ``order`` (int64 (count,): file index of each position in length order), ``rank`` (int32
+    (count,): position of each file index), ``sorted_lengths``, ``residues``, ``count``, and on the GPU
+    ``d_res`` (uint8 residues in length order), ``d_off`` (int64 offsets into it), ``d_order`` (int32).
+
+    Raises:
+        NwalignError: no usable GPU, an empty database sequence, or a database larger than the GPU's free memory.
+    """
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0):
+        cp = require(device)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.diff(offsets)
+        if lengths.size == 0 or lengths.min() < 1:
+            raise NwalignError("scan: every database sequence needs at least one residue")
+        self.count, self.device = int(lengths.size), device
+        self.order = np.argsort(-lengths, kind="stable")
+        self.rank = np.empty(self.count, dtype=np.int32)
+        self.rank[self.order] = np.arange(self.count, dtype=np.int32)
+        self.sorted_lengths = lengths[self.order]
+        self.residues = int(self.sorted_lengths.sum())
+        log.debug("scan: database sorted by length")
+        try:
+            self.d_order = cp.asarray(self.order.astype(np.int32))
+            self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
+            self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
+        except cp.cuda.memory.OutOfMemoryError:
+            free, total = cp.cuda.runtime.memGetInfo()
+            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
+                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
+                               "the upload needs about twice its size): split it, or use --backend cpu") from None
+        log.debug("scan: database uploaded")
+
+
+_CHUNK = 16 << 20  # bytes per staged copy of the database upload
+
+
+def _upload(cp, host: np.ndarray):
+    """``host`` (uint8, 1-D; a memory map is fine) on the GPU, copied through two pinned buffers of
+    :data:`_CHUNK` bytes: the driver's own staging of pageable memory ran at ~1 GB/s."""
+    from . import pinned_empty
+
+    out = cp.empty(host.size, dtype=cp.uint8)
+    if host.size <= _CHUNK:
+        out.set(np.ascontiguousarray(host))
+        return out
+    stream = cp.cuda.Stream(non_blocking=True)
+    stage = [pinned_empty((_CHUNK,), np.uint8) for _ in range(2)]
+    done = [None, None]
+    for k, a in enumerate(range(0, host.size, _CHUNK)):
+        b = min(a + _CHUNK, host.size)
+        buf = stage[k % 2]
+        if done[k % 2] is not None:
+            done[k % 2].synchronize()  # that buffer's previous copy has left it
+        np.copyto(buf[:b - a], host[a:b])
+        out[a:b].set(buf[:b - a], stream=stream)
+        done[k % 2] = stream.record()
+    stream.synchronize()
+    return out
+
+
 def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, order: np.ndarray, d_off):
     """The residues uploaded once, then copied on the GPU into length order (no host-side copy)."""
-    d_codes = cp.asarray(np.asarray(codes, dtype=np.uint8))
+    d_codes = _upload(cp, np.asarray(codes, dtype=np.uint8))
     d_src = cp.asarray(offsets)
     d_order = cp.asarray(order.astype(np.int64))
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
     count = order.size
     func = modules.prebuilt_function("sw_search", "sw_gather") or modules.function("sw_search", "sw_gather")
     func(((count + 7) // 8,), (256,), (d_codes, d_src, d_order, d_off, out, np.int64(count)))
+    # Done before any scan reads it: the scans run on other (non-blocking) streams, perhaps of another thread.
+    cp.cuda.get_current_stream().synchronize()
     return out
