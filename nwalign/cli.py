@@ -895,4 +895,14 @@ def _closed_pipe() -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    if "cupy" in sys.modules:
+        # Leave without the interpreter's teardown: freeing CuPy's memory pools and the CUDA context took
+        # ~0.2 s at the end of every GPU run, and the operating system reclaims both at once.
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # a closed pipe: let the normal exit deal with it
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)

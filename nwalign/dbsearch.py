@@ -198,7 +198,11 @@ class Search:
         if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
             from .cuda import warm_up
 
-            warm_up(device, ("sw_search", "batch_align"))
+            from .cuda.batch import KERNEL_NAMES
+            from .cuda.search import kernel_names
+
+            warm_up(device, ("sw_search", "batch_align"),
+                    lambda cc: {"sw_search": kernel_names(cc >= 90), "batch_align": KERNEL_NAMES})
         if isinstance(queries, os.PathLike):
             from .scoring import max_sequence_length
             from .sequences import read_fasta

@@ -65,10 +65,12 @@ def pinned_empty(shape, dtype):
     return np.ndarray(shape, dtype=dtype, buffer=mem)
 
 
-def warm_up(device: int = 0, sources: tuple[str, ...] = ()):
+def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
     """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
-    while the caller reads its input (context creation takes a few tenths of a second). Returns the
-    thread; errors are left for the caller's own first CUDA call to raise."""
+    while the caller reads its input (context creation takes a few tenths of a second). ``kernels``: a
+    function of the GPU's compute capability (an int, 90 for 9.0) giving {source: mangled kernel names}
+    to load now (the driver otherwise loads each at its first launch). Returns the thread; errors are
+    left for the caller's own first CUDA call to raise."""
     import threading
 
     def run():
@@ -84,6 +86,12 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = ()):
 
             for name in sources:
                 modules.prebuilt_module(name)
+            capability = int(cupy.cuda.Device().compute_capability)
+            for name, names in (kernels(capability) if kernels else {}).items():
+                for mangled in names:
+                    func = modules.prebuilt_function(name, mangled)
+                    if func is not None:
+                        func.max_threads_per_block  # an attribute query loads the kernel's code
             log.debug("cuda: cubins loaded")
         except Exception:  # the main thread's own call reports it in one line
             pass

@@ -20,6 +20,7 @@ OUT = 6     # BATCH_OUT: ints per pair of results
 from .structs import BATCH_ARGS as _ARGS, BATCH_JOB as _JOB  # noqa: E402
 
 _KERNELS = {0: "batch_align_global", 1: "batch_align_local"}
+KERNEL_NAMES = tuple(_KERNELS.values())
 THREADS = 128  # 4 warps per block, one pair per warp
 
 

@@ -357,6 +357,15 @@ def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
     return f"_Z7sw_scanILb{int(wide)}ELi{G}ELi{R}ELb{int(multi)}EEv6SwArgs"
 
 
+def kernel_names(hopper: bool = True) -> list[str]:
+    """Mangled names of the scan kernels the default plan may launch on a GPU with (``hopper``) or
+    without DPX instructions, and the gather kernel: for :func:`nwalign.cuda.warm_up`."""
+    single, r_multi, wide = CONFIGS[hopper]
+    configs = [(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper] + WIDER_SINGLE[hopper]]
+    configs += [(False, g, r_multi, True) for g in GROUPS] + [(True, *wide, True)]
+    return [_mangled(*c) for c in configs] + ["sw_gather"]
+
+
 def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
     """The kernel from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
     return modules.prebuilt_function("sw_search", _mangled(wide, G, R, multi)) or \
@@ -455,18 +464,18 @@ class DeviceDatabase:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0):
-        cp = require(device)
         offsets = np.asarray(offsets, dtype=np.int64)
         lengths = np.diff(offsets)
         if lengths.size == 0 or lengths.min() < 1:
             raise NwalignError("scan: every database sequence needs at least one residue")
         self.count, self.device = int(lengths.size), device
-        self.order = np.argsort(-lengths, kind="stable")
+        self.order = np.argsort(-lengths, kind="stable")  # before CuPy is imported, if it is not yet
         self.rank = np.empty(self.count, dtype=np.int32)
         self.rank[self.order] = np.arange(self.count, dtype=np.int32)
         self.sorted_lengths = lengths[self.order]
         self.residues = int(self.sorted_lengths.sum())
         log.debug("scan: database sorted by length")
+        cp = require(device)
         try:
             self.d_order = cp.asarray(self.order.astype(np.int32))
             self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
