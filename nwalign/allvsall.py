@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import cpu
-from .engine import Encoded, align_pair
+from .engine import Encoded, align_pair, alignment_from_path
 from .errors import NwalignError
 from .results import Alignment, finish
 from .scoring import Scoring
@@ -39,6 +39,7 @@ COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch"
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {"qseqid", "sseqid", "score", "qlen", "slen"}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
+GPU_BATCH = 512  # pairs per launch of the GPU's batched alignment (one aligns while the last is finished)
 
 
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
@@ -153,6 +154,28 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                         target_seq=t.record.seq)
         return i, j, finish(aln, q.codes, t.codes, scoring)
 
+    gpu_aligner = None
+    if backend == "cuda" and traceback and not use_bound and scoring.mode in ("global", "local"):
+        # Every pair's alignment, none filtered by the band (a distance matrix, alignment columns): in
+        # batches on the GPU (kernels/batch_align.cu, the CPU engine's alignments).
+        from .cuda.batch import BatchAligner
+
+        gpu_aligner = BatchAligner(scoring, device)
+        stats["kernel"] = "batch_align"
+        log.info("allpairs: alignments in GPU batches of up to %d pairs (batch_align)", TILE)
+    def gpu_survivors(todo):
+        """(i, j, alignment) of every pair in order: one batch of GPU_BATCH pairs aligns on the GPU while
+        the previous batch's alignments are finished and yielded."""
+        pending = None
+        for lo in range(0, len(todo) + GPU_BATCH, GPU_BATCH):
+            chunk = todo[lo:lo + GPU_BATCH]
+            batch = gpu_aligner.submit([(a[i].codes, targets[j].codes) for i, j, _ in chunk]) if chunk else None
+            if pending is not None:
+                done, paths = pending[0], pending[1].result()
+                for (i, j, _), path in zip(done, paths):
+                    yield i, j, alignment_from_path(a[i], targets[j], scoring, path)
+            pending = (chunk, batch) if chunk else None
+
     if backend == "cuda" and need_scores:
         from .cuda.allpairs import AllPairsScorer
 
@@ -166,9 +189,9 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         shifted = (_shift(p, offset) for p in pair_batches(len(a), None if b is None else len(b), size))
         scored = ((_shift(p, -offset), s) for p, s in scorer.stream(shifted, name))
     else:
-        if backend == "cuda":
-            log.info("allpairs: every pair needs its alignment (no --min-identity filter in global mode, and "
-                     "alignment columns requested): all of them run on the CPU engine, the GPU is not used")
+        if backend == "cuda" and gpu_aligner is None:
+            log.info("allpairs: every pair needs its alignment in %s mode, which the GPU's batch kernel does "
+                     "not align: all of them run on the CPU engine", scoring.mode)
 
         def cpu_batches():
             for pairs in pair_batches(len(a), None if b is None else len(b), TILE):
@@ -199,12 +222,13 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                         stats["filtered"] += 1
                         continue
                     todo.append((i, j, score))
-            for lo in range(0, len(todo), TILE):  # bounded: results are held until yielded
-                for i, j, aln in mapper(survivor, todo[lo:lo + TILE]):
-                    passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
-                    if not passes:
-                        stats["below"] += 1
-                    yield PairResult(i, j, aln, passes)
+            aligned = gpu_survivors(todo) if gpu_aligner is not None else \
+                (item for lo in range(0, len(todo), TILE) for item in mapper(survivor, todo[lo:lo + TILE]))
+            for i, j, aln in aligned:  # bounded: TILE pairs' results at a time are held until yielded
+                passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
+                if not passes:
+                    stats["below"] += 1
+                yield PairResult(i, j, aln, passes)
             clock = time.perf_counter()
     finally:
         if pool:

@@ -15,11 +15,11 @@ import numpy as np
 
 from . import cpu
 from .database import Database
-from .engine import Encoded, align_pair
+from .engine import Encoded, align_pair, alignment_from_path
 from .errors import NwalignError
 from .formats import field as column_field
 from .formats import needs_alignment
-from .results import Alignment, finish
+from .results import Alignment
 from .scoring import Scoring
 from .sequences import Record
 from .statistics import KarlinAltschul
@@ -93,16 +93,12 @@ def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scori
 def _hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan_score: int, path, scoring: Scoring,
                    evalue, bitscore) -> Hit:
     """A hit from an alignment computed elsewhere (``path``: :func:`nwalign.cpu.align_codes`'s tuple)."""
-    score, qs, qe, ts, te, ops = path
-    if score != scan_score:  # two engines disagree: never report either
+    if path[0] != scan_score:  # two engines disagree: never report either
         raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment scores "
-                           f"{score}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
-    t = codes[db.offsets[k]:db.offsets[k + 1]]
-    target = db.record(k)
-    aln = Alignment(query_id=query.record.id, target_id=target.id, mode=scoring.mode, score=score,
-                    query_length=len(query.codes), target_length=len(t), query_start=qs, query_end=qe,
-                    target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq, target_seq=target.seq)
-    return Hit(query.record, k, finish(aln, query.codes, t, scoring), evalue, bitscore, db.descriptions[k])
+                           f"{path[0]}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, alignment_from_path(query, target, scoring, path), evalue, bitscore,
+               db.descriptions[k])
 
 
 def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:

@@ -107,12 +107,10 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     if backend == "cuda":
         from .cuda.pair import Options, run_kernel
 
-        (score, qs, qe, ts, te, ops), _ = run_kernel(q, t, scoring, not score_only, cuda_options or Options())
+        path, _ = run_kernel(q, t, scoring, not score_only, cuda_options or Options())
         if score_only:
-            return Alignment(score=score, **base)
-        aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
-                        query_seq=query.record.seq, target_seq=target.record.seq, **base)
-        return finish(aln, q, t, scoring)
+            return Alignment(score=path[0], **base)
+        return alignment_from_path(query, target, scoring, path)
     if score_only:
         score = _interruptible(len(q) * len(t), cpu.score_codes, q, t, scoring.matrix, scoring.gap_open,
                                scoring.gap_extend, scoring.mode_code)
@@ -128,12 +126,22 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
             log.info("traceback %s x %s: linear space, checkpoints every %d rows (matrix would need %s, "
                      "--max-memory is %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
                      format_bytes(max_memory))
-    score, qs, qe, ts, te, ops = _interruptible(len(q) * len(t), cpu.align_codes, q, t, scoring.matrix,
-                                                scoring.gap_open, scoring.gap_extend, scoring.mode_code, max_memory,
-                                                band_rows, progress)
-    aln = Alignment(score=score, query_start=qs, query_end=qe, target_start=ts, target_end=te, ops=ops,
-                    query_seq=query.record.seq, target_seq=target.record.seq, **base)
-    return finish(aln, q, t, scoring)
+    path = _interruptible(len(q) * len(t), cpu.align_codes, q, t, scoring.matrix, scoring.gap_open,
+                          scoring.gap_extend, scoring.mode_code, max_memory, band_rows, progress)
+    return alignment_from_path(query, target, scoring, path)
+
+
+def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path) -> Alignment:
+    """The complete :class:`~nwalign.results.Alignment` of an engine's path: ``path`` is the tuple
+    (score, query_start, query_end, target_start, target_end, ops) that :func:`nwalign.cpu.align_codes`,
+    the CUDA pair kernels and :class:`nwalign.cuda.batch.BatchAligner` return (0-based half-open
+    coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse)."""
+    score, qs, qe, ts, te, ops = path
+    aln = Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
+                    query_length=len(query.codes), target_length=len(target.codes), query_start=qs,
+                    query_end=qe, target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq,
+                    target_seq=target.record.seq)
+    return finish(aln, query.codes, target.codes, scoring)
 
 
 def _interruptible(cells: int, fn, *args):

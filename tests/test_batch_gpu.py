@@ -134,3 +134,37 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
         got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10, gpu=gpu,
                                                                    aligner=aligner)]
         assert got == want and len(got) == 10
+
+
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
+    """allpairs with alignment columns, and with a distance matrix (every pair aligned, no band), takes
+    the batched GPU alignment: rows and matrix identical to the CPU engine's, over more pairs than one
+    GPU batch; semiglobal (not a batch-kernel mode) stays on the CPU engine."""
+    from nwalign import allpairs
+    from nwalign.allvsall import GPU_BATCH
+    from nwalign.cli import main
+
+    rng = np.random.default_rng(5)
+    base = "".join(rng.choice(list("ACGT"), 300))
+    seqs = [base] + ["".join(ch if rng.random() > 0.1 else rng.choice(list("ACGT")) for ch in base)
+                     for _ in range(35)]
+    assert len(seqs) * (len(seqs) - 1) // 2 > GPU_BATCH
+    cols = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps")
+    runs = {b: allpairs(seqs, mode=mode, columns=cols, backend=b) for b in ("cuda", "cpu")}
+    rows = {b: [(r.i, r.j, r.aln.score, r.aln.cigar(), r.aln.nident, r.aln.query_start, r.aln.target_end)
+                for r in run] for b, run in runs.items()}
+    assert rows["cuda"] == rows["cpu"] and runs["cuda"].stats["kernel"] == "batch_align"
+    fa = tmp_path / "s.fa"
+    fa.write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(seqs[:12])))
+    outs = {}
+    for backend in ("cuda", "cpu"):
+        npy = tmp_path / f"{backend}.npy"
+        assert main(["allpairs", str(fa), "--mode", mode, "--backend", backend, "--columns", ",".join(cols),
+                     "--matrix-out", str(npy), "-o", str(tmp_path / f"{backend}.tsv")]) == 0
+        outs[backend] = ((tmp_path / f"{backend}.tsv").read_text(), np.load(npy))
+    assert outs["cuda"][0] == outs["cpu"][0] and np.array_equal(outs["cuda"][1], outs["cpu"][1])
+    semi = allpairs(seqs[:4], mode="semiglobal", columns=cols, backend="cuda")
+    assert [r.aln.cigar() for r in semi] == [r.aln.cigar() for r in allpairs(seqs[:4], mode="semiglobal",
+                                                                               columns=cols, backend="cpu")]
+    assert semi.stats["kernel"] == "cpu"

@@ -21,6 +21,7 @@ from .structs import BATCH_ARGS as _ARGS, BATCH_JOB as _JOB  # noqa: E402
 
 _KERNELS = {0: "batch_align_global", 1: "batch_align_local"}
 KERNEL_NAMES = tuple(_KERNELS.values())
+MODES = ("global", "local")  # the scoring modes the batch kernel aligns
 THREADS = 128  # 4 warps per block, one pair per warp
 
 
