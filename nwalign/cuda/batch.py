@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ..errors import NwalignError
-from ..ops import finish_path
+from ..ops import GLOBAL, OP_DEL, OP_INS
 from . import modules, require
 
 BAND = 256  # query rows per band of the kernel (32 lanes x 8 rows)
@@ -59,6 +59,7 @@ class BatchAligner:
         self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
         free, _ = cp.cuda.runtime.memGetInfo()
         self.budget = int(min(max_memory, free // 2))
+        self._max_abs = scoring.max_abs_score()  # asked per pair by fits()
         self.func = modules.prebuilt_function("batch_align", _KERNELS[scoring.mode_code]) or \
             modules.function("batch_align", _KERNELS[scoring.mode_code])
         self.blocks = modules.resident_blocks(self.func, THREADS)
@@ -68,7 +69,7 @@ class BatchAligner:
 
     def fits(self, m: int, n: int) -> bool:
         """Whether an m x n pair is aligned on the GPU (directions within the budget, scores in int32)."""
-        return dirs_bytes(m, n) <= self.budget and (m + n + 1) * self.scoring.max_abs_score() < (1 << 29)
+        return dirs_bytes(m, n) <= self.budget and (m + n + 1) * self._max_abs < (1 << 29)
 
     def submit(self, pairs: list[tuple[np.ndarray, np.ndarray]]) -> "BatchResult":
         """Start aligning ``pairs`` (uint8 code arrays, lengths >= 1) and return at once; see
@@ -91,15 +92,14 @@ class BatchAligner:
     def _launch(self, pairs, ks: list[int]):
         cp = self.cp
         jobs = np.zeros(len(ks), dtype=_JOB)
-        q_off = t_off = d_off = r_off = o_off = 0
-        for x, k in enumerate(ks):
-            m, n = len(pairs[k][0]), len(pairs[k][1])
-            jobs[x] = (q_off, t_off, d_off, r_off, o_off, m, n)
-            q_off += m
-            t_off += n
-            d_off += dirs_bytes(m, n) // 4
-            r_off += 2 * (n + 1)
-            o_off += m + n
+        m = np.array([len(pairs[k][0]) for k in ks], dtype=np.int64)
+        n = np.array([len(pairs[k][1]) for k in ks], dtype=np.int64)
+        jobs["m"], jobs["n"] = m, n
+        # Each pair's start in the concatenated queries, targets, direction words (dirs_bytes / 4), rows, ops.
+        sizes = {"q": m, "t": n, "dirs": -(-m // BAND) * 32 * (n + 1), "row": 2 * (n + 1), "ops": m + n}
+        for field, size in sizes.items():
+            jobs[field][1:] = np.cumsum(size)[:-1]
+        d_off, r_off, o_off = (int(sizes[f].sum()) for f in ("dirs", "row", "ops"))
         with self.stream:
             d_q = cp.asarray(np.concatenate([pairs[k][0] for k in ks]).astype(np.uint8, copy=False))
             d_t = cp.asarray(np.concatenate([pairs[k][1] for k in ks]).astype(np.uint8, copy=False))
@@ -133,13 +133,16 @@ class BatchResult:
         for ks, jobs, _, ops, out, done in self.launches:
             while not done.done:  # poll and sleep: other threads keep the GIL meanwhile
                 time.sleep(2e-4)
-            h_out = out.get().reshape(-1, OUT)
+            h_out = out.get().reshape(-1, OUT).tolist()
             h_ops = ops.get()
-            for x, k in enumerate(ks):
-                score, end_i, end_j, i, j, nops = (int(v) for v in h_out[x])
-                path = np.zeros(nops + i + j, dtype=np.uint8)  # room for global mode's leading gaps
-                path[:nops] = h_ops[jobs["ops"][x]:jobs["ops"][x] + nops]
-                got[k] = finish_path(mode, score, i, end_i, j, end_j, path, nops)
+            starts = jobs["ops"].tolist()
+            for x, k in enumerate(ks):  # finish_path's result, built with one copy per pair
+                score, end_i, end_j, i, j, nops = h_out[x]
+                path = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
+                if mode == GLOBAL and (i or j):  # global: on along row 0 / column 0 to the origin
+                    path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
+                    i = j = 0
+                got[k] = (score, i, end_i, j, end_j, path.copy() if path.base is not None else path)
         for k, value in enumerate(got):
             if value is None:  # too large for the GPU budget: the CPU engine (bounded memory)
                 from ..cpu import align_codes
