@@ -101,16 +101,17 @@ def coordinates(aln: Alignment) -> tuple[int, int, int, int]:
 
 
 def to_dict(aln: Alignment) -> dict:
-    """The JSON object of one result (coordinates 1-based inclusive, identity as a fraction)."""
-    out = {"query_id": aln.query_id, "target_id": aln.target_id, "mode": aln.mode, "score": aln.score,
-           "query_length": aln.query_length, "target_length": aln.target_length}
+    """The JSON object of one result, keyed by :data:`COLUMNS`' names as search's JSON is (BLAST's:
+    qseqid, qstart, ...; coordinates 1-based inclusive), with ``mode`` and ``identity``/``similarity``
+    as fractions. Before version 0.2 the keys were the pair report's (query_id, query_start, ...: :data:`ALIASES`)."""
+    out = {"qseqid": aln.query_id, "sseqid": aln.target_id, "mode": aln.mode, "score": aln.score,
+           "qlen": aln.query_length, "slen": aln.target_length}
     if aln.score_only:
         return out
     qs, qe, ts, te = coordinates(aln)
-    out.update(query_start=qs, query_end=qe, target_start=ts, target_end=te, length=aln.length,
-               nident=aln.nident, mismatch=aln.mismatch, identity=round(aln.identity, 6),
-               similarity=round(aln.similarity, 6), gaps=aln.gaps, gap_opens=aln.gap_opens,
-               cigar=aln.cigar())
+    out.update(qstart=qs, qend=qe, sstart=ts, send=te, length=aln.length, nident=aln.nident, mismatch=aln.mismatch,
+               identity=round(aln.identity, 6), similarity=round(aln.similarity, 6), gaps=aln.gaps,
+               gapopen=aln.gap_opens, cigar=aln.cigar())
     return out
 
 

@@ -35,12 +35,14 @@ def test_json_one_against_many(capsys, pair_files):
     code, out, err = run(capsys, "pair", *pair_files, "--format", "json")
     assert code == 0 and err == ""
     rows = [json.loads(line) for line in out.splitlines()]
-    assert [r["target_id"] for r in rows] == ["t1", "t2"]
+    assert [r["sseqid"] for r in rows] == ["t1", "t2"]
+    # One vocabulary with search's JSON: BLAST's names for the shared fields.
+    assert {"qseqid", "sseqid", "qstart", "qend", "sstart", "send", "qlen", "slen", "gapopen"} <= set(rows[0])
     for r in rows:
-        for key in ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
-                    "target_end", "length", "identity", "similarity", "gaps", "cigar"):
+        for key in ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", "send", "length",
+                    "identity", "similarity", "gaps", "cigar"):
             assert key in r
-        assert r["query_start"] == 1 and r["query_end"] == 14 and 0 < r["identity"] <= 1
+        assert r["qstart"] == 1 and r["qend"] == 14 and 0 < r["identity"] <= 1
 
 
 def test_every_format(capsys, pair_files):
@@ -84,7 +86,7 @@ def test_pairing_rules(capsys, tmp_path):
 def test_random_input(capsys):
     code, out, _ = run(capsys, "pair", "--random", "300,200", "--seed", "5", "--format", "json")
     row = json.loads(out)
-    assert code == 0 and row["query_length"] == 300 and row["target_length"] == 200
+    assert code == 0 and row["qlen"] == 300 and row["slen"] == 200
     code2, out2, _ = run(capsys, "pair", "--random", "300,200", "--seed", "5", "--format", "json")
     assert out2 == out
 
@@ -172,7 +174,7 @@ def test_real_genomes_every_format(capsys):
     code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "json")
     assert code == 0, err
     row = json.loads(out)
-    assert (row["query_length"], row["target_length"]) == (29903, 29855)
+    assert (row["qlen"], row["slen"]) == (29903, 29855)
     assert 0.95 < row["identity"] < 0.97
     assert row["query_start"] == 1 and row["target_end"] == 29855
     # The score-only kernel (anti-diagonal) and the traceback agree.
