@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cpu
-from .engine import Encoded, align_pair, alignment_from_path
+from .engine import Encoded, alignment_from_path
 from .errors import NwalignError
-from .results import Alignment, finish
+from .results import Alignment
 from .scoring import Scoring
 
 log = logging.getLogger("nwalign")
@@ -39,7 +38,6 @@ COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch"
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {"qseqid", "sseqid", "score", "qlen", "slen"}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
-GPU_BATCH = 512  # pairs per launch of the GPU's batched alignment (one aligns while the last is finished)
 
 
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
@@ -116,91 +114,57 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     """
     if min_identity is not None and not 0.0 <= min_identity <= 1.0:
         raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
+    from .aligner import Aligner
+
     stats = stats if stats is not None else {}
     stats.update(pairs=0, filtered=0, below=0, kernel="cpu", cells=0, score_seconds=0.0)
     traceback = need_identity_all or min_identity is not None or not set(columns) <= SCORE_COLUMNS
     use_bound = min_identity is not None and scoring.mode == "global" and not need_identity_all
     need_scores = use_bound or not traceback
     targets = a if b is None else b
-    offset = len(a) if b is not None else 0  # GPU indices of the targets
-    go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+    aligner = Aligner(scoring, backend, device, threads, announce=False)
     pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
     mapper = pool.map if pool else map
-
-    def cpu_score(pair):
-        return cpu.score_codes(a[pair[0]].codes, targets[pair[1]].codes, scoring.matrix, go, ge, mode)
 
     def base(i, j, score):
         q, t = a[i], targets[j]
         return Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=int(score),
                          query_length=len(q.codes), target_length=len(t.codes))
 
-    def survivor(item):
+    def banded(item):
+        """A survivor of the identity bound, aligned inside the band that any alignment reaching
+        min_identity lies in (CPU engine); a score-only record when none is optimal there."""
         i, j, score = item
         q, t = a[i], targets[j]
-        if not use_bound:
-            return i, j, align_pair(q, t, scoring)
         m, n = len(q.codes), len(t.codes)
         w_max = max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
         from .cpu.banded import align_global_banded
 
-        res = align_global_banded(q.codes, t.codes, scoring.matrix, go, ge, int(score), w_max)
-        if res is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
+        path = align_global_banded(q.codes, t.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend,
+                                   int(score), w_max)
+        if path is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
             return i, j, base(i, j, score)
-        score, qs, qe, ts, te, ops = res
-        aln = Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=score,
-                        query_length=len(q.codes), target_length=len(t.codes), query_start=qs, query_end=qe,
-                        target_start=ts, target_end=te, ops=ops, query_seq=q.record.seq,
-                        target_seq=t.record.seq)
-        return i, j, finish(aln, q.codes, t.codes, scoring)
+        return i, j, alignment_from_path(q, t, scoring, path)
 
-    gpu_aligner = None
-    if backend == "cuda" and traceback and not use_bound and scoring.mode in ("global", "local"):
-        # Every pair's alignment, none filtered by the band (a distance matrix, alignment columns): in
-        # batches on the GPU (kernels/batch_align.cu, the CPU engine's alignments).
-        from .cuda.batch import BatchAligner
+    def aligned(todo):
+        """(i, j, alignment) of the pairs to align, in order: banded on the CPU under the identity bound,
+        else every pair in full by the aligner's batches (the GPU's batch kernel where it has one)."""
+        if use_bound:
+            for lo in range(0, len(todo), TILE):  # bounded: TILE results wait in order
+                yield from mapper(banded, todo[lo:lo + TILE])
+            return
+        alns = aligner.align_batch([(a[i], targets[j]) for i, j, _ in todo])
+        for (i, j, _), aln in zip(todo, alns):
+            yield i, j, aln
 
-        gpu_aligner = BatchAligner(scoring, device)
-        stats["kernel"] = "batch_align"
-        log.info("allpairs: alignments in GPU batches of up to %d pairs (batch_align)", TILE)
-    def gpu_survivors(todo):
-        """(i, j, alignment) of every pair in order: one batch of GPU_BATCH pairs aligns on the GPU while
-        the previous batch's alignments are finished and yielded."""
-        pending = None
-        for lo in range(0, len(todo) + GPU_BATCH, GPU_BATCH):
-            chunk = todo[lo:lo + GPU_BATCH]
-            batch = gpu_aligner.submit([(a[i].codes, targets[j].codes) for i, j, _ in chunk]) if chunk else None
-            if pending is not None:
-                done, paths = pending[0], pending[1].result()
-                for (i, j, _), path in zip(done, paths):
-                    yield i, j, alignment_from_path(a[i], targets[j], scoring, path)
-            pending = (chunk, batch) if chunk else None
-
-    if backend == "cuda" and need_scores:
-        from .cuda.allpairs import AllPairsScorer
-
-        scorer = AllPairsScorer([e.codes for e in a] + ([e.codes for e in b] if b is not None else []), scoring,
-                                kernel, slice_k, block, device)
-        total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
-        name = scorer.kernel_for(total)
-        stats["kernel"] = name
-        size = scorer.batch_size(name)
-        log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
-        shifted = (_shift(p, offset) for p in pair_batches(len(a), None if b is None else len(b), size))
-        scored = ((_shift(p, -offset), s) for p, s in scorer.stream(shifted, name))
+    if need_scores:
+        scored = aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b], kernel,
+                                     slice_k, block, stats)
     else:
-        if backend == "cuda" and gpu_aligner is None:
-            log.info("allpairs: every pair needs its alignment in %s mode, which the GPU's batch kernel does "
-                     "not align: all of them run on the CPU engine", scoring.mode)
-
-        def cpu_batches():
-            for pairs in pair_batches(len(a), None if b is None else len(b), TILE):
-                if need_scores:
-                    stats["cells"] += sum(len(a[i].codes) * len(targets[j].codes) for i, j in pairs.tolist())
-                    yield pairs, np.fromiter(mapper(cpu_score, pairs.tolist()), dtype=np.int64, count=len(pairs))
-                else:
-                    yield pairs, None
-        scored = cpu_batches()
+        stats["kernel"] = aligner.batch_kernel
+        if aligner.gpu:
+            log.info("allpairs: every pair is aligned (no score filter): kernel %s", aligner.batch_kernel)
+        scored = ((pairs, None) for pairs in pair_batches(len(a), None if b is None else len(b), TILE))
     try:
         clock = time.perf_counter()
         for pairs, scores in scored:
@@ -222,9 +186,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                         stats["filtered"] += 1
                         continue
                     todo.append((i, j, score))
-            aligned = gpu_survivors(todo) if gpu_aligner is not None else \
-                (item for lo in range(0, len(todo), TILE) for item in mapper(survivor, todo[lo:lo + TILE]))
-            for i, j, aln in aligned:  # bounded: TILE pairs' results at a time are held until yielded
+            for i, j, aln in aligned(todo):
                 passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
                 if not passes:
                     stats["below"] += 1
@@ -233,16 +195,6 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     finally:
         if pool:
             pool.shutdown()
-    if backend == "cuda" and need_scores:
-        stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.gpu_seconds
-
-
-def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
-    if offset == 0:
-        return pairs
-    out = pairs.copy()
-    out[:, 1] += offset
-    return out
 
 
 class AllPairs:

@@ -56,8 +56,9 @@ def pair_plan(queries: list, targets: list) -> list[tuple[int, int]]:
     )
 
 
-def choose_backend(name: str) -> str:
-    """Resolve ``auto``: CUDA when CuPy imports and sees a GPU, else the CPU engine (``-v`` says why).
+def choose_backend(name: str, announce: bool = True) -> str:
+    """Resolve ``auto``: CUDA when CuPy imports and sees a GPU, else the CPU engine (``-v`` says why,
+    unless ``announce`` is False: a name its caller resolved already).
 
     Raises:
         NwalignError: unknown backend, or ``cuda`` requested without CuPy or a GPU.
@@ -66,15 +67,16 @@ def choose_backend(name: str) -> str:
 
     if name not in BACKENDS:
         raise NwalignError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
+    say = log.info if announce else log.debug
     if name == "cpu":
-        log.info("backend: cpu (requested)")
+        say("backend: cpu (requested)")
         return "cpu"
     if cuda.available():
-        log.info("backend: cuda (%s; %s)", "requested" if name == "cuda" else "auto", cuda.why_unavailable())
+        say("backend: cuda (%s; %s)", "requested" if name == "cuda" else "auto", cuda.why_unavailable())
         return "cuda"
     if name == "cuda":
         raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
-    log.info("backend: cpu (auto: %s)", cuda.why_unavailable())
+    say("backend: cpu (auto: %s)", cuda.why_unavailable())
     return "cpu"
 
 

@@ -24,7 +24,8 @@ def test_public_names_and_doctests():
     for name in nwalign.__all__:
         assert getattr(nwalign, name).__doc__, name
     assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.dbsearch"
-    for module in ("nwalign", "nwalign.dbsearch", "nwalign.allvsall", "nwalign.sequences", "nwalign.engine"):
+    for module in ("nwalign", "nwalign.dbsearch", "nwalign.allvsall", "nwalign.sequences", "nwalign.engine",
+                   "nwalign.aligner"):
         failures, tried = doctest.testmod(importlib.import_module(module))
         assert tried > 0 and failures == 0, module
 
@@ -160,3 +161,50 @@ def test_allpairs_api_equals_the_command_line(capsys):
 def test_allpairs_api_errors(call, message):
     with pytest.raises(NwalignError, match=message):
         call()
+
+
+def test_aligner_one_interface_on_the_cpu():
+    """Aligner: one pair, pairs one after another, pairs in batches, score pairs and score one query
+    against a database give the CPU engine's results; inputs of every kind; bad letters and a
+    non-local database scan are refused in one line."""
+    from Bio.Seq import Seq
+
+    from nwalign import Aligner, NwalignError, make_scoring
+    from nwalign.cpu import align_codes, score_codes
+    from nwalign.dbsearch import scan
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(OPAL)
+    scoring = make_scoring("protein", "local")
+    aligner = Aligner(scoring, backend="cpu", threads=2)
+    assert aligner.backend == "cpu" and aligner.batch_kernel == "cpu"
+    pairs = [(recs[i], recs[j]) for i in range(len(recs)) for j in range(len(recs))]
+    want = [align_codes(scoring.encode(q), scoring.encode(t), scoring.matrix, 11, 1, scoring.mode_code)
+            for q, t in pairs]
+    one = [aligner.align(q, t) for q, t in pairs]
+    many = list(aligner.align_many(pairs))
+    batch = list(aligner.align_batch(pairs))
+    for got in (one, many, batch):
+        assert [(a.score, a.query_start, a.query_end, a.target_start, a.target_end) for a in got] == \
+            [w[:5] for w in want]
+        assert all(np.array_equal(a.ops, w[5]) for a, w in zip(got, want))
+    assert aligner.align(Seq(recs[0].seq), recs[0].seq.encode()).score == want[0][0]
+    codes = [scoring.encode(r) for r in recs]
+    stats: dict = {}
+    got = [(p, s) for p, s in aligner.score_pairs(codes, stats=stats)]
+    flat = np.concatenate([p for p, _ in got])
+    assert flat.tolist() == [[i, j] for i in range(len(recs)) for j in range(i + 1, len(recs))]
+    assert np.concatenate([s for _, s in got]).tolist() == \
+        [score_codes(codes[i], codes[j], scoring.matrix, 11, 1, 1) for i, j in flat.tolist()]
+    assert stats["kernel"] == "cpu" and stats["cells"] > 0
+    against = list(aligner.score_pairs(codes[:2], codes[2:]))
+    assert np.concatenate([p for p, _ in against]).tolist() == [[i, j] for i in range(2) for j in range(3)]
+    offsets = np.concatenate(([0], np.cumsum([len(c) for c in codes])))
+    db = np.concatenate(codes)
+    assert aligner.score_against(codes[0], db, offsets).tolist() == scan(codes[0], db, offsets, scoring).tolist()
+    with pytest.raises(NwalignError, match="letter"):
+        aligner.align("MKV1", "MKV")
+    with pytest.raises(NwalignError, match="local"):
+        Aligner(make_scoring("protein", "global"), backend="cpu").score_against(codes[0], db, offsets)
+    with pytest.raises(NwalignError, match="unknown backend"):
+        Aligner(scoring, backend="tpu")

@@ -142,7 +142,7 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
     the batched GPU alignment: rows and matrix identical to the CPU engine's, over more pairs than one
     GPU batch; semiglobal (not a batch-kernel mode) stays on the CPU engine."""
     from nwalign import allpairs
-    from nwalign.allvsall import GPU_BATCH
+    from nwalign.aligner import BATCH as GPU_BATCH
     from nwalign.cli import main
 
     rng = np.random.default_rng(5)
@@ -168,3 +168,31 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
     assert [r.aln.cigar() for r in semi] == [r.aln.cigar() for r in allpairs(seqs[:4], mode="semiglobal",
                                                                                columns=cols, backend="cpu")]
     assert semi.stats["kernel"] == "cpu"
+
+
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_aligner_cuda_equals_cpu(mode):
+    """The Aligner's five operations on the CUDA backend give the CPU backend's results (pair kernel,
+    batch kernel, all-pairs kernels, and in local mode the database scan)."""
+    from nwalign import Aligner
+
+    recs = read_fasta(BENCH20)[:6]
+    scoring = make_scoring("protein", mode)
+    gpu, cpu = Aligner(scoring, backend="cuda"), Aligner(scoring, backend="cpu", threads=4)
+    assert gpu.backend == "cuda" and gpu.batch_kernel == "batch_align"
+    pairs = [(recs[i], recs[j]) for i in range(len(recs)) for j in range(len(recs))]
+
+    def key(alns):
+        return [(a.score, a.query_start, a.query_end, a.target_start, a.target_end, a.cigar()) for a in alns]
+    want = key(cpu.align_batch(pairs))
+    assert key(gpu.align_batch(pairs)) == want
+    assert [a.score for a in gpu.align_many(pairs)] == [w[0] for w in want]
+    assert gpu.align(recs[0], recs[1]).score == want[1][0]
+    codes = [scoring.encode(r) for r in recs]
+    got = {b: [(p.tolist(), s.tolist()) for p, s in a.score_pairs(codes)] for b, a in (("g", gpu), ("c", cpu))}
+    flat = {b: ([x for p, _ in v for x in p], [x for _, s in v for x in s]) for b, v in got.items()}
+    assert flat["g"] == flat["c"]
+    if mode == "local":
+        offsets = np.concatenate(([0], np.cumsum([len(c) for c in codes])))
+        db = np.concatenate(codes)
+        assert gpu.score_against(codes[2], db, offsets).tolist() == cpu.score_against(codes[2], db, offsets).tolist()
