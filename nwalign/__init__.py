@@ -8,6 +8,7 @@ The public API:
 - :func:`align`: one pair of sequences -> :class:`Alignment`.
 - :func:`search`: queries against a database -> ``(query, hits)`` per query (:class:`Hit`).
 - :func:`allpairs`: every pair of a set (or set against set) -> ``PairResult`` per pair.
+- :class:`Pairs`: the pair command's job (queries against targets, paired one-to-many or i-to-i).
 - :class:`Aligner`: a scoring scheme on a backend chosen once (align one pair, many pairs one after
   another or in batches, score pairs, score one query against a database).
 - :class:`Database` (FASTA or ``.nwdb``), :class:`Scoring` (made by :func:`make_scoring`),
@@ -20,7 +21,7 @@ The public API:
 
 __version__ = "0.1.0"
 
-from .aligner import Aligner  # noqa: E402
+from .aligner import Aligner, Pairs  # noqa: E402
 from .allvsall import AllPairs, allpairs  # noqa: E402
 from .database import Database  # noqa: E402
 from .engine import align  # noqa: E402
@@ -30,5 +31,5 @@ from .scoring import Scoring, make_scoring  # noqa: E402
 from .dbsearch import Hit, Search, search  # noqa: E402
 from .sequences import read_fasta  # noqa: E402
 
-__all__ = ["Aligner", "AllPairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",
+__all__ = ["Aligner", "AllPairs", "Pairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",
            "make_scoring", "read_fasta", "search"]

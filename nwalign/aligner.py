@@ -235,3 +235,87 @@ def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
     out = pairs.copy()
     out[:, 1] += offset
     return out
+
+
+class Pairs:
+    """The pair command's job, prepared and ready to run: query records against target records, paired as
+    :func:`nwalign.engine.pair_plan` says (one against each, each against one, or i against i), each
+    pair aligned in full by an :class:`Aligner` (Gotoh's affine-gap Needleman-Wunsch, Smith-Waterman or
+    semi-global; on a GPU the ``wavefront`` kernel unless ``kernel`` names one of the papers').
+
+    Arguments:
+        queries, targets: records, or anything :func:`nwalign.sequences.as_records` takes, or FASTA files
+            as ``pathlib.Path`` (an over-long record is refused while it is read).
+        scoring: a :class:`~nwalign.scoring.Scoring`; None builds one from ``mode``, ``alphabet`` (``auto``:
+            guessed from both sides' letters, which must agree), ``matrix``, ``match``/``mismatch``,
+            ``gap_open``/``gap_extend`` with the command line's defaults.
+        score_only: optimal scores only (linear memory).
+        backend, device, threads, max_memory: as :class:`Aligner` takes them.
+        kernel, block, shared: the GPU pair kernel and its knobs (:class:`nwalign.cuda.pair.Options`).
+        query_source, target_source: names for the two sides in messages (file names).
+
+    Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
+    ``scoring``, ``aligner``, ``backend``.
+
+    Raises:
+        NwalignError: bad sequences or letters, sides of different alphabets, record counts that cannot
+            be paired, sequences too long for 32-bit scores, an unknown matrix, mode or backend.
+    """
+
+    def __init__(self, queries, targets, scoring: Scoring | None = None, *, mode: str = "global",
+                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
+                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
+                 score_only: bool = False, backend: str = "auto", device: int = 0, threads: int = 1,
+                 max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
+                 shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
+                 target_source: str = "target"):
+        import os
+
+        from .engine import encode_all, pair_plan
+        from .scoring import make_scoring, max_sequence_length
+        from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
+
+        sides = []
+        for items, source in ((queries, query_source), (targets, target_source)):
+            if isinstance(items, os.PathLike):
+                source = os.fspath(items)
+                limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) \
+                    if scoring is None else None
+                items = read_fasta(source, limit)
+            sides.append((as_records(items, "query" if not sides else "target"), source))
+        (qrecs, qname), (trecs, tname) = sides
+        if scoring is None:
+            kind = choose_alphabet([(qname, letter_counts(qrecs)), (tname, letter_counts(trecs))], alphabet)
+            scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+        self.scoring = scoring
+        qrecs, trecs = unique_records(qrecs, qname), unique_records(trecs, tname)  # warns: after the errors
+        log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
+                 scoring.gap_extend, scoring.mode)
+        self.queries, self.targets = encode_all(qrecs, scoring, qname), encode_all(trecs, scoring, tname)
+        self.plan = pair_plan(self.queries, self.targets)
+        for qi, ti in self.plan:
+            scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
+        self.score_only = score_only
+        self.backend = choose_backend(backend)
+        options = None
+        if self.backend == "cuda":
+            from .cuda.pair import Options
+
+            options = Options(kernel=kernel, block=block, shared=shared, device=device, max_memory=gpu_max_memory)
+            log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
+                     if kernel == "diagonal-block" else "")
+        self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
+
+    def cells(self, k: int = 0) -> int:
+        """DP cells of pair ``k`` of the plan."""
+        qi, ti = self.plan[k]
+        return len(self.queries[qi].codes) * len(self.targets[ti].codes)
+
+    def run(self, progress=None) -> Iterator[Alignment]:
+        """The alignments in plan order. A pair whose traceback cannot fit ``max_memory`` is refused here,
+        before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback."""
+        return self.aligner.align_many(((self.queries[a], self.targets[b]) for a, b in self.plan), self.score_only,
+                                       progress)
+
+    def __iter__(self):
+        return self.run()

@@ -26,13 +26,12 @@ from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
 from .cuda.allpairs import KERNELS as AP_KERNELS
 from .cuda.allpairs import SLICES as AP_SLICES
 from .cuda import DEFAULT_KERNEL, KERNELS
-from .engine import BACKENDS, DEFAULT_MAX_MEMORY, align_pairs, choose_backend, encode_all, pair_plan
+from .engine import BACKENDS, DEFAULT_MAX_MEMORY
 from .errors import NwalignError
 from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, field, needs_alignment
 from .formats import COLUMNS as TSV_FIELDS
-from .scoring import MODES, make_scoring, max_sequence_length
-from .sequences import (ALPHABETS, choose_alphabet, letter_counts, mutate, parse_lengths, parse_region, phylip_names,
-                        random_records, read_fasta, unique_records)
+from .scoring import MODES
+from .sequences import ALPHABETS, mutate, parse_lengths, parse_region, phylip_names, random_records, read_fasta
 
 log = logging.getLogger("nwalign")
 
@@ -286,81 +285,78 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
       nwalign pair --mode local --format json q.fa.gz db.fa
       nwalign pair --random 10k,10k --score-only
     """
+    from .aligner import Pairs
+
     _setup_logging(verbose, quiet)
-    memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
-    if threads == 0:
-        threads = os.cpu_count() or 1
     if score_only and fmt in NEEDS_ALIGNMENT:
         raise NwalignError(f"--format {fmt} needs the alignment; drop --score-only or use pair/json/tsv")
-    cols = None
-    if columns is not None:
-        if fmt != "tsv":
-            raise NwalignError(f"--columns is for --format tsv (not {fmt})")
-        cols = parse_columns(columns, tuple(TSV_FIELDS) + tuple(ALIASES))
-        if score_only and any(needs_alignment(c) for c in cols):
-            raise NwalignError(f"--columns {next(c for c in cols if needs_alignment(c))} needs the alignment; "
-                               "drop --score-only")
+    cols = _pair_columns(columns, fmt, score_only)
     if random_lengths:
         if query or target:
             raise NwalignError("give either --random or QUERY and TARGET files, not both")
         kind = "dna" if alphabet == "auto" else alphabet
         lengths = parse_lengths(random_lengths)
         records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed, mutate_rate)
-        queries, targets, qname, tname = records[:1], records[1:], "--random", "--random"
+        inputs, names = (records[:1], records[1:]), ("--random", "--random")
         log.info("alphabet: %s (--random)", kind)
     else:
-        if mutate_rate is not None:
-            raise NwalignError("--mutate goes with --random; for files use 'nwalign mutate'")
-        if not query or not target:
-            raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
-        if query == "-" and target == "-":
-            raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
-        limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend)
-        queries, targets, qname, tname = read_fasta(query, limit), read_fasta(target, limit), query, target
-        kind = choose_alphabet([(qname, letter_counts(queries)), (tname, letter_counts(targets))], alphabet)
-    scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
-    queries, targets = unique_records(queries, qname), unique_records(targets, tname)  # warns: after option errors
-    log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
-             scoring.gap_extend, mode)
-    qenc = encode_all(queries, scoring, qname)
-    tenc = encode_all(targets, scoring, tname)
-    plan = pair_plan(qenc, tenc)
-    for qi, ti in plan:
-        scoring.check_lengths(len(qenc[qi].codes), len(tenc[ti].codes))
-    engine = choose_backend(backend)
-    ctx = click.get_current_context()
-    if engine == "cpu" and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
-        from . import cuda
-
-        why = "--backend cpu" if backend == "cpu" else cuda.why_unavailable()
-        raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")
-    options = None
-    if engine == "cuda":
-        from .cuda.pair import Options
-
-        options = Options(kernel=kernel, block=parse_block(block), shared=shared, device=device,
-                          max_memory=memory if max_memory else None)
-        log.info("kernel: %s%s", kernel, f" {block}, shared={shared}" if kernel == "diagonal-block" else "")
-    command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
+        _check_pair_files(query, target, mutate_rate)
+        inputs, names, kind = (pathlib.Path(query), pathlib.Path(target)), (query, target), alphabet
+    memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
+    job = Pairs(*inputs, mode=mode, alphabet=kind, matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open,
+                gap_extend=gap_extend, score_only=score_only, backend=backend, device=device, max_memory=memory,
+                threads=threads or os.cpu_count() or 1, kernel=kernel, block=parse_block(block), shared=shared,
+                gpu_max_memory=memory if max_memory else None, query_source=names[0], target_source=names[1])
+    _check_gpu_options(job.backend, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
-    if len(plan) == 1 and engine == "cpu" and not score_only and \
-            len(qenc[plan[0][0]].codes) * len(tenc[plan[0][1]].codes) >= 10**8:
+    if len(job.plan) == 1 and job.backend == "cpu" and not score_only and job.cells() >= 10**8:
         within = _progress("pair", 1000, quiet, "/1000", fraction=True)
-    # Memory is checked here, before anything is written.
-    results = align_pairs(((qenc[a], tenc[b]) for a, b in plan), scoring, score_only, memory, threads, engine,
-                          options, within)
+    results = job.run(within)  # memory is checked here, before anything is written
+    command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     with output_stream(output, (query, target)) as out:
-        kwargs = dict(targets=[t.record for t in tenc], header=not no_header, command=command)
-        writer = (TsvWriter(out, scoring, score_only=score_only, columns=cols, **kwargs) if fmt == "tsv"
-                  else WRITERS[fmt](out, scoring, **kwargs))
+        kwargs = dict(targets=[t.record for t in job.targets], header=not no_header, command=command)
+        writer = (TsvWriter(out, job.scoring, score_only=score_only, columns=cols, **kwargs) if fmt == "tsv"
+                  else WRITERS[fmt](out, job.scoring, **kwargs))
         writer.begin()
-        progress = _progress("pair", len(plan), quiet or len(plan) < 2, "pairs")
+        progress = _progress("pair", len(job.plan), quiet or len(job.plan) < 2, "pairs")
         for aln in results:
             writer.write(aln)
             progress(1)
             if output is None:
                 out.flush()
         writer.end()
+
+
+def _pair_columns(columns: str | None, fmt: str, score_only: bool):
+    """pair's --columns, checked against --format and --score-only (None: the default columns)."""
+    if columns is None:
+        return None
+    if fmt != "tsv":
+        raise NwalignError(f"--columns is for --format tsv (not {fmt})")
+    cols = parse_columns(columns, tuple(TSV_FIELDS) + tuple(ALIASES))
+    if score_only and any(needs_alignment(c) for c in cols):
+        raise NwalignError(f"--columns {next(c for c in cols if needs_alignment(c))} needs the alignment; "
+                           "drop --score-only")
+    return cols
+
+
+def _check_pair_files(query: str | None, target: str | None, mutate_rate) -> None:
+    if mutate_rate is not None:
+        raise NwalignError("--mutate goes with --random; for files use 'nwalign mutate'")
+    if not query or not target:
+        raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
+    if query == "-" and target == "-":
+        raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
+
+
+def _check_gpu_options(engine: str, backend: str) -> None:
+    """Refuse --kernel/--block/--shared given on the command line when the CPU engine will run."""
+    ctx = click.get_current_context()
+    if engine == "cpu" and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
+        from . import cuda
+
+        why = "--backend cpu" if backend == "cpu" else cuda.why_unavailable()
+        raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")
 
 
 @cli.command()
