@@ -257,6 +257,10 @@ class Pairs:
     Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
     ``scoring``, ``aligner``, ``backend``.
 
+    >>> from nwalign import Pairs
+    >>> [(a.target_id, a.cigar()) for a in Pairs("GATTACA", ["GATCACA", "GATTACA"], backend="cpu")]
+    [('target1', '3=1X3='), ('target2', '7=')]
+
     Raises:
         NwalignError: bad sequences or letters, sides of different alphabets, record counts that cannot
             be paired, sequences too long for 32-bit scores, an unknown matrix, mode or backend.
