@@ -725,13 +725,9 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
       nwalign bench --traceback --kernels cpu,wavefront,adm-submatrix --sizes 10k,37k --plot t.png
       nwalign bench --workload allpairs --sizes 1500 --count 1000 --kernels lazy-rscan --slice 4,8,16,32
     """
-    import json
-    from dataclasses import asdict
-
     from rich.console import Console
-    from rich.table import Table
 
-    from .bench import plot, rows_to_tsv, run_pair, run_search
+    from .bench import plot, rows_to_json, rows_to_tsv, run_pair, run_search, table
 
     _setup_logging(verbose, quiet)
     status = _status("bench", quiet)
@@ -759,32 +755,11 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
                             list(inputs), seed, peers, alphabet, status)
     finally:
         status(None)
-    if not quiet:
-        what = "search, local, score only" if workload == "search" else f"allpairs, {mode}, score only" \
-            if workload == "allpairs" else \
-            f"{workload}, {mode}, {'score only' if score_only else 'traceback'}"
-        table = Table(title=f"nwalign bench: {what}")
-        ap = workload == "allpairs"
-        cols = ("kernel", "config", "mean length", "pairs", "median s (min-max)", "pairs/s", "GCUPS", "vs cpu",
-                "verified") if ap else \
-            ("kernel", "query x target", "median s (min-max)", "GCUPS", "vs cpu", "vs serial", "verified")
-        for col in cols:
-            table.add_column(col, justify="left" if col in ("kernel", "query x target", "config") else "right")
-        for r in rows:
-            timing = f"{r.median_s:.4g} ({r.min_s:.3g}-{r.max_s:.3g})"
-            vs_cpu = "" if r.speedup_cpu is None else f"{r.speedup_cpu:.3g}x"
-            ok = "yes" if r.verified else "[red]NO[/red]"
-            if ap:
-                table.add_row(r.kernel, r.config, str(r.query_length), str(r.pairs), timing,
-                              f"{r.pairs_per_s:,.0f}", f"{r.gcups:.3g}", vs_cpu, ok)
-            else:
-                table.add_row(r.kernel, f"{r.query_length} x {r.target_length}", timing, f"{r.gcups:.3g}", vs_cpu,
-                              "" if r.speedup_serial is None else f"{r.speedup_serial:.3g}x", ok)
-        # Not a terminal (a pipe, a file, CI): wide enough that no cell is cut.
-        Console(width=None if sys.stdout.isatty() else 200).print(table)
+    if not quiet:  # not a terminal (a pipe, a file, CI): wide enough that no cell is cut
+        Console(width=None if sys.stdout.isatty() else 200).print(table(rows, workload, mode, score_only))
     if json_out:
         with output_stream(json_out) as out:
-            json.dump([asdict(r) for r in rows], out, indent=1)
+            out.write(rows_to_json(rows))
     if tsv_out:
         with output_stream(tsv_out) as out:
             out.write(rows_to_tsv(rows))

@@ -1,80 +1,46 @@
-"""Benchmark harness behind ``nwalign bench``: time kernels and peers on seeded or given inputs, verify
-every result, and report rows (JSON, TSV, a table, a plot).
+"""The workloads of ``nwalign bench``: pair (one pair per size, every kernel and peer), search (queries
+against a seeded Swiss-Prot-shaped database) and allpairs (all pairs of a seeded set), each timed and
+verified by the harness.
 
-Timing: GPU kernels with CUDA events around each run after the warm-up runs; CPU engines and peers
-with a wall clock. GCUPS = query length x target length / seconds / 1e9. Verification: GPU kernels
-and peers against the CPU engine's score; the CPU engine against Biopython (or, where Biopython would
-take too long, the CPU engine's second, scalar implementation); every traceback is rescored.
+Verification: GPU kernels and peers against the CPU engine's score; the CPU engine against Biopython
+(or, where Biopython would take too long, the CPU engine's second, scalar implementation); every
+traceback is rescored.
 """
 
 from __future__ import annotations
 
 import logging
-import platform
-import statistics
-import sys
-import time
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import __version__, cuda
-from .cpu import align_codes, score_codes
-from .cpu.pair import score_rows
-from .engine import Encoded
-from .errors import NwalignError
-from .results import Alignment, rescore
-from .scoring import Scoring, make_scoring
-from .sequences import Record, detect_alphabet, mutate, random_records, read_fasta
+from .. import cuda
+from ..cpu import align_codes, score_codes
+from ..cpu.pair import score_rows
+from ..engine import Encoded
+from ..errors import NwalignError
+from ..results import Alignment, rescore
+from ..scoring import Scoring, make_scoring
+from ..sequences import Record, detect_alphabet, mutate, random_records, read_fasta
+from .harness import (Row, _gpu_timer, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch,
+                      spread, timed, versions)
 
 log = logging.getLogger("nwalign")
 
 SEARCH_KERNELS = ("cpu", "gsw", "scan")
+
 GPU_SEARCH_KERNELS = ("gsw", "scan")
+
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
+
 CPU_KERNELS = ("cpu", "cpu-serial")
+
 PEERS = ("parasail", "biopython")
+
 CPU_VERIFY_CELLS = 2 * 10**10  # above this the CPU engine would take minutes: check by consistency
+
 BIOPYTHON_SCORE_CELLS = 2 * 10**9
+
 BIOPYTHON_TRACE_CELLS = 10**9
-
-
-@dataclass
-class Row:
-    """One measured configuration (the JSON/TSV record)."""
-
-    workload: str
-    kernel: str
-    query_length: int
-    target_length: int
-    mode: str
-    traceback: bool
-    repeats: int
-    median_s: float
-    min_s: float
-    max_s: float
-    gcups: float
-    score: int
-    verified: bool
-    reference: str
-    device: str
-    speedup_cpu: float | None = None
-    speedup_serial: float | None = None
-    db_sequences: int | None = None  # search workload: database size (target_length = its residues)
-    pairs: int | None = None  # allpairs workload: pairs scored per run
-    pairs_per_s: float | None = None
-    config: str = ""  # allpairs: slice height and threads per block (or tile size)
-    versions: dict = field(default_factory=dict)
-
-
-def versions() -> dict:
-    out = {"nwalign": __version__, "python": platform.python_version(), "numpy": np.__version__}
-    for name in ("numba", "cupy", "parasail", "Bio"):
-        try:
-            out[name] = __import__(name).__version__
-        except Exception:
-            pass
-    return out
 
 
 def pair_inputs(sizes: list[int], inputs: list[str], seed: int, alphabet: str | None) -> list[tuple[Record, Record]]:
@@ -91,25 +57,6 @@ def pair_inputs(sizes: list[int], inputs: list[str], seed: int, alphabet: str | 
         (query,) = random_records([size], alphabet or "dna", seed + k)
         out.append((query, mutate(query, 0.1, seed + k + 1000)))
     return out
-
-
-def _gpu_timer():
-    import cupy as cp
-
-    def run(fn):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        result = fn()
-        end.record()
-        end.synchronize()
-        return cp.cuda.get_elapsed_time(start, end) / 1000.0, result
-    return run
-
-
-def _wall_timer(fn):
-    t0 = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - t0, result
 
 
 def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
@@ -150,9 +97,7 @@ def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
 
 
 def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
-    gpu_ok = backend != "cpu" and cuda.available()
-    if backend == "cuda" and not gpu_ok:
-        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    gpu_ok = gpu_allowed(backend)
     if kernels == "all":
         names = list(CPU_KERNELS) + (list(cuda.KERNELS) if gpu_ok else []) + (list(PEERS) if peers else [])
         if not gpu_ok:
@@ -164,24 +109,6 @@ def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
         if name not in known:
             raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
     return _without_gpu(names, cuda.KERNELS, gpu_ok, backend, kernels)
-
-
-def _without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kernels: str) -> list[str]:
-    """``names`` less the GPU kernels when no GPU can be used (a warning names them); only GPU kernels
-    asked for and no GPU is an error.
-
-    Raises:
-        NwalignError: every requested kernel needs the GPU.
-    """
-    gpu = [k for k in names if k in gpu_kernels]
-    if not gpu or gpu_ok:
-        return names
-    why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
-    names = [k for k in names if k not in gpu_kernels]
-    if not names:
-        raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")
-    log.warning("GPU kernels skipped (%s): %s", ", ".join(gpu), why)
-    return names
 
 
 def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: int = 1, mode: str = "global",
@@ -247,17 +174,12 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
             log.warning("peer %s skipped: %s", name, fn)
             return None
     else:
-        from .cuda.pair import Options, run_kernel
+        from ..cuda.pair import Options, run_kernel
 
         opts = Options(kernel=name, block=block or (32, 32), shared=shared)
         fn = lambda: run_kernel(qc, tc, scoring, traceback, opts)[0]  # noqa: E731
         timer = _gpu_timer()
-    times, result = [], None
-    for _ in range(warmup):
-        fn()
-    for _ in range(repeats):
-        seconds, result = timer(fn)
-        times.append(seconds)
+    times, result = timed(fn, repeats, warmup, timer)
     if isinstance(result, tuple):  # (score, qs, qe, ts, te, ops) or a run_kernel tuple
         score = int(result[0])
         if traceback and result[5] is not None:
@@ -278,80 +200,17 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
         ref = "cpu-serial"
     if check_ops is not None:
         verified &= rescore(check_ops, qc, tc, scoring.matrix, go, ge) == score
-    median = statistics.median(times)
-    cells = len(qc) * len(tc)
+    runs, median, fastest, slowest = spread(times)
     if not verified:
-        print(f"nwalign bench: MISMATCH {label} {len(qc)} x {len(tc)}: score {score}, reference {reference} ({ref})",
-              file=sys.stderr)
-    return Row("pair", label, len(qc), len(tc), scoring.mode, traceback, len(times), median, min(times), max(times),
-               cells / median / 1e9, score, bool(verified), ref, device if name in cuda.KERNELS else "cpu",
-               versions=info)
-
-
-def rows_to_tsv(rows: list[Row]) -> str:
-    cols = [f for f in Row.__dataclass_fields__ if f != "versions"]
-    lines = ["\t".join(cols)]
-    for r in rows:
-        d = asdict(r)
-        lines.append("\t".join("" if d[c] is None else (f"{d[c]:.6g}" if isinstance(d[c], float) else str(d[c]))
-                               for c in cols))
-    return "\n".join(lines) + "\n"
-
-
-def plot(rows: list[Row], path: str) -> None:
-    """Time and GCUPS against size (log axes), one line per kernel."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise NwalignError("--plot needs matplotlib (pip install nwalign[bench])") from None
-    fig, (ax_t, ax_g) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for kernel in dict.fromkeys(r.kernel for r in rows):
-        pts = sorted((r.query_length, r.median_s, r.gcups) for r in rows if r.kernel == kernel)
-        x = [p[0] for p in pts]
-        ax_t.plot(x, [p[1] for p in pts], marker="o", label=kernel)
-        ax_g.plot(x, [p[2] for p in pts], marker="o", label=kernel)
-    for ax, label in ((ax_t, "median time (s)"), (ax_g, "GCUPS")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("query length (residues)")
-        ax.set_ylabel(label)
-        ax.grid(True, which="both", alpha=0.3)
-    ax_g.legend(fontsize=7, loc="best")
-    device = next((r.device for r in rows if r.device != "cpu"), "cpu")
-    fig.suptitle(f"nwalign bench ({device}, {rows[0].mode if rows else ''})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
-class _Rows(list):
-    """The result rows of a benchmark; ``progress(row)`` (the ``progress`` argument of the run_*
-    functions) hears of each as it is measured."""
-
-    def __init__(self, progress=None):
-        super().__init__()
-        self.progress = progress
-
-    def append(self, row) -> None:
-        super().append(row)
-        if self.progress:
-            self.progress(row)
-
-
-def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[str]:
-    """--kernels for the search and allpairs workloads: ``all`` or names from ``known``."""
-    names = list(known) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
-    for name in names:
-        if name not in known:
-            raise NwalignError(f"--kernels: {name!r} is not {what} kernel (choose from {', '.join(known)})")
-    return names
+        mismatch(f"{label} {len(qc)} x {len(tc)}: score {score}, reference {reference} ({ref})")
+    return Row("pair", label, len(qc), len(tc), scoring.mode, traceback, runs, median, fastest, slowest,
+               len(qc) * len(tc) / median / 1e9, score, bool(verified), ref,
+               device if name in cuda.KERNELS else "cpu", versions=info)
 
 
 def synthetic_database(count: int, seed: int):
     """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
-    from .database import Database
+    from ..database import Database
 
     rng = np.random.default_rng(seed)
     sigma = 0.55
@@ -370,12 +229,10 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
     kernel is timed too, else on the first ``check`` database sequences.
     """
-    from .database import database_from_records, encode_database
-    from .dbsearch import scan
+    from ..database import database_from_records, encode_database
+    from ..dbsearch import scan
 
-    gpu_ok = backend != "cpu" and cuda.available()
-    if backend == "cuda" and not gpu_ok:
-        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    gpu_ok = gpu_allowed(backend)
     names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
     names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
     if inputs and len(inputs) > 2:
@@ -387,7 +244,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         queries = [Record(f"query_len{n}", "", AMINO[rng.integers(0, 20, size=n)].tobytes().decode())
                    for n in query_lengths]
     if inputs and len(inputs) == 2:
-        from .database import load_database
+        from ..database import load_database
 
         db = load_database(inputs[1])
     else:
@@ -399,11 +256,11 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     sub_codes = encode_database(sub, scoring)
     gpu = {}
     if "gsw" in names:
-        from .cuda.search import GswSearcher
+        from ..cuda.search import GswSearcher
 
         gpu["gsw"] = GswSearcher(db, scoring)
     if "scan" in names:
-        from .cuda.search import ScanSearcher
+        from ..cuda.search import ScanSearcher
 
         gpu["scan"] = ScanSearcher(codes, db.offsets, scoring)
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
@@ -418,12 +275,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
             else:
                 enc = Encoded(q, qc)
                 fn, timer = (lambda: gpu[name].score_query(enc)), _gpu_timer()
-            for _ in range(warmup):
-                fn()
-            times, scores = [], None
-            for _ in range(repeats):
-                seconds, scores = timer(fn)
-                times.append(seconds)
+            times, scores = timed(fn, repeats, warmup, timer)
             if name == "cpu":
                 cpu_scores = scores
                 ref = scan(qc, sub_codes, sub.offsets, scoring, threads)  # the scan must not depend on the db
@@ -438,13 +290,12 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
                     ref_name += ", the other GPU kernel (whole database)"
             if name in GPU_SEARCH_KERNELS and other_gpu is None:
                 other_gpu = scores
-            median = statistics.median(times)
+            runs, median, fastest, slowest = spread(times)
             if not verified:
-                print(f"nwalign bench: MISMATCH {name} query {q.id}: scores differ from the {ref_name}", file=sys.stderr)
-            rows.append(Row("search", name, len(qc), db.total_length, "local", False, len(times), median, min(times),
-                            max(times), len(qc) * db.total_length / median / 1e9, int(scores.max()), verified,
-                            ref_name, device if name in GPU_SEARCH_KERNELS else "cpu", db_sequences=db.count,
-                            versions=info))
+                mismatch(f"{name} query {q.id}: scores differ from the {ref_name}")
+            rows.append(Row("search", name, len(qc), db.total_length, "local", False, runs, median, fastest, slowest,
+                            len(qc) * db.total_length / median / 1e9, int(scores.max()), verified, ref_name,
+                            device if name in GPU_SEARCH_KERNELS else "cpu", db_sequences=db.count, versions=info))
         by_kernel = {r.kernel: r.median_s for r in rows if r.query_length == len(qc)}
         for r in rows:
             if r.query_length == len(qc):
@@ -453,6 +304,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
 
 
 ALLPAIRS_KERNELS = ("cpu", "lazy-rscan", "rscan", "dscan", "tiled-dscan")
+
 
 
 def allpairs_records(length: int, count: int, seed: int, inputs: list[str] | None, alphabet: str | None
@@ -482,12 +334,10 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from .allvsall import pair_batches
-    from .cuda.allpairs import KERNELS as GPU_KERNELS
+    from ..allvsall import pair_batches
+    from ..cuda.allpairs import KERNELS as GPU_KERNELS
 
-    gpu_ok = backend != "cpu" and cuda.available()
-    if backend == "cuda" and not gpu_ok:
-        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    gpu_ok = gpu_allowed(backend)
     names = _workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
     if count < 2:
         raise NwalignError("--count: allpairs needs at least 2 sequences")
@@ -524,35 +374,26 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
             for name in names:
                 if name == "cpu":
                     sample_cells = int((lengths[pairs[sample, 0]] * lengths[pairs[sample, 1]]).sum())
-                    times = []
-                    for k in range(warmup + repeats):
-                        seconds, got = _wall_timer(lambda: score_sample(sample, pool))
-                        if k >= warmup:
-                            times.append(seconds)
+                    times, got = timed(lambda: score_sample(sample, pool), repeats, warmup)
                     few = sample[:50]
                     serial = [score_rows(codes[i], codes[j], scoring.matrix, go, ge, mc)[0]
                               for i, j in pairs[few].tolist()]
                     verified = bool(np.array_equal(got, reference)) and list(got[:len(few)]) == serial
-                    median = statistics.median(times)
+                    runs, median, fastest, slowest = spread(times)
                     cpu_gcups = sample_cells / median / 1e9
-                    rows.append(Row("allpairs", "cpu", mean_len, mean_len, mode, False, len(times), median,
-                                    min(times), max(times), cpu_gcups, int(got.max()), verified,
+                    rows.append(Row("allpairs", "cpu", mean_len, mean_len, mode, False, runs, median,
+                                    fastest, slowest, cpu_gcups, int(got.max()), verified,
                                     "cpu-serial (50 pairs)", "cpu", pairs=len(sample),
                                     pairs_per_s=len(sample) / median, config=f"{threads} threads", versions=info))
                     continue
-                from .cuda.allpairs import AllPairsScorer
+                from ..cuda.allpairs import AllPairsScorer
 
                 for k_slice in (slices if name == "lazy-rscan" else [None]):
                     for block in blocks:
                         if not _block_fits(name, block):
                             continue
                         scorer = AllPairsScorer(codes, scoring, name, k_slice, block)
-                        timer = _gpu_timer()
-                        times = []
-                        for k in range(warmup + repeats):
-                            seconds, got = timer(lambda: scorer.scores(pairs, name))
-                            if k >= warmup:
-                                times.append(seconds)
+                        times, got = timed(lambda: scorer.scores(pairs, name), repeats, warmup, _gpu_timer())
                         verified = bool(np.array_equal(got[sample], reference))
                         ref_name = f"cpu engine ({len(sample)} sampled pairs)"
                         if first_gpu is None:
@@ -560,13 +401,12 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
                         else:
                             verified &= bool(np.array_equal(got, first_gpu))
                             ref_name += ", other GPU kernels (all pairs)"
-                        median = statistics.median(times)
+                        runs, median, fastest, slowest = spread(times)
                         config = _config(name, k_slice, block)
                         if not verified:
-                            print(f"nwalign bench: MISMATCH allpairs {name} {config}: scores differ from the "
-                                  f"{ref_name}", file=sys.stderr)
-                        rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, len(times), median,
-                                        min(times), max(times), cells / median / 1e9, int(got.max()), verified,
+                            mismatch(f"allpairs {name} {config}: scores differ from the {ref_name}")
+                        rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, runs, median,
+                                        fastest, slowest, cells / median / 1e9, int(got.max()), verified,
                                         ref_name, device, pairs=len(pairs), pairs_per_s=len(pairs) / median,
                                         config=config, versions=info))
             for r in rows:
@@ -576,7 +416,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
 
 
 def _block_fits(kernel: str, block: int | None) -> bool:
-    from .cuda.allpairs import TILES
+    from ..cuda.allpairs import TILES
 
     if block is None:
         return True
@@ -588,7 +428,7 @@ def _block_fits(kernel: str, block: int | None) -> bool:
 
 
 def _config(kernel: str, k_slice: int | None, block: int | None) -> str:
-    from .cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS
+    from ..cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS
 
     if kernel == "tiled-dscan":
         return f"tile {block or DEFAULT_TILE}"
