@@ -20,7 +20,7 @@ import numpy as np
 from nwalign.cuda import device_info
 from nwalign.cuda.search import ScanSearcher
 from nwalign.scoring import make_scoring
-from nwalign.dbsearch import scan
+from nwalign.dbsearch import cpu_scan
 
 
 def main() -> int:
@@ -51,7 +51,7 @@ def main() -> int:
     ok = True
     sub = offsets[:args.check + 1]
     for q in queries[:2]:
-        ok &= bool(np.array_equal(gpu.scores(q)[:args.check], scan(q, codes[:sub[-1]], sub, scoring, os.cpu_count() or 1)))
+        ok &= bool(np.array_equal(gpu.scores(q)[:args.check], cpu_scan(q, codes[:sub[-1]], sub, scoring, os.cpu_count() or 1)))
     print(f"database: {args.count} sequences, {offsets[-1]} nt; {args.queries} queries of 1,400-1,600 nt")
     print(f"GCUPS per query: min {min(rates):.0f}, median {np.median(rates):.0f}, max {max(rates):.0f}; "
           f"total {total_cells / total_s / 1e9:.0f} GCUPS ({total_s:.2f} s); CPU check {'ok' if ok else 'MISMATCH'}")

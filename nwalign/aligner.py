@@ -152,8 +152,8 @@ class Aligner:
                     stats: dict | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Optimal scores of every pair (i, j), i < j, of ``sequences`` (uint8 code arrays), or of every
         (i, j) of ``sequences`` x ``others``, in row order: yields (pairs: int32 (k, 2), scores: int64 (k,))
-        batch by batch (never all pairs at once). On the GPU: the all-pairs kernels after Li et al. (seed
-        003, section 4; ``kernel``/``slice_k``/``block`` as :class:`nwalign.cuda.allpairs.AllPairsScorer`
+        batch by batch (never all pairs at once). On the GPU: the all-pairs kernels after Li et al. (multiple
+        pairwise NW on GPUs and clusters, section 4; ``kernel``/``slice_k``/``block`` as :class:`nwalign.cuda.allpairs.AllPairsScorer`
         takes them, ``auto`` chosen from the pair count), the next batch queued before the last one is
         returned; on the CPU: ``threads`` threads, batches of :data:`nwalign.allvsall.TILE`. ``stats`` gets
         ``kernel``, ``cells`` (DP cells scored) and on the GPU ``gpu_seconds`` (kernel time).
@@ -217,9 +217,9 @@ class Aligner:
         if self.scoring.mode != "local":
             raise NwalignError(f"score_against: scoring mode {self.scoring.mode}; a database scan is local")
         if not self.gpu:
-            from .dbsearch import scan
+            from .dbsearch import cpu_scan
 
-            return scan(np.asarray(query, dtype=np.uint8), codes, offsets, self.scoring, self.threads)
+            return cpu_scan(np.asarray(query, dtype=np.uint8), codes, offsets, self.scoring, self.threads)
         key = (id(codes), id(offsets))
         if key not in self._searchers:
             from .cuda.search import ScanSearcher

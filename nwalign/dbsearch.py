@@ -34,8 +34,10 @@ COLUMNS = JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
 SCORE_COLUMNS = tuple(c for c in COLUMNS if not needs_alignment(c))
 
 
-def scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring, threads: int = 1) -> np.ndarray:
-    """Optimal scores of query codes ``q`` against every database sequence (int64, shape (count,))."""
+def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring, threads: int = 1) -> np.ndarray:
+    """Optimal local scores of query codes ``q`` against every database sequence on the CPU engine
+    (int64, shape (count,)), ``threads`` threads over chunks balanced by residues (the GPU's counterpart is
+    the ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
     count = len(offsets) - 1
     out = np.empty(count, dtype=np.int64)
     go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
@@ -328,7 +330,7 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
     elif gpu is not None:
         submit, result, depth = gpu.score_query, (lambda scores: scores), 0
     else:
-        submit, result, depth = (lambda q: scan(q.codes, codes, db.offsets, scoring, threads)), \
+        submit, result, depth = (lambda q: cpu_scan(q.codes, codes, db.offsets, scoring, threads)), \
             (lambda scores: scores), 0
     keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:

@@ -171,7 +171,7 @@ def test_aligner_one_interface_on_the_cpu():
 
     from nwalign import Aligner, NwalignError, make_scoring
     from nwalign.cpu import align_codes, score_codes
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
     from nwalign.sequences import read_fasta
 
     recs = read_fasta(OPAL)
@@ -201,7 +201,7 @@ def test_aligner_one_interface_on_the_cpu():
     assert np.concatenate([p for p, _ in against]).tolist() == [[i, j] for i in range(2) for j in range(3)]
     offsets = np.concatenate(([0], np.cumsum([len(c) for c in codes])))
     db = np.concatenate(codes)
-    assert aligner.score_against(codes[0], db, offsets).tolist() == scan(codes[0], db, offsets, scoring).tolist()
+    assert aligner.score_against(codes[0], db, offsets).tolist() == cpu_scan(codes[0], db, offsets, scoring).tolist()
     with pytest.raises(NwalignError, match="letter"):
         aligner.align("MKV1", "MKV")
     with pytest.raises(NwalignError, match="local"):

@@ -228,7 +228,7 @@ def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
 def test_search_gpu_equals_cpu():
     """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import GswSearcher
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
 
     scoring = make_scoring("protein", "local")
     for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
@@ -238,7 +238,7 @@ def test_search_gpu_equals_cpu():
         gpu = GswSearcher(db, scoring)
         stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
         for q in encode_all(queries, scoring, "q"):
-            assert np.array_equal(gpu.scores(q.record.seq), scan(q.codes, codes, db.offsets, scoring, 2))
+            assert np.array_equal(gpu.scores(q.record.seq), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
                         for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
@@ -254,7 +254,7 @@ def _random_db(rng, letters, lengths, prefix="r"):
 def test_scan_kernel_equals_cpu(packed16):
     """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
@@ -264,7 +264,7 @@ def test_scan_kernel_equals_cpu(packed16):
         codes = encode_database(db, scoring)
         gpu = ScanSearcher(codes, db.offsets, scoring, packed16=packed16)
         for q in encode_all(queries, scoring, "q"):
-            assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2))
+            assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
                         for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
@@ -279,7 +279,7 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
     and longer than a group's pipeline) all give the CPU engine's scores."""
     from nwalign.cuda.search import CONFIGS, ScanSearcher
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
 
     rng = np.random.default_rng(11 if alphabet == "dna" else 12)
     scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
@@ -295,14 +295,14 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     assert len({(p.G, p.R, p.multi) for p in gpu.partitions(600)}) >= 10
     for m in (1, 2, 7, 31, 32, 33, 144, 600, 1500):
         q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
-        assert np.array_equal(gpu.score_query(q), scan(q.codes, codes, db.offsets, scoring, 2)), m
+        assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2)), m
 
 
 @pytest.mark.gpu
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
 
     rng = np.random.default_rng(4)
     scoring = make_scoring("dna", "local")
@@ -312,7 +312,7 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
     codes = encode_database(db, scoring)
     q = encode_all([Record("q", "", recs[7].seq[10:400] or "ACGT")], scoring, "q")[0]
     assert np.array_equal(ScanSearcher(codes, db.offsets, scoring).score_query(q),
-                          scan(q.codes, codes, db.offsets, scoring, 2))
+                          cpu_scan(q.codes, codes, db.offsets, scoring, 2))
     star = tmp_path / "star.fa"
     star.write_text(">s1\nMKVLAAGIVG*\n>s2\nMKV*LA\n")
     outs = []
@@ -328,7 +328,7 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
 def test_scan16_overflow_is_recomputed_in_32_bits():
     """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import scan
+    from nwalign.dbsearch import cpu_scan
 
     rng = np.random.default_rng(8)
     scoring = make_scoring("dna", "local")
@@ -342,7 +342,7 @@ def test_scan16_overflow_is_recomputed_in_32_bits():
     q = encode_all([Record("q", "", query)], scoring, "q")[0]
     gpu = ScanSearcher(codes, db.offsets, scoring)
     got = gpu.score_query(q)
-    want = scan(q.codes, codes, db.offsets, scoring, 2)
+    want = cpu_scan(q.codes, codes, db.offsets, scoring, 2)
     assert want.max() > 32767 and gpu.recomputed >= 2
     assert np.array_equal(got, want)
 

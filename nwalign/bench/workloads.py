@@ -230,7 +230,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     kernel is timed too, else on the first ``check`` database sequences.
     """
     from ..database import database_from_records, encode_database
-    from ..dbsearch import scan
+    from ..dbsearch import cpu_scan
 
     gpu_ok = gpu_allowed(backend)
     names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
@@ -271,19 +271,19 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         cpu_scores = other_gpu = None
         for name in names:
             if name == "cpu":
-                fn, timer = (lambda: scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
+                fn, timer = (lambda: cpu_scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
             else:
                 enc = Encoded(q, qc)
                 fn, timer = (lambda: gpu[name].score_query(enc)), _gpu_timer()
             times, scores = timed(fn, repeats, warmup, timer)
             if name == "cpu":
                 cpu_scores = scores
-                ref = scan(qc, sub_codes, sub.offsets, scoring, threads)  # the scan must not depend on the db
+                ref = cpu_scan(qc, sub_codes, sub.offsets, scoring, threads)  # the scan must not depend on the db
                 verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), "cpu engine (subset rerun)"
             elif cpu_scores is not None:
                 verified, ref_name = bool(np.array_equal(scores, cpu_scores)), "cpu engine (whole database)"
             else:
-                ref = scan(qc, sub_codes, sub.offsets, scoring, threads)
+                ref = cpu_scan(qc, sub_codes, sub.offsets, scoring, threads)
                 verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), f"cpu engine (first {sub.count})"
                 if name in GPU_SEARCH_KERNELS and other_gpu is not None:
                     verified &= bool(np.array_equal(scores, other_gpu))

@@ -4,8 +4,8 @@ An alignment with identity >= MID has at most ``(1 - MID) * length`` non-identic
 columns included, and ``length <= m + n``. Its path starts on diagonal 0 (offset j - i = 0) and ends on
 d = n - m; to reach offset max(0, d) + x or min(0, d) - x on the way it needs at least |d| + 2x gap
 columns. So every such alignment lies in the band ``min(0, d) - w <= j - i <= max(0, d) + w`` with
-``w_max = floor(((1 - MID)(m + n) - |d|) / 2)``. For the all-pairs identity filter (Li et al., seed 003,
-section 5.4) we start with a narrow band and double it until the banded optimum equals the pair's full
+``w_max = floor(((1 - MID)(m + n) - |d|) / 2)``. For the all-pairs identity filter (Li et al.'s multiple
+pairwise NW on GPUs and clusters, section 5.4) we start with a narrow band and double it until the banded optimum equals the pair's full
 optimal score (known from the score kernels), which proves an optimal path lies inside. If even
 ``w_max`` does not reach the optimum, every optimal alignment leaves that band and none can have
 identity >= MID.

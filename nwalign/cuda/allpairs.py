@@ -1,4 +1,5 @@
-"""Host side of the all-pairs score kernels (kernels/allpairs.cu, after Li et al., seed 003, section 4).
+"""Host side of the all-pairs score kernels (kernels/allpairs.cu, after Li, Sajjapongse, Truong, Conant and
+Becchi's multiple pairwise Needleman-Wunsch on GPUs and CPU-GPU clusters, section 4).
 
 The sequences are uploaded once. Pairs come in batches sized from free GPU memory; each batch is
 sorted by (query length, target length) so the threads of a warp finish together, copied from pinned

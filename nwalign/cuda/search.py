@@ -1,5 +1,6 @@
-"""Host side of the GPU search kernels: ``gsw`` (seed 004) and ``scan`` (kernels/sw_search.cu); the database
-is uploaded once and kept on the GPU for every query."""
+"""Host side of the GPU search kernels: ``gsw`` (after Akoglu and Striemer's GSW, "Scalable and highly
+parallel implementation of Smith-Waterman on GPU using CUDA") and ``scan`` (kernels/sw_search.cu, after
+CUDASW++4.0's layout); the database is uploaded once and kept on the GPU for every query."""
 
 from __future__ import annotations
 

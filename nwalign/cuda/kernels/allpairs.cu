@@ -1,5 +1,5 @@
 // Batched score-only kernels for all-pairs global (or local/semiglobal) alignment, after Li et al.,
-// "Large-scale pairwise sequence alignments on a large-scale GPU cluster" (seed 003, section 4):
+// "Large-scale pairwise sequence alignments on a large-scale GPU cluster" (Li et al., section 4):
 //
 //   tiled_dscan  TiledDScan-mNW: one launch per tile anti-diagonal; every pair's tiles on that
 //                diagonal are thread blocks of the same launch; tile borders go through global memory.
