@@ -98,6 +98,42 @@ class Alignment:
         trow[tmask] = t
         return qrow.tobytes().decode(), trow.tobytes().decode()
 
+    def to_biopython(self):
+        """The alignment as a Biopython ``Bio.Align.Alignment`` (sequences: the whole query, then the whole
+        target, as ``SeqRecord``s named by their ids; ``coordinates`` of shape (2, runs + 1), 0-based;
+        ``score`` set), so that Biopython's writers and tools take nwalign's results.
+
+        >>> import nwalign
+        >>> print(nwalign.align("GATTACA", "GATCACA").to_biopython())  # doctest: +NORMALIZE_WHITESPACE
+        query             0 GATTACA 7
+                          0 |||.||| 7
+        target            0 GATCACA 7
+        <BLANKLINE>
+
+        Raises:
+            ValueError: a score-only result (no columns).
+        """
+        from Bio.Align import Alignment as BioAlignment
+        from Bio.Seq import Seq
+        from Bio.SeqRecord import SeqRecord
+
+        if self.ops is None:
+            raise ValueError("a score-only result has no alignment")
+        ops = self.ops
+        change = np.flatnonzero(np.diff(ops)) + 1
+        starts = np.concatenate(([0], change)).astype(np.int64)
+        lengths = np.diff(np.concatenate((starts, [ops.size])))
+        kinds = ops[starts] if ops.size else ops
+        steps_q = np.where(kinds != OP_DEL, lengths, 0)
+        steps_t = np.where(kinds != OP_INS, lengths, 0)
+        coordinates = np.array([self.query_start + np.concatenate(([0], np.cumsum(steps_q))),
+                                self.target_start + np.concatenate(([0], np.cumsum(steps_t)))], dtype=np.int64)
+        records = [SeqRecord(Seq(self.query_seq), id=self.query_id, description=""),
+                   SeqRecord(Seq(self.target_seq), id=self.target_id, description="")]
+        out = BioAlignment(records, coordinates)
+        out.score = self.score
+        return out
+
 
 def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
     """The alignment with its derived statistics, from its columns, the encoded sequences and the

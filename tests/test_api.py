@@ -25,7 +25,7 @@ def test_public_names_and_doctests():
         assert getattr(nwalign, name).__doc__, name
     assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.dbsearch"
     for module in ("nwalign", "nwalign.dbsearch", "nwalign.allvsall", "nwalign.sequences", "nwalign.engine",
-                   "nwalign.aligner"):
+                   "nwalign.aligner", "nwalign.results"):
         failures, tried = doctest.testmod(importlib.import_module(module))
         assert tried > 0 and failures == 0, module
 
@@ -208,3 +208,25 @@ def test_aligner_one_interface_on_the_cpu():
         Aligner(make_scoring("protein", "global"), backend="cpu").score_against(codes[0], db, offsets)
     with pytest.raises(NwalignError, match="unknown backend"):
         Aligner(scoring, backend="tpu")
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_alignment_to_biopython(mode):
+    """Alignment.to_biopython(): Biopython's gapped rows, coordinates and identity count equal ours, on
+    real proteins and on DNA with gaps at the ends; a score-only result refuses."""
+    from nwalign import Pairs
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(OPAL)
+    pairs = [(recs[0], recs[k]) for k in range(len(recs))] + [("ACGTTTACGGA", "TTTACGGAACG"), ("A", "C")]
+    for q, t in pairs:
+        (aln,) = list(Pairs(q, t, mode=mode, backend="cpu"))
+        bio = aln.to_biopython()
+        assert (bio[0], bio[1]) == aln.gapped() and bio.score == aln.score
+        assert [r.id for r in bio.sequences] == [aln.query_id, aln.target_id]
+        assert bio.coordinates[:, 0].tolist() == [aln.query_start, aln.target_start]
+        assert bio.coordinates[:, -1].tolist() == [aln.query_end, aln.target_end]
+        assert bio.counts().identities == aln.nident
+    (score_only,) = list(Pairs("ACGT", "ACGA", score_only=True, backend="cpu"))
+    with pytest.raises(ValueError, match="score-only"):
+        score_only.to_biopython()
