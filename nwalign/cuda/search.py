@@ -138,6 +138,8 @@ class ScanSearcher:
                              pinned_empty((self.count,), dtype=np.int32)) for _ in range(SLOTS)]
         self._submitted = 0
         self.slots = SLOTS
+        #: Threads per block of a configuration (G, R, multi) where not 256 (profiling: more resident warps).
+        self.block_threads: dict = {}
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
@@ -173,7 +175,7 @@ class ScanSearcher:
         per = 1 if wide else 2
         count = part.count if count is None else count
         groups = (count + per - 1) // per
-        threads = 256
+        threads = self.block_threads.get((G, R, multi), 256)
         table = self.tables[wide]
         shared = 4 * int(table.size)
         func = _kernel(self.hopper, wide, G, R, multi)

@@ -39,7 +39,11 @@ def main() -> int:
     codes = encode_database(db, scoring)
     queries = [scoring.encode(r) for r in read_fasta("data/queries_20_sw_benchmark.fasta")]
     plans = args.plans.split(",")
-    searchers = {p: ScanSearcher(codes, db.offsets, scoring, plan=p) for p in plans}
+    # "PLAN+T": the plan with blocks of T threads for the single-pass configuration G=32, R=24.
+    searchers = {p: ScanSearcher(codes, db.offsets, scoring, plan=p.split("+")[0]) for p in plans}
+    for p, s in searchers.items():
+        if "+" in p:
+            s.block_threads[(32, 24, False)] = int(p.split("+")[1])
     for s in searchers.values():  # compile every kernel the queries need
         for q in queries:
             s.scores(q)
@@ -70,12 +74,12 @@ def main() -> int:
     s = searchers[plans[0]]
     for m in (int(x) for x in args.detail.split(",") if x):
         q = next((x for x in queries if x.size == m), queries[0])
-        qrows: dict = {}
+        qrows = {w: s._qrow(q, w) for w in (False, True)}
         main_stream = cp.cuda.get_current_stream()
         print(f"launches for m = {q.size} ({plans[0]}):")
         for part in s.partitions(int(q.size)):
             e0 = main_stream.record()
-            s._launch(part, q, qrows, main_stream, counter=cp.zeros(1, dtype=cp.int32))
+            s._launch(part, q, qrows, main_stream, s._slots[0].d_scores, counter=cp.zeros(1, dtype=cp.int32))
             e1 = main_stream.record()
             e1.synchronize()
             ms = cp.cuda.get_elapsed_time(e0, e1)
