@@ -138,8 +138,8 @@ class ScanSearcher:
                              pinned_empty((self.count,), dtype=np.int32)) for _ in range(SLOTS)]
         self._submitted = 0
         self.slots = SLOTS
-        #: Threads per block of a configuration (G, R, multi) where not 256 (profiling: more resident warps).
-        self.block_threads: dict = {}
+        #: Threads per block of a configuration (G, R, multi) where not 256: see :data:`BLOCK_THREADS`.
+        self.block_threads: dict = dict(BLOCK_THREADS)
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
@@ -312,6 +312,9 @@ WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
 #: Wider still (213-228 registers; plan ``wider``: up to 1,280 residues in one pass).
 WIDER_SINGLE = {True: [(32, 32), (32, 40)], False: []}
 GROUPS = (4, 8, 16, 32)
+#: Blocks of 192 threads for G=32, R=24 (168 registers): two blocks, 12 warps, fit an SM where one block of
+#: 256 (8 warps) did; 4,136 -> 4,170 GCUPS over the 20 queries on the H100 (docs/performance.md).
+BLOCK_THREADS = {(32, 24, False): 192}
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
 
