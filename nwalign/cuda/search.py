@@ -312,9 +312,10 @@ WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
 #: Wider still (213-228 registers; plan ``wider``: up to 1,280 residues in one pass).
 WIDER_SINGLE = {True: [(32, 32), (32, 40)], False: []}
 GROUPS = (4, 8, 16, 32)
-#: Blocks of 192 threads for G=32, R=24 (168 registers): two blocks, 12 warps, fit an SM where one block of
-#: 256 (8 warps) did; 4,136 -> 4,170 GCUPS over the 20 queries on the H100 (docs/performance.md).
-BLOCK_THREADS = {(32, 24, False): 192}
+#: Threads per block where not 256, by configuration (G, R, multi). Empty: blocks of 192 for G=32, R=24
+#: (168 registers: two blocks, 12 warps per SM instead of 8) measured within the run-to-run noise on the
+#: H100 (4,170 and 4,190 GCUPS against 4,136 and 4,202; docs/performance.md), so the simpler rule stays.
+BLOCK_THREADS: dict = {}
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
 

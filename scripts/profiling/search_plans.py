@@ -39,7 +39,7 @@ def main() -> int:
     codes = encode_database(db, scoring)
     queries = [scoring.encode(r) for r in read_fasta("data/queries_20_sw_benchmark.fasta")]
     plans = args.plans.split(",")
-    # "PLAN+T": the plan with blocks of T threads for the single-pass configuration G=32, R=24 (default 192).
+    # "PLAN+T": the plan with blocks of T threads for the single-pass configuration G=32, R=24 (default 256).
     searchers = {p: ScanSearcher(codes, db.offsets, scoring, plan=p.split("+")[0]) for p in plans}
     for p, s in searchers.items():
         if "+" in p:
