@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .engine import Encoded, alignment_from_path
-from .errors import NwalignError
+from .errors import NwalignError, option_error
 from .results import Alignment
 from .scoring import Scoring
 
@@ -113,7 +113,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         NwalignError: min_identity outside [0, 1], or the GPU cannot run the kernel.
     """
     if min_identity is not None and not 0.0 <= min_identity <= 1.0:
-        raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
+        raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
     from .aligner import Aligner
 
     stats = stats if stats is not None else {}
@@ -242,7 +242,7 @@ class AllPairs:
         from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
 
         if min_identity is not None and not 0.0 <= min_identity <= 1.0:
-            raise NwalignError(f"--min-identity {min_identity}: give a fraction between 0 and 1")
+            raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
         unknown = [c for c in columns if c not in COLUMNS]
         if unknown:
             raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
@@ -258,7 +258,8 @@ class AllPairs:
         first, source = records(sequences, source)
         second, against_source = records(against, against_source) if against is not None else (None, against_source)
         if second is None and len(first) < 2:
-            raise NwalignError(f"{source}: allpairs needs at least two sequences (or --against)")
+            raise NwalignError(f"{source}: allpairs needs at least two sequences (or a second set: against)",
+                               cli=f"{source}: allpairs needs at least two sequences (or --against)")
         if scoring is None:
             kind = choose_alphabet([(source, letter_counts(first))] +
                                    ([(against_source, letter_counts(second))] if second else []), alphabet)

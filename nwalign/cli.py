@@ -820,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         code = cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except NwalignError as exc:
-        click.echo(f"nwalign: error: {exc}", err=True)
+        click.echo(f"nwalign: error: {exc.cli}", err=True)  # the line that names command-line options
         return 2
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import cpu
-from .errors import NwalignError
+from .errors import NwalignError, option_error
 from .results import Alignment, finish
 from .scoring import Scoring
 from .sequences import Record
@@ -75,7 +75,7 @@ def choose_backend(name: str, announce: bool = True) -> str:
         say("backend: cuda (%s; %s)", "requested" if name == "cuda" else "auto", cuda.why_unavailable())
         return "cuda"
     if name == "cuda":
-        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+        raise option_error("backend", "--backend", f"cuda: {cuda.why_unavailable()}")
     say("backend: cpu (auto: %s)", cuda.why_unavailable())
     return "cpu"
 

@@ -263,7 +263,8 @@ def make_scoring(
     if gap_extend > gap_open:
         # With extend > open, Gotoh's recurrence prices two adjacent gaps below one longer gap, which
         # no gap-run model describes; every engine here (and parasail, CUDASW++) assumes open >= extend.
-        raise NwalignError(f"--gap-extend ({gap_extend}) must not exceed --gap-open ({gap_open})")
+        raise NwalignError(f"gap_extend ({gap_extend}) must not exceed gap_open ({gap_open})",
+                           cli=f"--gap-extend ({gap_extend}) must not exceed --gap-open ({gap_open})")
     if matrix is not None and (match is not None or mismatch is not None):
         raise NwalignError("give either --matrix or --match/--mismatch, not both")
     if matrix is None and nucleotide:
@@ -279,7 +280,8 @@ def make_scoring(
         return Scoring(mode, values, NUCLEOTIDE_CODES, int(gap_open), int(gap_extend),
                        f"match={match},mismatch={mismatch}", lut, _identical(NUCLEOTIDE_CODES, True))
     if match is not None or mismatch is not None:
-        raise NwalignError("--match/--mismatch apply to DNA/RNA; use --matrix for protein")
+        raise NwalignError("match/mismatch apply to DNA/RNA; use a matrix for protein",
+                           cli="--match/--mismatch apply to DNA/RNA; use --matrix for protein")
     name = matrix or defaults["matrix"]
     values, letters, label = _load_matrix(name)
     if np.abs(values).max() >= 1_000_000:

@@ -363,8 +363,9 @@ def choose_alphabet(inputs: list[tuple[str, np.ndarray]], alphabet: str = "auto"
     nucleotide = [x for x in kinds if x[1] != "protein"]
     if protein and nucleotide:
         (pn, pk, _), (nn, nk, _) = protein[0], nucleotide[0]
-        raise NwalignError(f"{pn} is {pk} but {nn} is {nk.upper()} (only nucleotide letters): set the alphabet "
-                           "(--alphabet protein|dna) to align them anyway")
+        text = f"{pn} is {pk} but {nn} is {nk.upper()} (only nucleotide letters): set the alphabet "
+        raise NwalignError(text + "(alphabet='protein' or 'dna') to align them anyway",
+                           cli=text + "(--alphabet protein|dna) to align them anyway")
     if not nucleotide:
         counts = sum(c for _, _, c in kinds)
         other = "".join(chr(c) for c in np.flatnonzero(counts) if chr(c) not in NUCLEOTIDE_LETTERS)
@@ -423,7 +424,8 @@ def mutate(record: Record, rate: float, seed: int | None, letters: str | None = 
         NwalignError: ``rate`` outside [0, 1].
     """
     if not 0.0 <= rate <= 1.0:
-        raise NwalignError(f"--mutate/--rate: {rate} is not a probability between 0 and 1")
+        raise NwalignError(f"rate {rate} is not a probability between 0 and 1",
+                           cli=f"--mutate/--rate: {rate} is not a probability between 0 and 1")
     if letters is None:
         letters = "ACGT" if detect_alphabet([record]) in ("dna", "rna") else "ACDEFGHIKLMNPQRSTVWY"
     rng = np.random.default_rng(seed)

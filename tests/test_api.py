@@ -153,14 +153,24 @@ def test_allpairs_api_equals_the_command_line(capsys):
 
 @pytest.mark.parametrize("call, message", [
     (lambda: nwalign.allpairs(["ACGT"], backend="cpu"), "at least two sequences"),
-    (lambda: nwalign.allpairs(["ACGT", "ACGA"], min_identity=2), "between 0 and 1"),
+    (lambda: nwalign.allpairs(["ACGT", "ACGA"], min_identity=2), "^min_identity 2: give a fraction between 0 and 1"),
     (lambda: nwalign.allpairs(["ACGT", "ACGA"], columns=("qseqid", "bogus")), "unknown column 'bogus'"),
     (lambda: nwalign.allpairs(["MKVLEW", "MKVLEF"], ["ACGTAC"], backend="cpu"), "is protein but"),
-    (lambda: nwalign.allpairs(["ACGT", "ACGA"], kernel="tiled-dscan", block=12), "--block 12"),
+    (lambda: nwalign.allpairs(["ACGT", "ACGA"], kernel="tiled-dscan", block=12), "^block 12"),
+    (lambda: nwalign.Aligner(make_scoring("dna", "global"), backend="nope"), "unknown backend"),
 ])
 def test_allpairs_api_errors(call, message):
-    with pytest.raises(NwalignError, match=message):
+    """Library errors name the Python parameter (the command line names its option instead)."""
+    with pytest.raises(NwalignError, match=message) as err:
         call()
+    assert "--" not in str(err.value)
+
+
+def test_errors_name_the_option_on_the_command_line(capsys):
+    assert main(["allpairs", OPAL, "--min-identity", "2", "--backend", "cpu"]) == 2
+    assert "nwalign: error: --min-identity 2.0: give a fraction between 0 and 1" in capsys.readouterr().err
+    assert main(["pair", "--random", "50", "--gap-open", "1", "--gap-extend", "3"]) == 2
+    assert "--gap-extend (3) must not exceed --gap-open (1)" in capsys.readouterr().err
 
 
 def test_aligner_one_interface_on_the_cpu():

@@ -117,7 +117,7 @@ def test_linear_space_matches_full_matrix_on_longer_pairs(mode):
 def test_memory_budget_too_small_is_a_clear_error():
     scoring = make_scoring("dna")
     q = encoded(scoring, "ACGT" * 500, "q")
-    with pytest.raises(nwalign.engine.NwalignError, match="max-memory"):
+    with pytest.raises(nwalign.engine.NwalignError, match="max_memory"):
         align_pair(q, q, scoring, max_memory=1000)
 
 

@@ -376,7 +376,7 @@ def test_wavefront_budget_below_one_band_is_an_error():
 
     scoring = make_scoring("dna")
     q = _enc(scoring, "ACGT" * 200, "q")
-    with pytest.raises(NwalignError, match="max-memory"):
+    with pytest.raises(NwalignError, match="max_memory"):
         align_pair(q, q, scoring, backend="cuda", cuda_options=Options(kernel="wavefront", max_memory=1000))
 
 

@@ -93,7 +93,7 @@ def test_scoring_defaults_and_errors(tmp_path):
         make_scoring("protein", mode="glocal")
     with pytest.raises(NwalignError, match="not both"):
         make_scoring("dna", matrix="NUC.4.4", match=1)
-    with pytest.raises(NwalignError, match="use --matrix for protein"):
+    with pytest.raises(NwalignError, match="use a matrix for protein"):
         make_scoring("protein", match=2)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import NwalignError
+from ..errors import option_error
 
 KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
            "skewed-lockfree")
@@ -44,12 +44,12 @@ def require(device: int = 0):
     """Import CuPy and select ``device``; raise NwalignError with the reason when that is impossible."""
     ok, reason = _probe()
     if not ok:
-        raise NwalignError(f"--backend cuda: {reason}")
+        raise option_error("backend", "--backend", f"cuda: {reason}")
     import cupy
 
     count = cupy.cuda.runtime.getDeviceCount()
     if not 0 <= device < count:
-        raise NwalignError(f"--device {device}: only {count} GPU(s) (numbered 0..{count - 1})")
+        raise option_error("device", "--device", f"{device}: only {count} GPU(s) (numbered 0..{count - 1})")
     cupy.cuda.Device(device).use()
     return cupy
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..errors import NwalignError
+from ..errors import NwalignError, option_error
 from . import modules, require
 
 log = logging.getLogger("nwalign")
@@ -58,15 +58,15 @@ def check_options(kernel: str = "auto", slice_k: int | None = None, tile: int | 
         NwalignError: naming the option.
     """
     if kernel not in KERNELS + ("auto",):
-        raise NwalignError(f"--kernel {kernel}: allpairs kernels are {', '.join(KERNELS)} (or auto)")
+        raise option_error("kernel", "--kernel", f"{kernel}: allpairs kernels are {', '.join(KERNELS)} (or auto)")
     if slice_k is not None and slice_k not in SLICES:
-        raise NwalignError(f"--slice {slice_k}: choose one of {', '.join(map(str, SLICES))}")
+        raise option_error("slice_k", "--slice", f"{slice_k}: choose one of {', '.join(map(str, SLICES))}")
     if kernel == "tiled-dscan" and (tile or DEFAULT_TILE) not in TILES:
-        raise NwalignError(f"--block {tile}: tiled-dscan tiles are {', '.join(map(str, TILES))}")
+        raise option_error("block", "--block", f"{tile}: tiled-dscan tiles are {', '.join(map(str, TILES))}")
     if kernel == "dscan" and tile is not None and not (32 <= tile <= 1024 and tile % 32 == 0):
-        raise NwalignError(f"--block {tile}: dscan threads per block must be a multiple of 32 up to 1024")
+        raise option_error("block", "--block", f"{tile}: dscan threads per block must be a multiple of 32 up to 1024")
     if kernel in ("lazy-rscan", "rscan") and tile is not None and not (32 <= tile <= 256 and tile % 32 == 0):
-        raise NwalignError(f"--block {tile}: {kernel} threads per block must be a multiple of 32 up to 256")
+        raise option_error("block", "--block", f"{tile}: {kernel} threads per block must be a multiple of 32 up to 256")
 
 
 class AllPairsScorer:

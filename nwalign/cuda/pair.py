@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cpu.dp import GLOBAL, LOCAL, trace_antidiagonal_major, trace_band
 from ..cpu.pair import finish_path, format_bytes
-from ..errors import NwalignError
+from ..errors import NwalignError, option_error
 from . import BLOCK_SHAPES, KERNELS, modules, require
 
 log = logging.getLogger("nwalign")
@@ -206,7 +206,7 @@ def _run_tiles(run: _Run, opts: Options, persistent: bool) -> None:
     m, n = run.m, run.n
     bh, bw = (32, 32) if persistent else opts.block
     if (bh, bw) not in BLOCK_SHAPES:
-        raise NwalignError(f"--block {bh}x{bw}: choose one of " + ", ".join(f"{r}x{c}" for r, c in BLOCK_SHAPES))
+        raise option_error("block", "--block", f"{bh}x{bw}: choose one of " + ", ".join(f"{r}x{c}" for r, c in BLOCK_SHAPES))
     rowH = cp.asarray(_border(np.arange(n + 1), run.mode, run.go, run.ge))
     rowF = cp.full(n + 1, -(1 << 30), dtype=cp.int32)
     colH = cp.asarray(_border(np.arange(m + 1), run.mode, run.go, run.ge))
