@@ -176,7 +176,7 @@ def test_real_genomes_every_format(capsys):
     row = json.loads(out)
     assert (row["qlen"], row["slen"]) == (29903, 29855)
     assert 0.95 < row["identity"] < 0.97
-    assert row["query_start"] == 1 and row["target_end"] == 29855
+    assert row["qstart"] == 1 and row["send"] == 29855
     # The score-only kernel (anti-diagonal) and the traceback agree.
     code, out, _ = run(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "--format", "json")
     assert json.loads(out)["score"] == row["score"]
