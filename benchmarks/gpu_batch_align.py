@@ -54,6 +54,18 @@ def main() -> None:
         t0 = time.perf_counter()
         got = aligner.submit(pairs).result()
         times.append(time.perf_counter() - t0)
+    # Where the time goes: the host's submit (job table, uploads, launches), the GPU until the last launch's
+    # event, and the host turning the directions walked back into paths.
+    t0 = time.perf_counter()
+    batch = aligner.submit(pairs)
+    t1 = time.perf_counter()
+    for launch in batch.launches:
+        launch[-1].synchronize()
+    t2 = time.perf_counter()
+    batch.result()
+    t3 = time.perf_counter()
+    print(f"split: submit {1e3 * (t1 - t0):.0f} ms, GPU after submit {1e3 * (t2 - t1):.0f} ms, paths on the host "
+          f"{1e3 * (t3 - t2):.0f} ms ({len(batch.launches)} launches)")
     want = [align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
             for q, t in pairs[:args.check]]
     same = all(g[:5] == w[:5] and np.array_equal(g[5], w[5]) for g, w in zip(got, want))
