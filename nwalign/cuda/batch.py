@@ -87,33 +87,22 @@ class BatchAligner:
             size += need
         if cur:
             launches.append(cur)
-        # Every GPU pair's residues in one upload (in launch order); each launch's jobs index into it.
-        order = [k for ks in launches for k in ks]
-        m = np.array([len(pairs[k][0]) for k in order], dtype=np.int64)
-        n = np.array([len(pairs[k][1]) for k in order], dtype=np.int64)
-        q_at, t_at = np.cumsum(m) - m, np.cumsum(n) - n
-        with self.stream:
-            d_q = self.cp.asarray(np.concatenate([pairs[k][0] for k in order] or [np.zeros(1, np.uint8)])
-                                  .astype(np.uint8, copy=False))
-            d_t = self.cp.asarray(np.concatenate([pairs[k][1] for k in order] or [np.zeros(1, np.uint8)])
-                                  .astype(np.uint8, copy=False))
-        out, lo = [], 0
-        for ks in launches:
-            hi = lo + len(ks)
-            out.append(self._launch(ks, m[lo:hi], n[lo:hi], q_at[lo:hi], t_at[lo:hi], d_q, d_t))
-            lo = hi
-        return BatchResult(self, pairs, out)
+        return BatchResult(self, pairs, [self._launch(pairs, ks) for ks in launches])
 
-    def _launch(self, ks: list[int], m, n, q_at, t_at, d_q, d_t):
+    def _launch(self, pairs, ks: list[int]):
         cp = self.cp
         jobs = np.zeros(len(ks), dtype=_JOB)
-        jobs["m"], jobs["n"], jobs["q"], jobs["t"] = m, n, q_at, t_at
-        # Each pair's start in this launch's direction words (dirs_bytes / 4), rows and ops.
-        sizes = {"dirs": -(-m // BAND) * 32 * (n + 1), "row": 2 * (n + 1), "ops": m + n}
+        m = np.array([len(pairs[k][0]) for k in ks], dtype=np.int64)
+        n = np.array([len(pairs[k][1]) for k in ks], dtype=np.int64)
+        jobs["m"], jobs["n"] = m, n
+        # Each pair's start in the concatenated queries, targets, direction words (dirs_bytes / 4), rows, ops.
+        sizes = {"q": m, "t": n, "dirs": -(-m // BAND) * 32 * (n + 1), "row": 2 * (n + 1), "ops": m + n}
         for field, size in sizes.items():
             jobs[field][1:] = np.cumsum(size)[:-1]
         d_off, r_off, o_off = (int(sizes[f].sum()) for f in ("dirs", "row", "ops"))
         with self.stream:
+            d_q = cp.asarray(np.concatenate([pairs[k][0] for k in ks]).astype(np.uint8, copy=False))
+            d_t = cp.asarray(np.concatenate([pairs[k][1] for k in ks]).astype(np.uint8, copy=False))
             d_jobs = cp.asarray(jobs.view(np.uint8))
             dirs = cp.empty(max(1, d_off), dtype=cp.uint32)
             rows = cp.empty(max(1, r_off), dtype=cp.int32)
@@ -145,18 +134,15 @@ class BatchResult:
             while not done.done:  # poll and sleep: other threads keep the GIL meanwhile
                 time.sleep(2e-4)
             h_out = out.get().reshape(-1, OUT).tolist()
-            # The kernel walks each path backwards: the whole buffer reversed once, each path is then a
-            # read-only view (pair x's columns end where its segment starts, counted from the end).
-            rev = ops.get()[::-1].copy()
-            rev.flags.writeable = False
-            ends = (rev.size - jobs["ops"]).tolist()
-            for x, k in enumerate(ks):  # finish_path's result
+            h_ops = ops.get()
+            starts = jobs["ops"].tolist()
+            for x, k in enumerate(ks):  # finish_path's result, built with one copy per pair
                 score, end_i, end_j, i, j, nops = h_out[x]
-                path = rev[ends[x] - nops:ends[x]]
+                path = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
                 if mode == GLOBAL and (i or j):  # global: on along row 0 / column 0 to the origin
                     path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
                     i = j = 0
-                got[k] = (score, i, end_i, j, end_j, path)
+                got[k] = (score, i, end_i, j, end_j, path.copy() if path.base is not None else path)
         for k, value in enumerate(got):
             if value is None:  # too large for the GPU budget: the CPU engine (bounded memory)
                 from ..cpu import align_codes
