@@ -240,3 +240,36 @@ def test_alignment_to_biopython(mode):
     (score_only,) = list(Pairs("ACGT", "ACGA", score_only=True, backend="cpu"))
     with pytest.raises(ValueError, match="score-only"):
         score_only.to_biopython()
+
+
+def test_database_checksum_left_running_is_verified_before_use(tmp_path):
+    """load_database(check_later=True) returns at once and verify() raises for a flipped residue; a good
+    file verifies; a search over the damaged file reports nothing (its first hits wait for the check)."""
+    from nwalign.database import database_from_fasta, load_database, write_database
+
+    good = tmp_path / "x.nwdb"
+    write_database(database_from_fasta(SP196), str(good))
+    db = load_database(str(good), check_later=True)
+    db.verify()
+    db.verify()  # once done, again is a no-op
+    data = bytearray(good.read_bytes())
+    data[-100] ^= 1  # a residue near the end
+    bad = tmp_path / "bad.nwdb"
+    bad.write_bytes(bytes(data))
+    db = load_database(str(bad), check_later=True)
+    with pytest.raises(NwalignError, match="damaged .nwdb file .checksum of the residues"):
+        db.verify()
+    with pytest.raises(NwalignError, match="damaged"):
+        list(search(pathlib.Path(OPAL), str(bad), backend="cpu", top=1))
+
+
+def test_log_times_on_request(capsys, monkeypatch):
+    """NWALIGN_LOG_TIMES=1 with -v: milliseconds on every line, and the finer steps; without it, plain -v."""
+    monkeypatch.setenv("NWALIGN_LOG_TIMES", "1")
+    assert main(["search", OPAL, SP196, "--top", "1", "--backend", "cpu", "-v", "-o", os.devnull]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(" ms: " in line for line in lines if line.startswith("nwalign: "))
+    assert any("search: database loaded" in line for line in lines)
+    monkeypatch.setenv("NWALIGN_LOG_TIMES", "0")
+    assert main(["search", OPAL, SP196, "--top", "1", "--backend", "cpu", "-v", "-o", os.devnull]) == 0
+    assert not any(" ms: " in line for line in capsys.readouterr().err.splitlines())
