@@ -503,9 +503,16 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
                    "once (0 = all cores).")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Spread the scan over N CPU-engine processes (a local Dask cluster; needs nwalign[dask]); "
+                   "the database is cut into N shards balanced by residues; the hits are unchanged.")
+@click.option("--scheduler", metavar="ADDRESS|FILE.json",
+              help="Spread the scan over a running Dask cluster (its scheduler's address or scheduler file); "
+                   "the database must be a .nwdb every worker can read.")
 @run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
-           gap_extend, alphabet, backend, search_kernel, device, threads, output, verbose, quiet):
+           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, device, output, verbose,
+           quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
@@ -529,7 +536,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
                  gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
-                 backend=backend, kernel=search_kernel, device=device, threads=threads)
+                 backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
+                 scheduler=scheduler)
     scoring, db, gpu = run.scoring, run.database, run.gpu
     if run.stats is None and not quiet:
         click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
@@ -822,6 +830,13 @@ def main(argv: list[str] | None = None) -> int:
     except NwalignError as exc:
         click.echo(f"nwalign: error: {exc.cli}", err=True)  # the line that names command-line options
         return 2
+    except Exception as exc:
+        from .scaleout import WorkerLost
+
+        if not isinstance(exc, WorkerLost):
+            raise
+        click.echo(f"nwalign: error: {exc}", err=True)
+        return 1
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
         return 2

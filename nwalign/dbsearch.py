@@ -160,6 +160,12 @@ class Search:
         device: GPU number.
         threads: CPU threads (0: every core).
         query_source: a name for the queries in error messages (a file name).
+        workers, scheduler, client, shards: spread the scan over Dask workers running the CPU engine
+            (:mod:`nwalign.scaleout`): a local cluster of ``workers`` processes, the running cluster at
+            ``scheduler`` (an address or a scheduler file), or ``client`` (a ``distributed.Client``);
+            the database cut into ``shards`` (default: one per worker). The hits are those of a
+            one-process search. A FASTA database is written once as a temporary ``.nwdb`` (a running
+            cluster needs a ``.nwdb`` path that every worker can read).
 
     Attributes: ``queries`` (list of Record), ``database``, ``scoring``, ``stats`` (the Karlin-Altschul
     parameters or None), ``gpu`` (the GPU searcher or None).
@@ -175,7 +181,8 @@ class Search:
                  gap_open: int | None = None, gap_extend: int | None = None, top: int = 10,
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
-                 query_source: str = "queries"):
+                 query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
+                 shards: int | None = None):
         import dataclasses
         import os
         import time
@@ -191,6 +198,12 @@ class Search:
             raise NwalignError(f"top must be at least 1 (got {top})")
         if kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
+        self._spread = workers > 1 or scheduler is not None or client is not None
+        if self._spread:  # the workers run the CPU engine (GPU workers: issue 19, not yet)
+            if backend == "cuda":
+                raise NwalignError("workers run the CPU engine: use backend 'cpu' or 'auto' with them",
+                                   cli="--workers/--scheduler run the CPU engine: use --backend cpu or auto")
+            backend = "cpu"
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
         chosen = choose_backend(backend) if backend != "auto" else None
         if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
@@ -265,11 +278,21 @@ class Search:
                 log.info("search: %s", self.gpu.describe())
         log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
                  db.count, db.total_length, scoring.matrix_name, self.threads)
+        self._scaleout = None
+        if self._spread:
+            self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards)
 
     def run(self, progress=None):
         """Yield ``(query, hits)`` per query, in query order: ``query`` a Record, ``hits`` a list of
         :class:`Hit` (score descending, then database order). ``progress(residues)`` is called after each
-        query's scan with the database's residue count."""
+        query's scan with the database's residue count.
+
+        Raises:
+            nwalign.scaleout.WorkerLost: (spread over workers) a task kept killing its workers.
+        """
+        if self._scaleout is not None:
+            yield from self._scaleout.run(self, progress)
+            return
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
                                   self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
                                   self._aligner):
@@ -285,6 +308,84 @@ def _device_database(codes, offsets, device):
     from .cuda.search import DeviceDatabase
 
     return DeviceDatabase(codes, offsets, device)
+
+
+class _ScaleOut:
+    """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
+
+    BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
+
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards):
+        import os
+        import tempfile
+
+        from .scaleout import client_for
+
+        path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
+        self.tmp = None
+        if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
+            if scheduler is not None:
+                raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
+                                   "(nwalign makedb)", cli="--scheduler needs a .nwdb database that every "
+                                   "worker can read (nwalign makedb)")
+            from .database import write_database
+
+            self.tmp = tempfile.mkdtemp(prefix="nwalign-")
+            path = os.path.join(self.tmp, "database.nwdb")
+            write_database(db, path)
+        self.path = os.path.abspath(path)
+        self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+        self.shards = shards or max(1, len(self.client.scheduler_info()["workers"]))
+        log.info("search: %d shards on %d Dask workers", self.shards, len(self.client.scheduler_info()["workers"]))
+
+    def run(self, job: Search, progress):
+        from .scaleout import sharded_candidates
+
+        db = job.database
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
+                for lo in range(0, len(job._encoded), self.BATCH):
+                    batch = job._encoded[lo:lo + self.BATCH]
+                    found = sharded_candidates(self.client, self.path, [q.codes for q in batch], job.scoring,
+                                               job.top, self.shards)
+                    if lo == 0:
+                        db.verify()
+                    for q, (idx, sc) in zip(batch, found):
+                        if progress:
+                            progress(db.total_length)
+                        scores = dict(zip(idx.tolist(), sc.tolist()))
+                        reported = _reported_candidates(q, idx, sc, db, job.stats, job.top, job.max_evalue,
+                                                        job.min_score)
+                        yield q.record, _collect(q, reported, scores, db, job._codes, job.scoring, job.align, None,
+                                                 pool)()
+        finally:
+            self.close()
+
+    def close(self):
+        import shutil
+
+        if self.cluster is not None:
+            self.client.close()
+            self.cluster.close()
+            self.cluster = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+def _reported_candidates(query: Encoded, idx: np.ndarray, sc: np.ndarray, db: Database,
+                         stats: KarlinAltschul | None, top: int, max_evalue: float | None, min_score: int | None):
+    """:func:`_reported` from merged candidates (database indices and scores, score descending then
+    index ascending) instead of every database sequence's score."""
+    out = []
+    for k, score in list(zip(idx.tolist(), sc.tolist()))[:top]:
+        if min_score is not None and score < min_score:
+            continue
+        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
+        if max_evalue is not None and evalue is not None and evalue > max_evalue:
+            continue
+        out.append((k, evalue, stats.bit_score(score) if stats else None))
+    return out
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:

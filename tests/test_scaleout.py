@@ -1,0 +1,151 @@
+"""The search spread over Dask workers (nwalign.scaleout): shards balanced by residues, an exact merge,
+output byte-identical to a one-process search for any number of shards and workers, and after a worker
+dies; a task that keeps killing workers ends the run with exit 1 and no output."""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from nwalign import search
+from nwalign.cli import main
+from nwalign.dbsearch import top_hits
+from nwalign.scaleout import WorkerLost, merge, shards
+
+from conftest import DATA
+
+distributed = pytest.importorskip("distributed")  # in the test extras; absent only outside them
+
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+SP196 = os.path.join(DATA, "swissprot_first196.fasta")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def tied_db(tmp_path_factory):
+    """SP196 with every tenth record repeated at the end under another name: equal scores in other shards."""
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(SP196)
+    path = tmp_path_factory.mktemp("db") / "tied.fa"
+    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs)
+    text += "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::10])
+    path.write_text(text)
+    return str(path)
+
+
+def _rows(results):
+    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+def test_shards_cover_the_database_once_balanced_by_residues():
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(20, 3000, size=1001)
+    for count in (1, 2, 3, 7):
+        parts = shards(lengths, count)
+        assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(lengths.size))
+        assert all(np.all(np.diff(p) > 0) for p in parts)
+        residues = [int(lengths[p].sum()) for p in parts]
+        assert max(residues) - min(residues) <= lengths.max()
+
+
+def test_merge_equals_the_top_of_all_scores():
+    rng = np.random.default_rng(2)
+    scores = rng.integers(0, 30, size=500)  # many ties
+    for count in (1, 2, 3, 5):
+        parts = []
+        for index in shards(rng.integers(1, 100, size=500), count):
+            best = top_hits(scores[index], 12, None)
+            parts.append((index[best], scores[index][best]))
+        idx, sc = merge(parts, 12)
+        want = top_hits(scores, 12, None)
+        assert idx.tolist() == want.tolist() and sc.tolist() == scores[want].tolist()
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_sharded_search_equals_one_process(client, tied_db, count):
+    want = _rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2))
+    got = _rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2, client=client, shards=count))
+    assert got == want
+    assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
+
+
+def test_cli_workers_byte_identical(tmp_path, tied_db, capsys, monkeypatch):
+    """--workers through the CLI (its own local cluster), then --format json and sam with the fixture's
+    workers: the same bytes as one process."""
+    outs = {}
+    for label, extra in (("one", []), ("two", ["--workers", "2"])):
+        out = tmp_path / f"{label}.tsv"
+        assert main(["search", OPAL, tied_db, "--top", "7", "--backend", "cpu", "-o", str(out)] + extra) == 0
+        outs[label] = out.read_bytes()
+    assert outs["one"] == outs["two"] and outs["one"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "sam"])
+def test_formats_byte_identical_with_workers(tmp_path, tied_db, client, monkeypatch, fmt):
+    import nwalign.scaleout
+
+    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    outs = []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"x{len(extra)}.{fmt}"
+        assert main(["search", OPAL, tied_db, "--top", "5", "--backend", "cpu", "--format", fmt, "-o", str(out)]
+                    + extra) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
+class _KillOnTask(distributed.WorkerPlugin):
+    """Test only: the worker process exits when a shard task starts on it (once, or every time)."""
+
+    def __init__(self, marker: str, always: bool):
+        self.marker, self.always = marker, always
+
+    def setup(self, worker):
+        self.worker = worker
+
+    def transition(self, key, start, finish, **kwargs):
+        name = key[0] if isinstance(key, tuple) else str(key)
+        if finish == "executing" and "best_of_shard" in str(name):
+            if self.always or not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os._exit(1)
+
+
+def test_a_worker_killed_mid_search_loses_nothing(tmp_path, tied_db):
+    """One worker dies as a shard task starts: Dask runs the task again on a new worker; same hits."""
+    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu"))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as c:
+        c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
+        got = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=2))
+    assert (tmp_path / "killed").exists() and got == want
+
+
+def test_a_task_that_kills_every_worker_ends_the_run(tmp_path, tied_db, monkeypatch, capsys):
+    import nwalign.scaleout
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as c:
+        c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True))
+        with pytest.raises(WorkerLost):
+            list(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=1))
+        monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (c, None))
+        out = tmp_path / "hits.tsv"
+        assert main(["search", OPAL, tied_db, "--backend", "cpu", "--workers", "2", "-o", str(out)]) == 1
+        assert not out.exists() and capsys.readouterr().err.count("\n") == 1
+
+
+def test_workers_refuse_the_gpu_backend_and_a_fasta_for_a_running_cluster(capsys):
+    assert main(["search", OPAL, SP196, "--backend", "cuda", "--workers", "2"]) == 2
+    assert "--workers/--scheduler run the CPU engine" in capsys.readouterr().err
+    assert main(["search", OPAL, SP196, "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "--scheduler needs a .nwdb" in capsys.readouterr().err
