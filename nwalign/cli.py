@@ -27,7 +27,7 @@ from .cuda.allpairs import KERNELS as AP_KERNELS
 from .cuda.allpairs import SLICES as AP_SLICES
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY
-from .errors import NwalignError
+from .errors import NwalignError, WorkerLost
 from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, field, needs_alignment
 from .formats import COLUMNS as TSV_FIELDS
 from .scoring import MODES
@@ -830,13 +830,6 @@ def main(argv: list[str] | None = None) -> int:
     except NwalignError as exc:
         click.echo(f"nwalign: error: {exc.cli}", err=True)  # the line that names command-line options
         return 2
-    except Exception as exc:
-        from .scaleout import WorkerLost
-
-        if not isinstance(exc, WorkerLost):
-            raise
-        click.echo(f"nwalign: error: {exc}", err=True)
-        return 1
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
         return 2
@@ -861,6 +854,9 @@ def main(argv: list[str] | None = None) -> int:
         if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
             return _closed_pipe()
         raise
+    except WorkerLost as exc:
+        click.echo(f"nwalign: error: {exc}", err=True)
+        return 1
     except MemoryError:
         command = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
         hint = {"pair": "lower --max-memory or align smaller pieces", "bench": "use smaller --sizes or --count",

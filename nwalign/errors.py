@@ -38,6 +38,10 @@ def _parameters(text: str) -> str:
     return re.sub(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)", name, text)
 
 
+class WorkerLost(Exception):
+    """A task kept killing the workers that ran it (Dask's ``KilledWorker``): the run ends (exit status 1)."""
+
+
 def option_error(param: str, flag: str, text: str) -> NwalignError:
     """An error about one argument: ``param text`` from the library, ``flag text`` from the command line.
 

@@ -22,13 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NwalignError
+from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-
-class WorkerLost(Exception):
-    """A task kept killing the workers that ran it (Dask's ``KilledWorker``): the run ends (exit 1)."""
+__all__ = ["WorkerLost", "best_of_shard", "client_for", "merge", "shards", "sharded_candidates"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
