@@ -26,7 +26,7 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["WorkerLost", "best_of_shard", "client_for", "merge", "shards", "sharded_candidates"]
+__all__ = ["WorkerLost", "best_of_shard", "check_versions", "client_for", "merge", "shards", "sharded_candidates"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -113,10 +113,48 @@ def client_for(workers: int = 0, scheduler: str | None = None):
         raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
                            cli="--workers/--scheduler need Dask: pip install 'nwalign[dask]'") from None
     if scheduler:
-        client = Client(scheduler_file=scheduler) if scheduler.endswith(".json") else Client(scheduler)
+        import dask
+
+        wait = dask.config.get("distributed.comm.timeouts.connect")  # Dask's setting (30 s by default)
+        try:
+            client = Client(scheduler_file=scheduler, timeout=wait) if scheduler.endswith(".json") else \
+                Client(scheduler, timeout=wait)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise NwalignError(f"scheduler {scheduler}: cannot connect ({exc})",
+                               cli=f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        try:
+            check_versions(client)
+        except NwalignError:
+            client.close()
+            raise
         return client, None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster), cluster
+
+
+def _worker_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def check_versions(client) -> None:
+    """Refuse a cluster whose workers run another nwalign version (or none): their shards' results would
+    not be this version's.
+
+    Raises:
+        NwalignError: naming the first worker that differs.
+    """
+    from . import __version__
+
+    try:
+        found = client.run(_worker_version)
+    except Exception as exc:  # a worker without nwalign cannot even unpickle the function
+        raise NwalignError(f"a worker of the cluster cannot run nwalign ({type(exc).__name__}: {exc})") from None
+    for address, version in sorted(found.items()):
+        if version != __version__:
+            raise NwalignError(f"worker {address} runs nwalign {version}, this is {__version__}: "
+                               "install the same version on every worker")
 
 
 def sharded_candidates(client, database: str, queries: list[np.ndarray], scoring, top: int,

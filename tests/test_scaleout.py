@@ -149,3 +149,30 @@ def test_workers_refuse_the_gpu_backend_and_a_fasta_for_a_running_cluster(capsys
     assert "--workers/--scheduler run the CPU engine" in capsys.readouterr().err
     assert main(["search", OPAL, SP196, "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:1"]) == 2
     assert "--scheduler needs a .nwdb" in capsys.readouterr().err
+
+
+def test_a_running_cluster_with_another_version_is_refused(client, tmp_path, monkeypatch, capsys):
+    """--scheduler joins a running cluster (here the fixture's, by address); workers of another nwalign
+    version are refused in one line; an address nothing listens on is a one-line error too."""
+    import nwalign
+    from nwalign.database import database_from_fasta, write_database
+    from nwalign.scaleout import check_versions
+
+    check_versions(client)  # the same version everywhere
+    db = tmp_path / "sp.nwdb"
+    write_database(database_from_fasta(SP196), str(db))
+    address = client.scheduler.address
+    want = tmp_path / "one.tsv"
+    got = tmp_path / "cluster.tsv"
+    assert main(["search", OPAL, str(db), "--top", "3", "--backend", "cpu", "-o", str(want)]) == 0
+    assert main(["search", OPAL, str(db), "--top", "3", "--backend", "cpu", "--scheduler", address, "-o",
+                 str(got)]) == 0
+    assert got.read_bytes() == want.read_bytes()
+    monkeypatch.setattr(nwalign, "__version__", "0.0.0-other")  # the client now differs from its workers
+    with pytest.raises(nwalign.NwalignError, match="runs nwalign"):
+        check_versions(client)
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        assert main(["search", OPAL, str(db), "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
