@@ -110,7 +110,9 @@ class Aligner:
     @property
     def batch_kernel(self) -> str:
         """What :meth:`align_batch` runs: ``batch_align`` (the GPU's batch kernel) or ``cpu``."""
-        return "batch_align" if self.gpu and self.scoring.mode in ("global", "local") else "cpu"
+        from .cuda.batch import MODES
+
+        return "batch_align" if self.gpu and self.scoring.mode in MODES else "cpu"
 
     def align_batch(self, pairs: list[tuple[Encoded, Encoded]]) -> Iterator[Alignment]:
         """Many small pairs at once, results in input order. On the GPU in global and local mode: the

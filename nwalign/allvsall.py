@@ -29,6 +29,7 @@ import numpy as np
 
 from .engine import Encoded, alignment_from_path
 from .errors import NwalignError, option_error
+from .formats import needs_alignment
 from .results import Alignment
 from .scoring import Scoring
 
@@ -36,7 +37,7 @@ log = logging.getLogger("nwalign")
 
 COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps", "qlen", "slen")
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
-SCORE_COLUMNS = {"qseqid", "sseqid", "score", "qlen", "slen"}  # need no traceback
+SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 
 

@@ -109,12 +109,19 @@ def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scorin
     return Hit(query.record, k, aln, evalue, bitscore, db.descriptions[k])
 
 
-def _reported(query: Encoded, scores: np.ndarray, db: Database, stats: KarlinAltschul | None, top: int,
-              max_evalue: float | None, min_score: int | None) -> list[tuple[int, float | None, float | None]]:
+def _reported(query: Encoded, scores, db: Database, stats: KarlinAltschul | None, top: int,
+              max_evalue: float | None, min_score: int | None,
+              ranked: list[int] | None = None) -> list[tuple[int, float | None, float | None]]:
     """(database index, E-value, bit score) of the hits to report, from the scan's scores alone (they are
-    the alignments' scores): the E-value uses the whole database's length."""
+    the alignments' scores): the E-value uses the whole database's length. ``scores``: every database
+    sequence's score, or with ``ranked`` (candidates already ordered by score descending, then index, as
+    merged from shards) a mapping from those candidates to their scores."""
+    if ranked is None:
+        ranked = top_hits(scores, top, min_score).tolist()
+    else:
+        ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
     out = []
-    for k in top_hits(scores, top, min_score).tolist():
+    for k in ranked:
         score = int(scores[k])
         evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
         if max_evalue is not None and evalue is not None and evalue > max_evalue:
@@ -335,8 +342,9 @@ class _ScaleOut:
             write_database(db, path)
         self.path = os.path.abspath(path)
         self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
-        self.shards = shards or max(1, len(self.client.scheduler_info()["workers"]))
-        log.info("search: %d shards on %d Dask workers", self.shards, len(self.client.scheduler_info()["workers"]))
+        workers = len(self.client.scheduler_info()["workers"])
+        self.shards = shards or max(1, workers)
+        log.info("search: %d shards on %d Dask workers", self.shards, workers)
 
     def run(self, job: Search, progress):
         from .scaleout import sharded_candidates
@@ -354,8 +362,8 @@ class _ScaleOut:
                         if progress:
                             progress(db.total_length)
                         scores = dict(zip(idx.tolist(), sc.tolist()))
-                        reported = _reported_candidates(q, idx, sc, db, job.stats, job.top, job.max_evalue,
-                                                        job.min_score)
+                        reported = _reported(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
+                                             idx.tolist())
                         yield q.record, _collect(q, reported, scores, db, job._codes, job.scoring, job.align, None,
                                                  pool)()
         finally:
@@ -371,21 +379,6 @@ class _ScaleOut:
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
-
-
-def _reported_candidates(query: Encoded, idx: np.ndarray, sc: np.ndarray, db: Database,
-                         stats: KarlinAltschul | None, top: int, max_evalue: float | None, min_score: int | None):
-    """:func:`_reported` from merged candidates (database indices and scores, score descending then
-    index ascending) instead of every database sequence's score."""
-    out = []
-    for k, score in list(zip(idx.tolist(), sc.tolist()))[:top]:
-        if min_score is not None and score < min_score:
-            continue
-        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
-        if max_evalue is not None and evalue is not None and evalue > max_evalue:
-            continue
-        out.append((k, evalue, stats.bit_score(score) if stats else None))
-    return out
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:

@@ -353,10 +353,15 @@ def _name(wide: bool, G: int, R: int, multi: bool) -> str:
     return f"sw_scan<{'true' if wide else 'false'}, {G}, {R}, {'true' if multi else 'false'}>"
 
 
-def _names(hopper: bool) -> tuple[str, ...]:
+def _configs(hopper: bool) -> list[tuple[bool, int, int, bool]]:
+    """Every (wide, G, R, multi) instantiation of ``sw_scan`` a GPU with (or without) DPX instructions uses."""
     single, r_multi, wide = CONFIGS[hopper]
-    return tuple(_name(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper] + WIDER_SINGLE[hopper]) + \
-        tuple(_name(False, g, r_multi, True) for g in GROUPS) + (_name(True, *wide, True),)
+    return [(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper] + WIDER_SINGLE[hopper]] + \
+        [(False, g, r_multi, True) for g in GROUPS] + [(True, *wide, True)]
+
+
+def _names(hopper: bool) -> tuple[str, ...]:
+    return tuple(_name(*c) for c in _configs(hopper))
 
 
 def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
@@ -367,10 +372,7 @@ def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
 def kernel_names(hopper: bool = True) -> list[str]:
     """Mangled names of the scan kernels the default plan may launch on a GPU with (``hopper``) or
     without DPX instructions, and the gather kernel: for :func:`nwalign.cuda.warm_up`."""
-    single, r_multi, wide = CONFIGS[hopper]
-    configs = [(False, g, r, False) for g, r in single + WIDE_SINGLE[hopper] + WIDER_SINGLE[hopper]]
-    configs += [(False, g, r_multi, True) for g in GROUPS] + [(True, *wide, True)]
-    return [_mangled(*c) for c in configs] + ["sw_gather"]
+    return [_mangled(*c) for c in _configs(hopper)] + ["sw_gather"]
 
 
 def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
