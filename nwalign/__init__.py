@@ -21,15 +21,26 @@ The public API:
 
 __version__ = "0.1.0"
 
-from .aligner import Aligner, Pairs  # noqa: E402
-from .allvsall import AllPairs, allpairs  # noqa: E402
-from .database import Database  # noqa: E402
-from .engine import align  # noqa: E402
-from .errors import NwalignError  # noqa: E402
-from .results import Alignment  # noqa: E402
-from .scoring import Scoring, make_scoring  # noqa: E402
-from .dbsearch import Hit, Search, search  # noqa: E402
-from .sequences import read_fasta  # noqa: E402
+# The API is imported on first use (PEP 562): ``python -m nwalign`` starts its GPU warm-up
+# (nwalign.launch) before NumPy and the engines load.
+_API = {"Aligner": "aligner", "Pairs": "aligner", "AllPairs": "allvsall", "allpairs": "allvsall",
+        "Database": "database", "align": "engine", "NwalignError": "errors", "Alignment": "results",
+        "Scoring": "scoring", "make_scoring": "scoring", "Hit": "dbsearch", "Search": "dbsearch",
+        "search": "dbsearch", "read_fasta": "sequences"}
 
 __all__ = ["Aligner", "AllPairs", "Pairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",
            "make_scoring", "read_fasta", "search"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_API[name]}", __name__), name)
+        globals()[name] = value  # later reads find it directly
+        return value
+    raise AttributeError(f"module 'nwalign' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

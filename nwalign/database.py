@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import zlib
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -31,8 +32,8 @@ class Database:
 
     residues: np.ndarray | None
     offsets: np.ndarray
-    ids: list[str]
-    descriptions: list[str]
+    ids: Sequence[str]  # a list, or (version-2 .nwdb) a read-only sequence parsed on first use
+    descriptions: Sequence[str]
     source: str
     codes: np.ndarray | None = None
     letters: str | None = None
@@ -59,7 +60,7 @@ class Database:
 
     @property
     def count(self) -> int:
-        return len(self.ids)
+        return len(self.offsets) - 1
 
     @property
     def total_length(self) -> int:
@@ -209,7 +210,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         lut = np.zeros(256, dtype=np.uint8)
         lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
         body = _take_chunked(lut, ascii_)
-        names = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
+        names = json.dumps({"ids": list(db.ids), "descriptions": list(db.descriptions)}).encode()
         names += b" " * (-len(names) % 8)
         fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
                   "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)},
@@ -220,7 +221,8 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     else:
         body = db.ascii()
         names = b""
-        fields = {"count": db.count, "total": db.total_length, "ids": db.ids, "descriptions": db.descriptions}
+        fields = {"count": db.count, "total": db.total_length, "ids": list(db.ids),
+                  "descriptions": list(db.descriptions)}
         magic = MAGIC
     header = json.dumps(fields).encode()
     header += b" " * (-(len(magic) + 8 + len(header)) % 8)
@@ -291,8 +293,8 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
             pending = in_background(lambda: _check_crc(sections[2:], crc))
             sections = sections[:2]
         _check_crc(sections, crc)
-        names = json.loads(names_raw)
-        ids, descriptions = names["ids"], names["descriptions"]
+        names = _Names(names_raw, count, path)  # parsed when first read (a search: while the GPU scans)
+        ids, descriptions = names.ids, names.descriptions
         if total and int(body.max()) >= len(header["letters"]):
             raise ValueError("residue codes outside the letters")
     else:
@@ -308,6 +310,54 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
         raise ValueError("letter counts do not add up to the residue count")
     return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts,
                     header.get("ids_unique"), pending)
+
+
+class _Names:
+    """The ids and descriptions of a version-2 .nwdb, parsed from their JSON section when first read:
+    570,000 names take ~0.07 s, which a GPU search spends at start-up otherwise (its first hits are
+    written while the GPU scans the next query). Thread-safe; :attr:`ids` and :attr:`descriptions` are
+    read-only sequences of ``count`` strings."""
+
+    def __init__(self, raw: bytes, count: int, source: str):
+        import threading
+
+        self._raw, self._count, self._source = raw, count, source
+        self._lists = None
+        self._lock = threading.Lock()
+        self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
+
+    def lists(self) -> tuple[list[str], list[str]]:
+        with self._lock:
+            if self._lists is None:
+                try:
+                    names = json.loads(self._raw)
+                    lists = names["ids"], names["descriptions"]
+                    if any(not isinstance(x, list) or len(x) != self._count for x in lists):
+                        raise ValueError(f"names for {self._count} sequences expected")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise NwalignError(f"{self._source}: damaged .nwdb file ({exc}); rebuild it with "
+                                       "'nwalign makedb'") from None
+                self._lists, self._raw = lists, None
+        return self._lists
+
+
+class _LazyList(Sequence):
+    """One of :class:`_Names`' lists, read on first use."""
+
+    def __init__(self, names: _Names, which: int):
+        self._names, self._which = names, which
+
+    def __len__(self) -> int:
+        return self._names._count
+
+    def __getitem__(self, k):
+        return self._names.lists()[self._which][k]
+
+    def __iter__(self):
+        return iter(self._names.lists()[self._which])
+
+    def __eq__(self, other):
+        return list(self) == list(other)
 
 
 def _check_crc(sections, crc: dict) -> None:

@@ -214,13 +214,9 @@ class Search:
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
         chosen = choose_backend(backend) if backend != "auto" else None
         if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
-            from .cuda import warm_up
+            from .cuda import warm_up_search
 
-            from .cuda.batch import KERNEL_NAMES
-            from .cuda.search import kernel_names
-
-            warm_up(device, ("sw_search", "batch_align"),
-                    lambda cc: {"sw_search": kernel_names(cc >= 90), "batch_align": KERNEL_NAMES})
+            warm_up_search(device)
         if isinstance(queries, os.PathLike):
             from .scoring import max_sequence_length
             from .sequences import read_fasta

@@ -172,6 +172,12 @@ def _check_matrix_file(path: str) -> dict[str, int]:
 
 def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
+    if not os.path.exists(name):
+        if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
+            name = "NUC.4.4"
+        cached = _cached_matrix(name.upper())
+        if cached is not None:
+            return cached
     from Bio.Align import substitution_matrices  # here, so that commands that never score start fast
 
     if os.path.exists(name):
@@ -188,8 +194,6 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
             raise NwalignError(f"{name}: line {rows.get(a, '?')}: the matrix is not symmetric: {a} against {b} scores "
                                f"{values[i, j]:g} but {b} against {a} {values[j, i]:g}")
     else:
-        if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
-            name = "NUC.4.4"
         try:
             mat = substitution_matrices.load(name.upper())
         except (FileNotFoundError, ValueError, OSError):
@@ -204,7 +208,69 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
         raise NwalignError(f"matrix {label}: scores must be integers")
     if len(alphabet) != values.shape[0] or any(len(a) != 1 for a in mat.alphabet):
         raise NwalignError(f"matrix {label}: alphabet must be single letters")
-    return values.astype(np.int32), alphabet.upper(), label
+    out = values.astype(np.int32), alphabet.upper(), label
+    if label == name.upper():
+        _cache_matrix(label, *out[:2])
+    return out
+
+
+def cache_dir() -> str:
+    """nwalign's per-user cache: ``$NWALIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/nwalign``, else ``~/.cache/nwalign``."""
+    return os.environ.get("NWALIGN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "nwalign")
+
+
+def _matrix_cache_path(name: str) -> str | None:
+    """Where Biopython's matrix ``name``, as read by :func:`_load_matrix`, is cached: the file is keyed by
+    the size and modification time of Biopython's data file, so another Biopython is read afresh. None
+    when Biopython has no data file of that name (Biopython itself then says what is wrong)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("Bio")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations or not name.replace(".", "").isalnum():
+        return None
+    source = os.path.join(list(spec.submodule_search_locations)[0], "Align", "substitution_matrices", "data", name)
+    try:
+        st = os.stat(source)
+    except OSError:
+        return None
+    return os.path.join(cache_dir(), "matrices", f"{name}-{st.st_size}-{st.st_mtime_ns}.json")
+
+
+def _cached_matrix(name: str) -> tuple[np.ndarray, str, str] | None:
+    """Biopython's matrix ``name`` from the cache (importing Biopython takes ~0.1 s of a run's start-up),
+    or None."""
+    import json
+
+    path = _matrix_cache_path(name)
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+        values = np.array(data["values"], dtype=np.int32)
+        alphabet = str(data["alphabet"])
+    except (TypeError, OSError, ValueError, KeyError):
+        return None  # not cached yet, or an unreadable entry: Biopython reads it again
+    if values.shape != (len(alphabet), len(alphabet)):
+        return None
+    return values, alphabet, name
+
+
+def _cache_matrix(name: str, values: np.ndarray, alphabet: str) -> None:
+    """Keep what Biopython read for :func:`_cached_matrix`; a cache that cannot be written is skipped."""
+    import json
+    import tempfile
+
+    path = _matrix_cache_path(name)
+    if path is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"alphabet": alphabet, "values": values.tolist()}, handle)
+        os.replace(tmp, path)  # atomic: a concurrent run reads the old state or the whole entry
+    except OSError:
+        pass
 
 
 def max_sequence_length(alphabet: str = "auto", matrix: str | None = None, match: int | None = None,

@@ -11,7 +11,6 @@ import math
 import sys
 import zlib
 from dataclasses import dataclass
-from io import StringIO
 
 import numpy as np
 
@@ -144,10 +143,10 @@ def _fasta_text(data: bytes, name: str) -> str:
     return stripped
 
 
-def read_fasta_arrays(path: str) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """Read a whole FASTA file as arrays, for databases: the same records as :func:`read_fasta` (ids,
-    descriptions, upper-cased residues without whitespace) found with vectorised NumPy rather than a
-    parser loop over the letters (a 570,000-record, 205 Mb file in about a second).
+def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Read a whole FASTA file as arrays: the records Biopython's FASTA parser gives (ids, descriptions,
+    upper-cased residues without whitespace) found with vectorised NumPy rather than a parser loop over
+    the letters (a 570,000-record, 205 Mb file in about a second). ``max_length``: as :func:`read_fasta`.
 
     Returns:
         (ids, descriptions, residues: uint8 ASCII of all sequences concatenated, offsets: int64 of shape
@@ -157,7 +156,7 @@ def read_fasta_arrays(path: str) -> tuple[list[str], list[str], np.ndarray, np.n
         NwalignError: as :func:`read_fasta`.
     """
     name = "<stdin>" if path == "-" else path
-    data = _decompress(_read_bytes(path), name)
+    data = _decompress(_read_bytes(path), name, max_length)
     buf = np.frombuffer(data, dtype=np.uint8)
     if buf.size and (buf.max() >= 128 or not buf.all()):
         _fasta_text(data, name)  # raises the binary / non-ASCII error
@@ -188,8 +187,8 @@ def read_fasta_arrays(path: str) -> tuple[list[str], list[str], np.ndarray, np.n
     # The header lines without their '>', decoded at once: each line's bytes and then a newline.
     text = buf[np.minimum(in_header + 1, buf.size - 1)]
     text[np.cumsum(lengths) - 1] = 10
-    descriptions = [line.strip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]
-    ids = [line.split(None, 1)[0] if line else f"record{k}" for k, line in enumerate(descriptions, start=1)]
+    descriptions = [line.rstrip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]  # as Biopython
+    ids = [line.split(None, 1)[0] if line.strip() else f"record{k}" for k, line in enumerate(descriptions, start=1)]
     empty = np.flatnonzero(counts == 0)
     if empty.size:
         k = int(empty[0])
@@ -235,6 +234,11 @@ def as_records(items, prefix: str = "seq") -> list[Record]:
 def read_fasta(path: str, max_length: int | None = None) -> list[Record]:
     """Read every record of a FASTA file.
 
+    The records are Biopython's (``Bio.SeqIO.parse(..., "fasta")``: id the header's first word,
+    description the header without ``>`` and trailing whitespace), found by :func:`read_fasta_arrays`'
+    vectorised reader (tests hold the two to the same records); Biopython's parser and its imports cost
+    a tenth of a second of start-up that a search on the GPU waits for.
+
     Arguments:
         path: a file name, or ``-`` for standard input. gzip, bzip2 and xz are detected from the bytes.
         max_length: refuse (while decompressing) a record far longer than this many residues
@@ -247,20 +251,10 @@ def read_fasta(path: str, max_length: int | None = None) -> list[Record]:
         NwalignError: missing/unreadable file, corrupt compression, binary or non-FASTA content,
             no records, a record with an empty sequence, or one over ``max_length``.
     """
-    name = "<stdin>" if path == "-" else path
-    stripped = _fasta_text(_decompress(_read_bytes(path), name, max_length), name)
-    from Bio import SeqIO  # here, so that commands that read no FASTA start fast
-
-    records = []
-    for number, rec in enumerate(SeqIO.parse(StringIO(stripped), "fasta"), start=1):
-        seq = "".join(str(rec.seq).split()).upper()
-        rid = rec.id or f"record{number}"
-        if not seq:
-            raise NwalignError(f"{name}: record {number} ({rid}) has an empty sequence")
-        records.append(Record(rid, rec.description, seq))
-    if not records:
-        raise NwalignError(f"{name}: no FASTA records")
-    return records
+    ids, descriptions, residues, offsets = read_fasta_arrays(path, max_length)
+    text = residues.tobytes().decode("ascii")
+    bounds = offsets.tolist()
+    return [Record(i, d, text[a:b]) for i, d, a, b in zip(ids, descriptions, bounds[:-1], bounds[1:])]
 
 
 def detect_alphabet(records: list[Record]) -> str:

@@ -6,6 +6,12 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 GENOME_A = os.path.join(DATA, "sars-cov-2_wuhan-hu-1_MN908947.fasta")
 GENOME_B = os.path.join(DATA, "batcov_RaTG13.fasta")
 
+# The tests' own cache (matrices read through Biopython): a user's cache is neither read nor written.
+if "NWALIGN_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["NWALIGN_CACHE_DIR"] = tempfile.mkdtemp(prefix="nwalign-test-cache-")
+
 
 @pytest.fixture
 def data_dir():

@@ -273,3 +273,30 @@ def test_log_times_on_request(capsys, monkeypatch):
     monkeypatch.setenv("NWALIGN_LOG_TIMES", "0")
     assert main(["search", OPAL, SP196, "--top", "1", "--backend", "cpu", "-v", "-o", os.devnull]) == 0
     assert not any(" ms: " in line for line in capsys.readouterr().err.splitlines())
+
+
+def test_nwdb_names_read_when_first_used(tmp_path, capsys):
+    """A version-2 file's ids and descriptions are parsed on first use (start-up of a search does not wait
+    for them); names that do not match the sequence count (a file with valid checksums written so) are a
+    one-line 'damaged' error when read, through the API and the CLI (exit 2, no output)."""
+    import dataclasses
+
+    from nwalign.cli import main
+    from nwalign.database import write_database
+
+    db = Database.from_records([nwalign.sequences.Record("a", "a x", "ACGT"), nwalign.sequences.Record("b", "b", "GGA")])
+    good = tmp_path / "good.nwdb"
+    db.save(str(good))
+    back = Database.load(str(good))
+    assert len(back.ids) == 2 and back.ids == ["a", "b"] and list(back.descriptions) == ["a x", "b"]
+    assert back.ids[-1] == "b" and back.ids[:1] == ["a"] and back.record(0).description == "a x"
+    bad = tmp_path / "bad.nwdb"
+    write_database(dataclasses.replace(db, ids=["a"]), str(bad))
+    back = Database.load(str(bad))  # checksums agree: the names are only read later
+    with pytest.raises(NwalignError, match="bad.nwdb: damaged .nwdb file .names for 2 sequences"):
+        back.ids[0]
+    query = tmp_path / "q.fa"
+    query.write_text(">q\nACGTAC\n")
+    assert main(["search", "--backend", "cpu", str(query), str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "damaged" in err

@@ -551,3 +551,29 @@ def test_pair_columns_share_the_search_column_table(capsys):
 def test_pair_columns_errors(capsys, args, message):
     code, out, err = run(capsys, "pair", "--random", "50", "--format", "tsv", *args)
     assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_entry_point_guesses_gpu_searches_from_the_words():
+    """nwalign.launch starts the GPU warm-up only for a search that may use a GPU, on the device named."""
+    from nwalign.launch import wants_gpu_search
+
+    assert wants_gpu_search(["search", "q.fa", "db.nwdb"]) == 0
+    assert wants_gpu_search(["search", "q.fa", "db.nwdb", "--device", "1", "-v"]) == 1
+    assert wants_gpu_search(["search", "--device=2", "q.fa", "db"]) == 2
+    assert wants_gpu_search(["search", "q.fa", "db", "--backend", "cuda"]) == 0
+    for words in (["search", "q", "db", "--backend", "cpu"], ["search", "--backend=cpu", "q", "db"],
+                  ["search", "--help"], ["search", "q", "db", "--workers", "2"], ["pair", "a", "b"], [],
+                  ["search", "q", "db", "--device", "x"], ["--version"]):
+        assert wants_gpu_search(words) is None, words
+
+
+def test_python_m_nwalign_runs_a_search(tmp_path):
+    """The module entry point (nwalign.launch) runs a whole command in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    data = os.path.join(ROOT, "data")
+    out = subprocess.run([sys.executable, "-m", "nwalign", "search", os.path.join(data, "queries_5_opal.fasta"),
+                          os.path.join(data, "swissprot_first196.fasta"), "--top", "1", "--backend", "cpu"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.count("\n") == 5 and len(out.splitlines()[0].split("\t")) == 12

@@ -135,23 +135,32 @@ def test_mutate_is_seeded_and_changes_about_rate():
     assert pair[0].seq != pair[1].seq and pair[1].id.endswith("_mut0.1")
 
 
-def test_read_fasta_arrays_matches_read_fasta(tmp_path):
-    """The vectorised database reader gives read_fasta's records: CRLF, lower case, blank lines, tabs
-    and spaces, leading blank lines, no final newline, '>' headers with descriptions, gzip."""
+def test_read_fasta_matches_biopython(tmp_path):
+    """Both readers give Biopython's FASTA records (ids, descriptions as Bio.SeqIO keeps them, upper-cased
+    residues): CRLF, lower case, blank lines, tabs and spaces, leading blank lines, no final newline,
+    headers with leading spaces or no words, '>' inside a header, gzip."""
     import gzip
+    import io
+
+    from Bio import SeqIO
 
     from nwalign.sequences import read_fasta_arrays
 
-    text = ("\n\n>a first record\r\nacgT\r\n\r\nGG tt\n>b\tdesc with\ttabs\n  MKV\n>c\nN" )
+    text = ("\n\n>a first record\r\nacgT\r\n\r\nGG tt\n>b\tdesc with\ttabs\n  MKV\n>  c  lead \nN\n>\nWW\n"
+            ">d>e\n*-x\n>   \nAA")
     for name, data in (("x.fa", text.encode()), ("x.fa.gz", gzip.compress(text.encode()))):
         path = tmp_path / name
         path.write_bytes(data)
+        bio = list(SeqIO.parse(io.StringIO(text.lstrip()), "fasta"))  # blank lines before the first header: skipped
         recs = read_fasta(str(path))
+        assert [r.description for r in recs] == [r.description for r in bio]
+        assert [r.id for r in recs] == [r.id or f"record{k}" for k, r in enumerate(bio, start=1)] == \
+            ["a", "b", "c", "record4", "d>e", "record6"]
+        assert [r.seq for r in recs] == ["".join(str(r.seq).split()).upper() for r in bio]
         ids, desc, residues, offsets = read_fasta_arrays(str(path))
-        assert ids == [r.id for r in recs] == ["a", "b", "c"]
-        assert desc == [r.description for r in recs]
+        assert ids == [r.id for r in recs] and desc == [r.description for r in recs]
         assert [residues[offsets[k]:offsets[k + 1]].tobytes().decode() for k in range(len(ids))] == \
-            [r.seq for r in recs] == ["ACGTGGTT", "MKV", "N"]
+            [r.seq for r in recs] == ["ACGTGGTT", "MKV", "N", "WW", "*-X", "AA"]
 
 
 def test_read_fasta_arrays_errors(tmp_path):

@@ -110,3 +110,39 @@ def test_allpairs_filter_with_n_runs_drops_no_passing_pair():
                  if r.aln.identity >= mid}
         kept = {(r.i, r.j) for r in run(enc, None, scoring, ("qseqid", "pident"), mid, threads=2) if r.passes}
         assert kept == every and 0 < len(every) < 66
+
+
+def test_named_matrices_cached_as_biopython_reads_them(tmp_path, monkeypatch):
+    """A named matrix comes from the per-user cache on later runs (Biopython is not imported then); the
+    cached values equal Biopython's; a damaged entry or an unwritable cache falls back to Biopython."""
+    import glob
+
+    import numpy as np
+    from Bio.Align import substitution_matrices
+
+    from nwalign import scoring
+    from nwalign.errors import NwalignError
+
+    monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("BLOSUM62", "PAM250", "BLOSUM45", "NUC.4.4"):
+        first = scoring._load_matrix(name)
+        cached = scoring._cached_matrix(name)
+        assert cached is not None and cached[1] == first[1] and cached[2] == name
+        bio = substitution_matrices.load(name)
+        assert np.array_equal(cached[0], np.asarray(bio, dtype=np.int32)) and cached[1] == "".join(bio.alphabet)
+        assert np.array_equal(scoring._load_matrix(name.lower())[0], first[0])
+    entry = glob.glob(str(tmp_path / "cache" / "matrices" / "BLOSUM62-*.json"))
+    assert len(entry) == 1
+    with open(entry[0], "w") as handle:
+        handle.write('{"alphabet": "AR", "values": [[1]]}')  # damaged: the wrong shape
+    assert scoring._cached_matrix("BLOSUM62") is None
+    values, letters, label = scoring._load_matrix("BLOSUM62")  # read again through Biopython, cached again
+    assert label == "BLOSUM62" and values.shape == (len(letters), len(letters))
+    assert scoring._cached_matrix("BLOSUM62") is not None
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("NWALIGN_CACHE_DIR", str(blocker / "sub"))  # cannot be made: no cache, same matrix
+    assert np.array_equal(scoring._load_matrix("BLOSUM62")[0], values)
+    with pytest.raises(NwalignError, match="unknown matrix 'BLOSUM63'"):
+        scoring._load_matrix("BLOSUM63")
+    assert scoring._cached_matrix("../../etc/passwd") is None

@@ -6,6 +6,7 @@ Importing this package never fails; :func:`available` says whether CuPy and a GP
 from __future__ import annotations
 
 import functools
+import threading
 
 from ..errors import option_error
 
@@ -99,6 +100,26 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+_SEARCH_WARM_UPS: dict = {}
+_SEARCH_WARM_UPS_LOCK = threading.Lock()
+
+
+def warm_up_search(device: int = 0):
+    """:func:`warm_up` for a search on ``device`` (the scan and batch-alignment kernels it may launch),
+    started once per process: the command's entry point (:mod:`nwalign.launch`) and the search itself
+    both ask for it."""
+    with _SEARCH_WARM_UPS_LOCK:
+        if device not in _SEARCH_WARM_UPS:
+            def kernels(capability):
+                from .batch import KERNEL_NAMES
+                from .search import kernel_names
+
+                return {"sw_search": kernel_names(capability >= 90), "batch_align": KERNEL_NAMES}
+
+            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "batch_align"), kernels)
+    return _SEARCH_WARM_UPS[device]
 
 
 def device_info() -> list[dict]:
