@@ -509,10 +509,15 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
 @click.option("--scheduler", metavar="ADDRESS|FILE.json",
               help="Spread the scan over a running Dask cluster (its scheduler's address or scheduler file); "
                    "the database must be a .nwdb every worker can read.")
+@click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
+              help="GPUs to scan on: auto = every visible GPU when there are two or more and nwalign[dask] is "
+                   "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: one "
+                   "worker process per GPU, each holding a shard of the database balanced by residues; the hits "
+                   "are unchanged.")
 @run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
-           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, device, output, verbose,
-           quiet):
+           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, device, output,
+           verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
@@ -537,7 +542,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                  gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
-                 scheduler=scheduler)
+                 scheduler=scheduler, devices=devices)
     scoring, db, gpu = run.scoring, run.database, run.gpu
     if run.stats is None and not quiet:
         click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "

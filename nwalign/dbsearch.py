@@ -167,12 +167,16 @@ class Search:
         device: GPU number.
         threads: CPU threads (0: every core).
         query_source: a name for the queries in error messages (a file name).
-        workers, scheduler, client, shards: spread the scan over Dask workers running the CPU engine
-            (:mod:`nwalign.scaleout`): a local cluster of ``workers`` processes, the running cluster at
-            ``scheduler`` (an address or a scheduler file), or ``client`` (a ``distributed.Client``);
-            the database cut into ``shards`` (default: one per worker). The hits are those of a
+        workers, scheduler, client, shards: spread the scan over Dask workers (:mod:`nwalign.scaleout`):
+            a local cluster of ``workers`` CPU-engine processes, the running cluster at ``scheduler`` (an
+            address or a scheduler file), or ``client`` (a ``distributed.Client``), whose workers run
+            the CPU engine, or with ``backend="cuda"`` the scan kernel on the one GPU each sees; the
+            database cut into ``shards`` (default: one per worker). The hits are those of a
             one-process search. A FASTA database is written once as a temporary ``.nwdb`` (a running
             cluster needs a ``.nwdb`` path that every worker can read).
+        devices: the GPUs to scan on (:func:`nwalign.scaleout.resolve_devices`: ``auto``, ``all``, or
+            numbers such as ``"0,1"``): two or more start one worker process per GPU, each holding a
+            shard of the database; the hits are aligned here on the first of them.
 
     Attributes: ``queries`` (list of Record), ``database``, ``scoring``, ``stats`` (the Karlin-Altschul
     parameters or None), ``gpu`` (the GPU searcher or None).
@@ -189,7 +193,7 @@ class Search:
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
                  query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
-                 shards: int | None = None):
+                 shards: int | None = None, devices=None):
         import dataclasses
         import os
         import time
@@ -205,85 +209,117 @@ class Search:
             raise NwalignError(f"top must be at least 1 (got {top})")
         if kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
-        self._spread = workers > 1 or scheduler is not None or client is not None
-        if self._spread:  # the workers run the CPU engine (GPU workers: issue 19, not yet)
-            if backend == "cuda":
-                raise NwalignError("workers run the CPU engine: use backend 'cpu' or 'auto' with them",
-                                   cli="--workers/--scheduler run the CPU engine: use --backend cpu or auto")
-            backend = "cpu"
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
-        chosen = choose_backend(backend) if backend != "auto" else None
-        if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
-            from .cuda import warm_up_search
+        chosen = choose_backend(backend) if backend != "auto" and not (workers > 1 or scheduler or client) \
+            else None
+        self._spread = workers > 1 or scheduler is not None or client is not None
+        gpus, cluster = None, None
+        worker_backend = "cpu"
+        if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
+            if backend == "cuda" and workers > 1:
+                raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU "
+                                   "workers (scheduler or client) with backend 'cuda'",
+                                   cli="--workers runs the CPU engine: for GPUs use --devices, or --scheduler "
+                                       "with --backend cuda")
+            if devices not in (None, "auto"):
+                raise NwalignError("devices and workers/scheduler/client: choose one",
+                                   cli="--devices and --workers/--scheduler: choose one")
+            worker_backend, backend = backend if backend == "cuda" else "cpu", "cpu"  # hits aligned here on the CPU
+        elif kernel == "scan":
+            from .scaleout import resolve_devices
 
-            warm_up_search(device)
-        if isinstance(queries, os.PathLike):
-            from .scoring import max_sequence_length
-            from .sequences import read_fasta
+            gpus = resolve_devices(devices, backend, device)
+            if gpus is not None and len(gpus) == 1:
+                device, gpus = gpus[0], None
+            elif gpus is not None:  # one worker process per GPU, started while the input is read
+                from .background import in_background
+                from .scaleout import client_for
 
-            query_source = os.fspath(queries)
-            limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) if scoring is None \
-                else None
-            queries = read_fasta(query_source, limit)  # an over-long record is refused while it streams
-        self.queries = as_records(queries, "query")
-        log.debug("search: %d queries read", len(self.queries))
-        self.database = db = database if isinstance(database, Database) else \
-            load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
-        log.debug("search: database loaded")
-        upload = None
-        if backend != "cpu" and kernel == "scan" and db.codes is not None:
-            # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
-            # the file's; see below).
-            from .background import in_background
+                self._spread, backend, worker_backend = True, "cuda", "cuda"
+                cluster = in_background(lambda: client_for(devices=gpus))
+        try:
+            if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
+                from .cuda import warm_up_search
 
-            codes, offsets = db.codes, db.offsets
-            upload = in_background(lambda: _device_database(codes, offsets, device))
-        if scoring is None:
-            kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
-                                   alphabet)
-            scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
-        elif scoring.mode != "local":
-            raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
-        self.scoring = scoring
-        self.stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
-        if self.stats is None and max_evalue is not None:
-            raise NwalignError(f"E-value filter: no published statistics for {scoring.matrix_name} with gaps "
-                               f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
-        # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
-        self.queries = unique_records(self.queries, query_source)
-        if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
-            ids = unique_ids(db.ids, db.source)
-            self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
-        self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
-        self.threads = threads or os.cpu_count() or 1
-        self._encoded = encode_all(self.queries, scoring, query_source)
-        self._codes = db.encode(scoring)
-        log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
-        use_gpu = (chosen or choose_backend(backend)) == "cuda"
-        self.gpu = self._aligner = None
-        if use_gpu:
-            from .cuda.batch import BatchAligner
-            from .cuda.search import GswSearcher, ScanSearcher
+                warm_up_search(device)
+            if isinstance(queries, os.PathLike):
+                from .scoring import max_sequence_length
+                from .sequences import read_fasta
 
-            t0 = time.perf_counter()
-            uploaded = None
-            if upload is not None and db.letters == scoring.alphabet:
-                uploaded = upload.result()
-            elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
-                upload.exception()
-            self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
-                ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
-            if align:  # the reported hits, one batch per query, while the GPU scans the next query
-                self._aligner = BatchAligner(scoring, device)
-            log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
-                     time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
-            if hasattr(self.gpu, "describe"):
-                log.info("search: %s", self.gpu.describe())
-        log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
-                 db.count, db.total_length, scoring.matrix_name, self.threads)
-        self._scaleout = None
-        if self._spread:
-            self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards)
+                query_source = os.fspath(queries)
+                limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) \
+                    if scoring is None else None
+                queries = read_fasta(query_source, limit)  # an over-long record is refused while it streams
+            self.queries = as_records(queries, "query")
+            log.debug("search: %d queries read", len(self.queries))
+            self.database = db = database if isinstance(database, Database) else \
+                load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
+            log.debug("search: database loaded")
+            upload = None
+            if backend != "cpu" and kernel == "scan" and db.codes is not None and gpus is None:
+                # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
+                # the file's; see below).
+                from .background import in_background
+
+                codes, offsets = db.codes, db.offsets
+                upload = in_background(lambda: _device_database(codes, offsets, device))
+            if scoring is None:
+                kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
+                                       alphabet)
+                scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
+            elif scoring.mode != "local":
+                raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
+            self.scoring = scoring
+            self.stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+            if self.stats is None and max_evalue is not None:
+                raise NwalignError(f"E-value filter: no published statistics for {scoring.matrix_name} with gaps "
+                                   f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
+            # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
+            self.queries = unique_records(self.queries, query_source)
+            if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
+                ids = unique_ids(db.ids, db.source)
+                self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
+            self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
+            self.threads = threads or os.cpu_count() or 1
+            self._encoded = encode_all(self.queries, scoring, query_source)
+            self._codes = db.encode(scoring)
+            log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
+            use_gpu = (chosen or choose_backend(backend)) == "cuda"
+            self.gpu = self._aligner = None
+            if gpus is not None:  # the workers scan; the hits are aligned here, on the first of their GPUs
+                if align:
+                    from .cuda.batch import BatchAligner
+
+                    self._aligner = BatchAligner(scoring, gpus[0])
+            elif use_gpu:
+                from .cuda.batch import BatchAligner
+                from .cuda.search import GswSearcher, ScanSearcher
+
+                t0 = time.perf_counter()
+                uploaded = None
+                if upload is not None and db.letters == scoring.alphabet:
+                    uploaded = upload.result()
+                elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
+                    upload.exception()
+                self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
+                    ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
+                if align:  # the reported hits, one batch per query, while the GPU scans the next query
+                    self._aligner = BatchAligner(scoring, device)
+                log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
+                         time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
+                if hasattr(self.gpu, "describe"):
+                    log.info("search: %s", self.gpu.describe())
+            log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
+                     db.count, db.total_length, scoring.matrix_name, self.threads)
+            self._scaleout = None
+            if self._spread:
+                self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards, cluster,
+                                           worker_backend)
+        except BaseException:  # the GPU workers started above must not outlive a failed set-up
+            if cluster is not None:
+                _close_cluster(cluster)
+            raise
+
 
     def run(self, progress=None):
         """Yield ``(query, hits)`` per query, in query order: ``query`` a Record, ``hits`` a list of
@@ -307,6 +343,16 @@ class Search:
         return self.run()
 
 
+def _close_cluster(started) -> None:
+    """Close a cluster that :func:`nwalign.scaleout.client_for` is starting or has started."""
+    try:
+        client, cluster = started.result()
+    except BaseException:
+        return
+    client.close()
+    cluster.close()
+
+
 def _device_database(codes, offsets, device):
     from .cuda.search import DeviceDatabase
 
@@ -317,51 +363,81 @@ class _ScaleOut:
     """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
+    IN_FLIGHT = 2  # rounds submitted ahead: the workers scan the next round while this one is written
 
-    def __init__(self, database, db: Database, workers: int, scheduler, client, shards):
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None,
+                 backend: str = "cpu"):
         import os
         import tempfile
 
-        from .scaleout import client_for
+        from .scaleout import check_gpus, client_for, worker_gpus
 
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
-        if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
-            if scheduler is not None:
-                raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
-                                   "(nwalign makedb)", cli="--scheduler needs a .nwdb database that every "
-                                   "worker can read (nwalign makedb)")
-            from .database import write_database
+        self.client = self.cluster = None
+        try:
+            if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
+                if scheduler is not None:
+                    raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
+                                       "(nwalign makedb)", cli="--scheduler needs a .nwdb database that every "
+                                       "worker can read (nwalign makedb)")
+                from .database import write_database
 
-            self.tmp = tempfile.mkdtemp(prefix="nwalign-")
-            path = os.path.join(self.tmp, "database.nwdb")
-            write_database(db, path)
-        self.path = os.path.abspath(path)
-        self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+                self.tmp = tempfile.mkdtemp(prefix="nwalign-")
+                path = os.path.join(self.tmp, "database.nwdb")
+                write_database(db, path)
+            self.path = os.path.abspath(path)
+            self.backend = backend
+            if cluster is not None:  # GPU workers, started in the background by Search
+                self.client, self.cluster = cluster.result()
+            elif client is not None:
+                self.client = client
+            else:
+                self.client, self.cluster = client_for(workers, scheduler)
+            if backend == "cuda" and cluster is None:
+                check_gpus(self.client)  # a running cluster: one GPU per worker, no two on the same GPU
+        except BaseException:
+            self.close()
+            raise
         workers = len(self.client.scheduler_info()["workers"])
         self.shards = shards or max(1, workers)
-        log.info("search: %d shards on %d Dask workers", self.shards, workers)
+        log.info("search: %d shards on %d Dask workers (%s engine)", self.shards, workers, self.backend)
+        if self.backend == "cuda" and log.isEnabledFor(logging.INFO):
+            for name, gpu in sorted(worker_gpus(self.client).items()):
+                log.info("search: worker %s: %s", name, gpu)
 
     def run(self, job: Search, progress):
-        from .scaleout import sharded_candidates
+        from collections import deque
+
+        from .scaleout import gather_shards, submit_shards
 
         db = job.database
+        batches = [job._encoded[lo:lo + self.BATCH] for lo in range(0, len(job._encoded), self.BATCH)]
         try:
             with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
-                for lo in range(0, len(job._encoded), self.BATCH):
-                    batch = job._encoded[lo:lo + self.BATCH]
-                    found = sharded_candidates(self.client, self.path, [q.codes for q in batch], job.scoring,
-                                               job.top, self.shards)
-                    if lo == 0:
+                flying: deque = deque()
+                first = True
+                for k in range(len(batches)):
+                    while len(flying) < self.IN_FLIGHT and k + len(flying) < len(batches):
+                        batch = batches[k + len(flying)]
+                        flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
+                                                    job.top, self.shards, backend=self.backend))
+                    batch = batches[k]
+                    found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    if first:
                         db.verify()
+                        first = False
+                    collected = []
                     for q, (idx, sc) in zip(batch, found):
                         if progress:
                             progress(db.total_length)
                         scores = dict(zip(idx.tolist(), sc.tolist()))
                         reported = _reported(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
                                              idx.tolist())
-                        yield q.record, _collect(q, reported, scores, db, job._codes, job.scoring, job.align, None,
-                                                 pool)()
+                        collected.append((q, _collect(q, reported, scores, db, job._codes, job.scoring, job.align,
+                                                      job._aligner, pool)))
+                    for q, collect in collected:
+                        yield q.record, collect()
         finally:
             self.close()
 

@@ -26,7 +26,8 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["WorkerLost", "best_of_shard", "check_versions", "client_for", "merge", "shards", "sharded_candidates"]
+__all__ = ["WorkerLost", "best_of_shard", "check_gpus", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
+           "shards", "sharded_candidates", "submit_shards", "worker_gpus"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -47,44 +48,92 @@ class ShardTask:
     scoring: object               # the Scoring (a small matrix and its parameters)
     top: int
     threads: int = 1
+    backend: str = "cpu"          # "cuda": the worker's one visible GPU scans (the scan kernel)
 
 
-_SHARDS: dict = {}  # a worker's shards, kept between tasks
+_SHARDS: dict = {}  # a worker's shards (and on a GPU worker their searchers), kept between tasks
+
+
+def _load_shard(path: str, shard: int, count: int, scoring):
+    """The shard's database indices (ascending) and its sequences' codes and offsets."""
+    from .database import load_database
+
+    db = load_database(path)
+    codes = db.encode(scoring)
+    lengths = np.diff(db.offsets)
+    index = shards(lengths, count)[shard]
+    member = np.zeros(lengths.size, dtype=bool)
+    member[index] = True
+    sub = np.asarray(codes)[np.repeat(member, lengths)]  # the shard's residues in database order
+    offsets = np.concatenate(([0], np.cumsum(lengths[index]))).astype(np.int64)
+    return index, sub, offsets
+
+
+def _cached(key, make):
+    """A worker's cache of shards (and searchers) between tasks: at most :data:`_KEEP` entries."""
+    if key not in _SHARDS:
+        if len(_SHARDS) >= _KEEP:
+            _SHARDS.clear()
+        _SHARDS[key] = make()
+    return _SHARDS[key]
+
+
+_KEEP = 4
 
 
 def _shard_database(path: str, shard: int, count: int, scoring):
-    """The shard's database indices (ascending) and its sequences' codes and offsets, kept by the worker
-    process between tasks (keyed by the file, its modification time and the scoring alphabet)."""
+    """:func:`_load_shard`, kept by the worker process between tasks (keyed by the file, its modification
+    time and the scoring alphabet)."""
     key = (path, os.path.getmtime(path), shard, count, scoring.alphabet)
-    if key not in _SHARDS:
-        from .database import load_database
+    return _cached(key, lambda: _load_shard(path, shard, count, scoring))
 
-        db = load_database(path)
-        codes = db.encode(scoring)
-        index = shards(np.diff(db.offsets), count)[shard]
-        lengths = np.diff(db.offsets)[index]
-        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        sub = np.concatenate([codes[db.offsets[k]:db.offsets[k + 1]] for k in index.tolist()]) if index.size \
-            else np.zeros(0, np.uint8)
-        if len(_SHARDS) >= 4:
-            _SHARDS.clear()
-        _SHARDS[key] = (index, sub, offsets)
-    return _SHARDS[key]
+
+def _shard_searcher(task: ShardTask):
+    """The shard's indices and a :class:`nwalign.cuda.search.ScanSearcher` holding its sequences on the
+    worker's GPU, kept between tasks (a worker that takes over a lost worker's shard holds both)."""
+    sc = task.scoring
+    key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
+           sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
+    def make():
+        from .cuda.search import ScanSearcher
+
+        index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
+        return index, ScanSearcher(sub, offsets, sc, 0) if index.size else None
+
+    return _cached(key, make)
 
 
 def best_of_shard(task: ShardTask) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per query: (database indices, scores) of the shard's best ``task.top`` hits, score descending then
-    index ascending (int64 arrays). Runs on a worker."""
+    index ascending (int64 arrays). Runs on a worker: the CPU engine, or (``backend`` cuda) the scan
+    kernel on the one GPU the worker sees, two queries in flight."""
     from .dbsearch import cpu_scan, top_hits
 
     sc = task.scoring
+    queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
+    if task.backend == "cuda":
+        index, searcher = _shard_searcher(task)
+        if searcher is None:
+            return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
+        out, pending = [], []
+        for q in queries:
+            pending.append(searcher.submit(q))
+            if len(pending) >= searcher.slots:
+                scores = searcher.result(pending.pop(0))
+                best = top_hits(scores, task.top, None)
+                out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
+        for ticket in pending:
+            scores = searcher.result(ticket)
+            best = top_hits(scores, task.top, None)
+            out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
+        return out
     index, sub, offsets = _shard_database(task.database, task.shard, task.shards, sc)
     out = []
-    for q in task.queries:
+    for q in queries:
         if index.size == 0:
             out.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
             continue
-        scores = cpu_scan(np.frombuffer(q, dtype=np.uint8), sub, offsets, sc, task.threads)
+        scores = cpu_scan(q, sub, offsets, sc, task.threads)
         best = top_hits(scores, task.top, None)  # ties by shard position = by database index
         out.append((index[best], scores[best]))
     return out
@@ -99,9 +148,58 @@ def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndar
     return idx[order], sc[order]
 
 
-def client_for(workers: int = 0, scheduler: str | None = None):
-    """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), or the running
-    cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
+def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int] | None:
+    """The GPUs a search spreads over (two or more, one worker process each), one GPU named alone (the
+    caller runs on it in its own process), or None for one process as the other options say.
+
+    Arguments:
+        devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed and
+            ``device`` is 0 (a search told to use another GPU uses that one alone); ``"all"``: every
+            visible GPU; ``"N[,N...]"`` or a list of ints: those GPUs (one: in this process on it).
+        backend: ``cpu`` never spreads over GPUs.
+
+    Raises:
+        NwalignError: a malformed list, a GPU number out of range, a repeated GPU, GPUs with backend cpu,
+            or (all, or a list of two or more) no Dask.
+    """
+    import importlib.util
+
+    spec = "auto" if devices is None else devices
+    if backend == "cpu":
+        if spec != "auto":
+            raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
+        return None
+    from . import cuda
+
+    count = len(cuda.device_numbers()) if cuda.available() else 0
+    if spec in ("auto", "all"):
+        if count < 2 or (spec == "auto" and device != 0):
+            return None
+        chosen = list(range(count))
+    else:
+        try:
+            chosen = [int(x) for x in spec.split(",")] if isinstance(spec, str) else [int(x) for x in spec]
+        except (TypeError, ValueError):
+            raise NwalignError(f"devices {spec!r}: give auto, all or GPU numbers such as 0,1",
+                               cli=f"--devices {spec}: give auto, all or GPU numbers such as 0,1") from None
+        bad = [d for d in chosen if not 0 <= d < count]
+        if not chosen or bad or len(set(chosen)) != len(chosen):
+            what = f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
+            raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
+        if len(chosen) == 1:
+            return chosen  # one GPU: the caller runs in its own process on it
+    if importlib.util.find_spec("distributed") is None:
+        if spec == "auto":
+            return None
+        raise NwalignError(f"devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'",
+                           cli=f"--devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'")
+    return chosen
+
+
+def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None):
+    """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
+    cluster of one process per GPU in ``devices`` (each sees only its GPU), or the running cluster at
+    ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
     Returns (client, cluster or None: what to close).
 
     Raises:
@@ -111,7 +209,7 @@ def client_for(workers: int = 0, scheduler: str | None = None):
         from distributed import Client, LocalCluster
     except ImportError:
         raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
-                           cli="--workers/--scheduler need Dask: pip install 'nwalign[dask]'") from None
+                           cli="--workers/--scheduler/--devices need Dask: pip install 'nwalign[dask]'") from None
     if scheduler:
         import dask
 
@@ -128,8 +226,28 @@ def client_for(workers: int = 0, scheduler: str | None = None):
             client.close()
             raise
         return client, None
+    if devices:
+        cluster = gpu_cluster(devices)
+        return Client(cluster), cluster
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster), cluster
+
+
+def gpu_cluster(devices: list[int]):
+    """A local Dask cluster of one worker process per GPU of ``devices`` (numbers as this process sees
+    them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
+    one task at a time; worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
+    with more machinery (and pinned dependencies) than a scan needs."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [x.strip() for x in visible.split(",")] if visible else None
+    spec = {}
+    for d in devices:
+        physical = names[d] if names and d < len(names) else str(d)
+        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": physical}}}
+    return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
+                       name="nwalign-gpus")
 
 
 def _worker_version() -> str:
@@ -157,21 +275,79 @@ def check_versions(client) -> None:
                                "install the same version on every worker")
 
 
-def sharded_candidates(client, database: str, queries: list[np.ndarray], scoring, top: int,
-                       count: int, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query, the merged best ``top`` (indices, scores) over ``count`` shards of ``database`` (a
-    .nwdb path), one task per shard on ``client``'s workers.
+def worker_gpus(client) -> dict[str, str]:
+    """Each worker's name and the GPU it scans on (``"none"`` without one), for ``-v``."""
+    workers = client.scheduler_info()["workers"]
+    return {str(workers.get(address, {}).get("name", address)): gpu[1]
+            for address, gpu in client.run(_worker_gpu).items()}
+
+
+def _worker_gpu() -> tuple[str | None, str]:
+    """(UUID, description) of the GPU a worker scans on (its first visible one), or (None, "none")."""
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        uuid = bytes(props.get("uuid", b"")).hex() or name
+        return uuid, f"{name} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})"
+    except Exception:
+        return None, "none"
+
+
+def check_gpus(client) -> None:
+    """Refuse a cluster for GPU scans whose workers lack a GPU or share one (two workers on one GPU
+    would halve each other's speed and double its memory).
+
+    Raises:
+        NwalignError: naming the worker.
+    """
+    seen: dict = {}
+    for address, (uuid, text) in sorted(client.run(_worker_gpu).items()):
+        if uuid is None:
+            raise NwalignError(f"worker {address} sees no GPU: start GPU workers (one per GPU, e.g. dask cuda "
+                               "worker) or use backend cpu", cli=f"worker {address} sees no GPU: start GPU workers "
+                               "(one per GPU, e.g. dask cuda worker) or use --backend cpu")
+        if uuid in seen:
+            raise NwalignError(f"workers {seen[uuid]} and {address} share one GPU ({text}): give each worker its "
+                               "own GPU (CUDA_VISIBLE_DEVICES)")
+        seen[uuid] = address
+
+
+def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,
+                  threads: int = 1, backend: str = "cpu") -> list:
+    """Start one task per shard of ``database`` (a .nwdb path) for ``queries``; returns their futures.
+
+    Dask places the tasks (no restrictions: a task whose worker died must be free to run anywhere,
+    and Dask's loose restrictions left such tasks waiting); a worker keeps every shard it has loaded
+    (at most 4), so each worker loads a shard at most once."""
+    codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
+    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, backend),
+                          pure=False) for s in range(count)]
+
+
+def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query, the merged best ``top`` (indices, scores) of :func:`submit_shards`' tasks.
 
     Raises:
         WorkerLost: a task kept killing workers.
     """
     from distributed import KilledWorker
 
-    codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
-    tasks = [ShardTask(database, s, count, codes, scoring, top, threads) for s in range(count)]
-    futures = client.map(best_of_shard, tasks, pure=False)
     try:
         results = client.gather(futures)
     except KilledWorker as exc:
         raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
-    return [merge([r[k] for r in results], top) for k in range(len(queries))]
+    return [merge([r[k] for r in results], top) for k in range(queries)]
+
+
+def sharded_candidates(client, database: str, queries: list[np.ndarray], scoring, top: int,
+                       count: int, threads: int = 1, backend: str = "cpu") -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query, the merged best ``top`` (indices, scores) over ``count`` shards of ``database`` (a
+    .nwdb path), one task per shard on ``client``'s workers.
+
+    Raises:
+        WorkerLost: a task kept killing workers.
+    """
+    futures = submit_shards(client, database, queries, scoring, top, count, threads, backend)
+    return gather_shards(client, futures, len(queries), top)

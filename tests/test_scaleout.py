@@ -146,7 +146,9 @@ def test_a_task_that_kills_every_worker_ends_the_run(tmp_path, tied_db, monkeypa
 
 def test_workers_refuse_the_gpu_backend_and_a_fasta_for_a_running_cluster(capsys):
     assert main(["search", OPAL, SP196, "--backend", "cuda", "--workers", "2"]) == 2
-    assert "--workers/--scheduler run the CPU engine" in capsys.readouterr().err
+    assert "--workers runs the CPU engine: for GPUs use --devices" in capsys.readouterr().err
+    assert main(["search", OPAL, SP196, "--workers", "2", "--devices", "0,1"]) == 2
+    assert "--devices and --workers/--scheduler: choose one" in capsys.readouterr().err
     assert main(["search", OPAL, SP196, "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:1"]) == 2
     assert "--scheduler needs a .nwdb" in capsys.readouterr().err
 
@@ -176,3 +178,56 @@ def test_a_running_cluster_with_another_version_is_refused(client, tmp_path, mon
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
         assert main(["search", OPAL, str(db), "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
+    """--devices: auto spreads over every GPU when there are two or more (and Dask is there), unless
+    --device names another GPU; one GPU named runs in this process; bad lists are one-line errors."""
+    import importlib.util
+
+    from nwalign import cuda
+    from nwalign.errors import NwalignError
+    from nwalign.scaleout import resolve_devices
+
+    gpus = [0, 1, 2]
+    monkeypatch.setattr(cuda, "available", lambda: bool(gpus))
+    monkeypatch.setattr(cuda, "device_numbers", lambda: list(gpus))
+    assert resolve_devices(None) == resolve_devices("auto") == resolve_devices("all") == [0, 1, 2]
+    assert resolve_devices("auto", "auto", device=1) is None and resolve_devices("all", "cuda", device=1) == [0, 1, 2]
+    assert resolve_devices("0,2") == [0, 2] and resolve_devices([2, 1]) == [2, 1] and resolve_devices("1") == [1]
+    assert resolve_devices("auto", "cpu") is None
+    for spec, message in (("3", "GPU 3 is not one of the 3 visible"), ("0,0", "each GPU once"),
+                          ("x", "give auto, all or GPU numbers"), ("", "give auto, all or GPU numbers")):
+        with pytest.raises(NwalignError, match=message) as err:
+            resolve_devices(spec)
+        assert err.value.cli.startswith(f"--devices {spec}")
+    with pytest.raises(NwalignError, match="GPUs with backend cpu") as err:
+        resolve_devices("0,1", "cpu")
+    assert err.value.cli == "--devices 0,1: GPUs with --backend cpu"
+    gpus[:] = [0]
+    assert resolve_devices("auto") is None and resolve_devices("all") is None and resolve_devices("0") == [0]
+    gpus[:] = []
+    assert resolve_devices("auto") is None
+    gpus[:] = [0, 1]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real(name, *a))
+    assert resolve_devices("auto") is None
+    with pytest.raises(NwalignError, match="more than one GPU needs Dask"):
+        resolve_devices("0,1")
+
+
+def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
+    """--backend cuda with a running cluster: every worker must see a GPU of its own (here none does)."""
+    from nwalign.database import database_from_fasta, write_database
+    from nwalign.errors import NwalignError
+    from nwalign.scaleout import check_gpus
+
+    with pytest.raises(NwalignError, match="sees no GPU"):
+        check_gpus(client)
+    db = tmp_path / "sp.nwdb"
+    write_database(database_from_fasta(SP196), str(db))
+    out = tmp_path / "hits.tsv"
+    assert main(["search", OPAL, str(db), "--backend", "cuda", "--scheduler", client.scheduler.address, "-o",
+                 str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "sees no GPU" in err and "--backend cpu" in err and err.count("\n") == 1 and not out.exists()

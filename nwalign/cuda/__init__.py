@@ -32,6 +32,15 @@ def _probe() -> tuple[bool, str]:
     return True, f"{count} GPU(s) visible to CuPy"
 
 
+def device_numbers() -> list[int]:
+    """The visible GPUs' numbers (empty without CuPy or a GPU)."""
+    if not available():
+        return []
+    import cupy
+
+    return list(range(cupy.cuda.runtime.getDeviceCount()))
+
+
 def available() -> bool:
     """True when CuPy imports and sees at least one GPU."""
     return _probe()[0]

@@ -1,0 +1,72 @@
+"""Search over two GPU worker processes (--devices, nwalign.scaleout.gpu_cluster): the same hits and bytes as
+one GPU, after a worker dies too. Runs where two GPUs and Dask are (``-m multigpu``)."""
+
+import os
+import pathlib
+
+import pytest
+
+from nwalign import search
+from nwalign.cli import main
+
+from conftest import DATA
+
+pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
+distributed = pytest.importorskip("distributed")
+
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def tied_nwdb(tmp_path_factory):
+    """The E. coli proteome with every tenth record repeated under another name (ties across shards), as
+    a .nwdb."""
+    from nwalign.database import makedb
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(ECOLI)
+    folder = tmp_path_factory.mktemp("db")
+    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::10])
+    (folder / "tied.fa").write_text(text)
+    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
+    return str(folder / "tied.nwdb")
+
+
+def _rows(results):
+    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+@pytest.mark.parametrize("shards", [None, 3])
+def test_two_gpu_workers_equal_one_gpu(tied_nwdb, shards):
+    from nwalign.scaleout import gpu_cluster
+
+    want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", devices="0"))
+    with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
+        got = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", client=client, shards=shards))
+    assert got == want and len(want) == 125
+    assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "json", "sam"])
+def test_cli_devices_byte_identical(tmp_path, tied_nwdb, fmt):
+    outs = []
+    for devices in ("0", "0,1"):
+        out = tmp_path / f"hits_{devices.replace(',', '')}.{fmt}"
+        assert main(["search", OPAL, tied_nwdb, "--top", "7", "--format", fmt, "--devices", devices, "-o",
+                     str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0]
+
+
+def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
+    """One GPU worker exits as a shard task starts: Dask runs the task on the other (or the restarted)
+    worker; the hits are unchanged."""
+    from nwalign.scaleout import gpu_cluster
+    from test_scaleout import _KillOnTask
+
+    want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", devices="0"))
+    with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
+        client.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
+        got = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", client=client))
+    assert (tmp_path / "killed").exists() and got == want
