@@ -28,8 +28,10 @@ echo "== warm-up (caches)"
 python3 -m nwalign search data/queries_5_opal.fasta $DB.nwdb --devices 0,1 --top 1 -o /dev/null
 echo "== one GPU (--devices 0)"
 nw search $Q $DB.nwdb --top 10 --devices 0 -v -o $HITS/one.tsv 2>&1 | grep -v "scan of\|query .* done"
-echo "== two GPUs (--devices 0,1)"
-nw search $Q $DB.nwdb --top 10 --devices 0,1 -v -o $HITS/two.tsv 2>&1 | grep -v "scan of\|query .* done"
+echo "== two GPUs (--devices 0,1; the timeline in scaleout_timeline.txt)"
+NWALIGN_LOG_TIMES=1 nw search $Q $DB.nwdb --top 10 --devices 0,1 -v -o $HITS/two.tsv 2> "$OUTDIR/scaleout_timeline.txt"
+grep -v "query .* done\|round" "$OUTDIR/scaleout_timeline.txt"
+grep "round" "$OUTDIR/scaleout_timeline.txt" | sed -n '1,4p;$p'
 echo "== two GPUs, one worker SIGKILLed after ${KILL_AFTER:-6} s"
 start=$(date +%s.%N)
 python3 -m nwalign search $Q $DB.nwdb --top 10 --devices 0,1 -o $HITS/killed.tsv &

@@ -363,7 +363,7 @@ class _ScaleOut:
     """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
-    IN_FLIGHT = 2  # rounds submitted ahead: the workers scan the next round while this one is written
+    IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
 
     def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None,
                  backend: str = "cpu"):
@@ -400,6 +400,7 @@ class _ScaleOut:
             self.close()
             raise
         workers = len(self.client.scheduler_info()["workers"])
+        log.debug("search: %d Dask workers ready", workers)
         self.shards = shards or max(1, workers)
         log.info("search: %d shards on %d Dask workers (%s engine)", self.shards, workers, self.backend)
         if self.backend == "cuda" and log.isEnabledFor(logging.INFO):
@@ -424,6 +425,7 @@ class _ScaleOut:
                                                     job.top, self.shards, backend=self.backend))
                     batch = batches[k]
                     found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
                     if first:
                         db.verify()
                         first = False
@@ -438,6 +440,7 @@ class _ScaleOut:
                                                       job._aligner, pool)))
                     for q, collect in collected:
                         yield q.record, collect()
+                    log.debug("search: round %d written", k + 1)
         finally:
             self.close()
 

@@ -228,7 +228,9 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
         return client, None
     if devices:
         cluster = gpu_cluster(devices)
-        return Client(cluster), cluster
+        client = Client(cluster)
+        client.run(_warm_gpu_worker)  # CuPy, the context and the kernels, while the client reads its input
+        return client, cluster
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster), cluster
 
@@ -238,6 +240,8 @@ def gpu_cluster(devices: list[int]):
     them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
     one task at a time; worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
     with more machinery (and pinned dependencies) than a scan needs."""
+    import logging as logs
+
     from distributed import Nanny, Scheduler, SpecCluster
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -245,9 +249,17 @@ def gpu_cluster(devices: list[int]):
     spec = {}
     for d in devices:
         physical = names[d] if names and d < len(names) else str(d)
-        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": physical}}}
+        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": physical},
+                                                      "silence_logs": logs.WARNING}}
     return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
-                       name="nwalign-gpus")
+                       name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
+
+
+def _warm_gpu_worker() -> None:
+    """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does)."""
+    from . import cuda
+
+    cuda.warm_up_search(0).join()
 
 
 def _worker_version() -> str:
