@@ -502,28 +502,35 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
         submit, result, depth = (lambda q: cpu_scan(q.codes, codes, db.offsets, scoring, threads)), \
             (lambda scores: scores), 0
     keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
+    pending = iter(queries)
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         scanning: deque = deque()
         aligning: deque = deque()
 
-        def take_scan():
+        def fill():  # queries in flight up to depth + 1
+            while len(scanning) <= depth:
+                q = next(pending, None)
+                if q is None:
+                    return
+                scanning.append((q, submit(q)))
+
+        fill()
+        while scanning:
             q, ticket = scanning.popleft()
             scores = result(ticket)
             log.debug("search: scan of %s done", q.record.id)
+            if depth:
+                fill()  # the freed slot scans the next query while this one's hits are chosen (the queries
+                # in flight share the GPU's streams: the other one is often nearly done by now)
             if progress:
                 progress(db.total_length)
             reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
             aligning.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
-
-        for q in queries:
-            scanning.append((q, submit(q)))
-            while len(scanning) > depth:
-                take_scan()
+            if not depth:
+                fill()
             while len(aligning) > keep:
                 q0, collect = aligning.popleft()
                 yield q0, collect()
-        while scanning:
-            take_scan()
         while aligning:
             q0, collect = aligning.popleft()
             yield q0, collect()

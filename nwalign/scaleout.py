@@ -115,15 +115,13 @@ def best_of_shard(task: ShardTask) -> list[tuple[np.ndarray, np.ndarray]]:
         index, searcher = _shard_searcher(task)
         if searcher is None:
             return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
-        out, pending = [], []
-        for q in queries:
-            pending.append(searcher.submit(q))
-            if len(pending) >= searcher.slots:
-                scores = searcher.result(pending.pop(0))
-                best = top_hits(scores, task.top, None)
-                out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
-        for ticket in pending:
-            scores = searcher.result(ticket)
+        flying = [searcher.submit(q) for q in queries[:searcher.slots]]
+        out, left = [], iter(queries[searcher.slots:])
+        while flying:
+            scores = searcher.result(flying.pop(0))
+            q = next(left, None)
+            if q is not None:  # the freed slot scans on while this query's best are chosen
+                flying.append(searcher.submit(q))
             best = top_hits(scores, task.top, None)
             out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
         return out
