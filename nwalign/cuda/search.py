@@ -98,13 +98,15 @@ class ScanSearcher:
             ``single`` 3,955; ``cost`` slower still (docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
+        slots: queries in flight at once (:meth:`submit`), each with its own score buffers.
 
     Raises:
         NwalignError: no usable GPU, an empty database sequence, or a matrix with more than 32 letters.
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None):
+                 plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
+                 slots: int = 2):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         A = int(scoring.matrix.shape[0])
@@ -135,9 +137,9 @@ class ScanSearcher:
 
         # Score buffers per query in flight: one query's scores are copied back while the next one scans.
         self._slots = [_Slot(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
-                             pinned_empty((self.count,), dtype=np.int32)) for _ in range(SLOTS)]
+                             pinned_empty((self.count,), dtype=np.int32)) for _ in range(slots)]
         self._submitted = 0
-        self.slots = SLOTS
+        self.slots = slots
         #: Threads per block of a configuration (G, R, multi) where not 256: see :data:`BLOCK_THREADS`.
         self.block_threads: dict = dict(BLOCK_THREADS)
         self.recomputed = 0
@@ -196,7 +198,7 @@ class ScanSearcher:
         """Start scoring ``query`` (uint8 codes, length >= 1) against every database sequence; returns a
         ticket for :meth:`result`. Successive queries' scans queue on the GPU back to back, so the host
         works on one query's scores while the next one scans. Take results in submission order, with at
-        most :data:`SLOTS` queries in flight.
+        most ``slots`` queries in flight.
 
         Raises:
             NwalignError: an empty query.
@@ -206,9 +208,9 @@ class ScanSearcher:
         query = np.asarray(query, dtype=np.uint8)
         if query.size == 0:
             raise NwalignError("scan: empty query")
-        slot = self._slots[self._submitted % SLOTS]
+        slot = self._slots[self._submitted % self.slots]
         if slot.busy:
-            raise RuntimeError(f"scan: more than {SLOTS} queries in flight")
+            raise RuntimeError(f"scan: more than {self.slots} queries in flight")
         slot.busy = True
         self._submitted += 1
         ticket = _Ticket(query, slot, self.main)
@@ -319,7 +321,7 @@ BLOCK_THREADS: dict = {}
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
 
-SLOTS = 2  # queries in flight on the GPU at once (sets of score buffers)
+SLOTS = 2  # default queries in flight on the GPU at once (sets of score buffers)
 
 
 class _Slot:

@@ -45,9 +45,9 @@ for shards in (1, 2, 4):
               flush=True)
     del searcher
 # The order best_of_shard and search_all use: the freed slot is refilled before the host's work.
-for shards in (1, 2):
+for shards, slots in ((1, 2), (1, 3), (2, 2), (2, 3), (2, 4)):
     index, sub, offsets = _load_shard(db_path, 0, shards, scoring)
-    searcher = ScanSearcher(sub, offsets, scoring, 0)
+    searcher = ScanSearcher(sub, offsets, scoring, 0, slots=slots)
     searcher.scores(queries[0])
     t = time.perf_counter()
     flying = [searcher.submit(q) for q in queries[:searcher.slots]]
@@ -59,6 +59,6 @@ for shards in (1, 2):
             flying.append(searcher.submit(q))
         top_hits(s, 10, None)
     wall = time.perf_counter() - t
-    print(f"1/{shards}: refilled before top_hits: {1e3 * wall / len(queries):.2f} ms per query, "
+    print(f"1/{shards}: {slots} in flight, refilled before top_hits: {1e3 * wall / len(queries):.2f} ms per query, "
           f"{cells_q * int(offsets[-1]) / wall / 1e9:.0f} GCUPS", flush=True)
     del searcher
