@@ -80,19 +80,14 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
     while the caller reads its input (context creation takes a few tenths of a second). ``kernels``: a
     function of the GPU's compute capability (an int, 90 for 9.0) giving {source: mangled kernel names}
     to load now (the driver otherwise loads each at its first launch). Returns the thread; errors are
-    left for the caller's own first CUDA call to raise. The thread's ``imported`` (a ``threading.Event``)
-    is set once CuPy's import has ended, well or not."""
-    imported = threading.Event()
+    left for the caller's own first CUDA call to raise."""
 
     def run():
         import logging
 
         log = logging.getLogger("nwalign")
         try:
-            try:
-                cupy = require(device)
-            finally:
-                imported.set()
+            cupy = require(device)
             log.debug("cuda: CuPy imported (warm-up thread)")
             cupy.empty(1, dtype=cupy.uint8)  # the context exists once memory is allocated
             log.debug("cuda: GPU %d's context made", device)
@@ -111,7 +106,6 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
             pass
 
     thread = threading.Thread(target=run, daemon=True)
-    thread.imported = imported
     thread.start()
     return thread
 
