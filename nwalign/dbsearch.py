@@ -225,18 +225,6 @@ class Search:
                 raise NwalignError("devices and workers/scheduler/client: choose one",
                                    cli="--devices and --workers/--scheduler: choose one")
             worker_backend, backend = backend if backend == "cuda" else "cpu", "cpu"  # hits aligned here on the CPU
-        elif kernel == "scan":
-            from .scaleout import resolve_devices
-
-            gpus = resolve_devices(devices, backend, device)
-            if gpus is not None and len(gpus) == 1:
-                device, gpus = gpus[0], None
-            elif gpus is not None:  # one worker process per GPU, started while the input is read
-                from .background import in_background
-                from .scaleout import client_for
-
-                self._spread, backend, worker_backend = True, "cuda", "cuda"
-                cluster = in_background(lambda: client_for(devices=gpus))
         try:
             if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
                 from .cuda import warm_up_search
@@ -255,6 +243,18 @@ class Search:
             self.database = db = database if isinstance(database, Database) else \
                 load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
             log.debug("search: database loaded")
+            if not self._spread and kernel == "scan":  # here: counting GPUs waits for CuPy's import
+                from .scaleout import resolve_devices
+
+                gpus = resolve_devices(devices, backend, device)
+                if gpus is not None and len(gpus) == 1:
+                    device, gpus = gpus[0], None
+                elif gpus is not None:  # one worker process per GPU, started while the input is encoded
+                    from .background import in_background
+                    from .scaleout import client_for
+
+                    self._spread, backend, worker_backend = True, "cuda", "cuda"
+                    cluster = in_background(lambda: client_for(devices=gpus))
             upload = None
             if backend != "cpu" and kernel == "scan" and db.codes is not None and gpus is None:
                 # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is

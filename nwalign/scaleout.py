@@ -167,6 +167,8 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
+    if spec == "auto" and importlib.util.find_spec("distributed") is None:
+        return None  # one process, without waiting for CuPy to count the GPUs
     from . import cuda
 
     count = len(cuda.device_numbers()) if cuda.available() else 0
