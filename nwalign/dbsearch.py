@@ -210,9 +210,8 @@ class Search:
         if kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
-        chosen = choose_backend(backend) if backend != "auto" and not (workers > 1 or scheduler or client) \
-            else None
         self._spread = workers > 1 or scheduler is not None or client is not None
+        chosen = choose_backend(backend) if backend != "auto" and not self._spread else None
         gpus, cluster = None, None
         worker_backend = "cpu"
         if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
@@ -394,8 +393,10 @@ class _ScaleOut:
                 self.client = client
             else:
                 self.client, self.cluster = client_for(workers, scheduler)
+            gpus = worker_gpus(self.client) if backend == "cuda" and (cluster is None or log.isEnabledFor(
+                logging.INFO)) else {}
             if backend == "cuda" and cluster is None:
-                check_gpus(self.client)  # a running cluster: one GPU per worker, no two on the same GPU
+                check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
         except BaseException:
             self.close()
             raise
@@ -403,9 +404,8 @@ class _ScaleOut:
         log.debug("search: %d Dask workers ready", workers)
         self.shards = shards or max(1, workers)
         log.info("search: %d shards on %d Dask workers (%s engine)", self.shards, workers, self.backend)
-        if self.backend == "cuda" and log.isEnabledFor(logging.INFO):
-            for name, gpu in sorted(worker_gpus(self.client).items()):
-                log.info("search: worker %s: %s", name, gpu)
+        for name, (_, gpu) in sorted(gpus.items()):
+            log.info("search: worker %s: %s", name, gpu)
 
     def run(self, job: Search, progress):
         from collections import deque

@@ -27,7 +27,7 @@ from .errors import NwalignError, WorkerLost
 log = logging.getLogger("nwalign")
 
 __all__ = ["WorkerLost", "best_of_shard", "check_gpus", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
-           "shards", "sharded_candidates", "submit_shards", "worker_gpus"]
+           "shards", "submit_shards", "worker_gpus"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -94,6 +94,7 @@ def _shard_searcher(task: ShardTask):
     sc = task.scoring
     key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
            sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
+
     def make():
         from .cuda.search import ScanSearcher
 
@@ -163,11 +164,12 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int
     import importlib.util
 
     spec = "auto" if devices is None else devices
+    have_dask = importlib.util.find_spec("distributed") is not None
     if backend == "cpu":
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
-    if spec == "auto" and importlib.util.find_spec("distributed") is None:
+    if spec == "auto" and not have_dask:
         return None  # one process, without waiting for CuPy to count the GPUs
     from . import cuda
 
@@ -188,9 +190,7 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int
             raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
         if len(chosen) == 1:
             return chosen  # one GPU: the caller runs in its own process on it
-    if importlib.util.find_spec("distributed") is None:
-        if spec == "auto":
-            return None
+    if not have_dask:  # "all" or a list of two or more
         raise NwalignError(f"devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'",
                            cli=f"--devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'")
     return chosen
@@ -287,10 +287,10 @@ def check_versions(client) -> None:
                                "install the same version on every worker")
 
 
-def worker_gpus(client) -> dict[str, str]:
-    """Each worker's name and the GPU it scans on (``"none"`` without one), for ``-v``."""
+def worker_gpus(client) -> dict[str, tuple[str | None, str]]:
+    """Each worker's name -> (UUID, description) of the GPU it scans on ((None, ``"none"``) without one)."""
     workers = client.scheduler_info()["workers"]
-    return {str(workers.get(address, {}).get("name", address)): gpu[1]
+    return {str(workers.get(address, {}).get("name", address)): gpu
             for address, gpu in client.run(_worker_gpu).items()}
 
 
@@ -307,15 +307,15 @@ def _worker_gpu() -> tuple[str | None, str]:
         return None, "none"
 
 
-def check_gpus(client) -> None:
-    """Refuse a cluster for GPU scans whose workers lack a GPU or share one (two workers on one GPU
-    would halve each other's speed and double its memory).
+def check_gpus(gpus: dict[str, tuple[str | None, str]]) -> None:
+    """Refuse a cluster for GPU scans (``gpus``: :func:`worker_gpus`) whose workers lack a GPU or share
+    one (two workers on one GPU would halve each other's speed and double its memory).
 
     Raises:
         NwalignError: naming the worker.
     """
     seen: dict = {}
-    for address, (uuid, text) in sorted(client.run(_worker_gpu).items()):
+    for address, (uuid, text) in sorted(gpus.items()):
         if uuid is None:
             raise NwalignError(f"worker {address} sees no GPU: start GPU workers (one per GPU, e.g. dask cuda "
                                "worker) or use backend cpu", cli=f"worker {address} sees no GPU: start GPU workers "
@@ -351,15 +351,3 @@ def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[n
     except KilledWorker as exc:
         raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
     return [merge([r[k] for r in results], top) for k in range(queries)]
-
-
-def sharded_candidates(client, database: str, queries: list[np.ndarray], scoring, top: int,
-                       count: int, threads: int = 1, backend: str = "cpu") -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query, the merged best ``top`` (indices, scores) over ``count`` shards of ``database`` (a
-    .nwdb path), one task per shard on ``client``'s workers.
-
-    Raises:
-        WorkerLost: a task kept killing workers.
-    """
-    futures = submit_shards(client, database, queries, scoring, top, count, threads, backend)
-    return gather_shards(client, futures, len(queries), top)

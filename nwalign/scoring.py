@@ -172,7 +172,8 @@ def _check_matrix_file(path: str) -> dict[str, int]:
 
 def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
-    if not os.path.exists(name):
+    named = not os.path.exists(name)
+    if named:
         if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
             name = "NUC.4.4"
         cached = _cached_matrix(name.upper())
@@ -180,7 +181,7 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
             return cached
     from Bio.Align import substitution_matrices  # here, so that commands that never score start fast
 
-    if os.path.exists(name):
+    if not named:
         rows = _check_matrix_file(name)
         try:
             mat = substitution_matrices.read(name)
@@ -209,7 +210,7 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     if len(alphabet) != values.shape[0] or any(len(a) != 1 for a in mat.alphabet):
         raise NwalignError(f"matrix {label}: alphabet must be single letters")
     out = values.astype(np.int32), alphabet.upper(), label
-    if label == name.upper():
+    if named:  # a file of the user's is read afresh every time
         _cache_matrix(label, *out[:2])
     return out
 

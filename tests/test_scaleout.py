@@ -220,10 +220,10 @@ def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
     """--backend cuda with a running cluster: every worker must see a GPU of its own (here none does)."""
     from nwalign.database import database_from_fasta, write_database
     from nwalign.errors import NwalignError
-    from nwalign.scaleout import check_gpus
+    from nwalign.scaleout import check_gpus, worker_gpus
 
     with pytest.raises(NwalignError, match="sees no GPU"):
-        check_gpus(client)
+        check_gpus(worker_gpus(client))
     db = tmp_path / "sp.nwdb"
     write_database(database_from_fasta(SP196), str(db))
     out = tmp_path / "hits.tsv"

@@ -146,3 +146,8 @@ def test_named_matrices_cached_as_biopython_reads_them(tmp_path, monkeypatch):
     with pytest.raises(NwalignError, match="unknown matrix 'BLOSUM63'"):
         scoring._load_matrix("BLOSUM63")
     assert scoring._cached_matrix("../../etc/passwd") is None
+    monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # a file of the user's named like Biopython's matrix is never cached as it
+    (tmp_path / "BLOSUM62").write_text("   A  C\nA  9 -1\nC -1  9\n")
+    assert scoring._load_matrix("BLOSUM62")[1] == "AC"
+    assert np.array_equal(scoring._cached_matrix("BLOSUM62")[0], values)

@@ -15,6 +15,7 @@ from . import modules, require
 log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
+SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
 
 
 class GswSearcher:
@@ -106,7 +107,7 @@ class ScanSearcher:
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
                  plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
-                 slots: int = 2):
+                 slots: int = SLOTS):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         A = int(scoring.matrix.shape[0])
@@ -321,7 +322,6 @@ BLOCK_THREADS: dict = {}
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 
 
-SLOTS = 2  # default queries in flight on the GPU at once (sets of score buffers)
 
 
 class _Slot:
