@@ -4,6 +4,7 @@ dies; a task that keeps killing workers ends the run with exit 1 and no output."
 
 import os
 import pathlib
+import time
 
 import numpy as np
 import pytest
@@ -120,6 +121,19 @@ class _KillOnTask(distributed.WorkerPlugin):
                 os._exit(1)
 
 
+def _settle(cluster, client, n):
+    """Wait until every worker a nanny restarted after a kill is up again: closing a cluster while a
+    nanny is still starting its process fails inside Dask ("can only join a started process")."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        nannies = list(cluster.workers.values())
+        if len(client.scheduler_info()["workers"]) == n and all(
+                getattr(nanny.process, "pid", None) is not None for nanny in nannies):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the test cluster did not settle on {n} running workers in 60 s")
+
+
 def test_a_worker_killed_mid_search_loses_nothing(tmp_path, tied_db):
     """One worker dies as a shard task starts: Dask runs the task again on a new worker; same hits."""
     want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu"))
@@ -127,6 +141,7 @@ def test_a_worker_killed_mid_search_loses_nothing(tmp_path, tied_db):
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
         got = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=2))
+        _settle(cl, c, 2)
     assert (tmp_path / "killed").exists() and got == want
 
 
@@ -142,6 +157,7 @@ def test_a_task_that_kills_every_worker_ends_the_run(tmp_path, tied_db, monkeypa
         out = tmp_path / "hits.tsv"
         assert main(["search", OPAL, tied_db, "--backend", "cpu", "--workers", "2", "-o", str(out)]) == 1
         assert not out.exists() and capsys.readouterr().err.count("\n") == 1
+        _settle(cl, c, 1)
 
 
 def test_workers_refuse_the_gpu_backend_and_a_fasta_for_a_running_cluster(capsys):
