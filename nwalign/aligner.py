@@ -151,9 +151,11 @@ class Aligner:
 
     def score_pairs(self, sequences: list[np.ndarray], others: list[np.ndarray] | None = None,
                     kernel: str = "auto", slice_k: int | None = None, block: int | None = None,
-                    stats: dict | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                    stats: dict | None = None, span: tuple[int, int] | None = None
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Optimal scores of every pair (i, j), i < j, of ``sequences`` (uint8 code arrays), or of every
-        (i, j) of ``sequences`` x ``others``, in row order: yields (pairs: int32 (k, 2), scores: int64 (k,))
+        (i, j) of ``sequences`` x ``others``, in row order (only those at positions ``span`` = (start,
+        stop) of that order when given: :func:`nwalign.allvsall.pair_batches`): yields (pairs: int32 (k, 2), scores: int64 (k,))
         batch by batch (never all pairs at once). On the GPU: the all-pairs kernels after Li et al. (multiple
         pairwise NW on GPUs and clusters, section 4; ``kernel``/``slice_k``/``block`` as :class:`nwalign.cuda.allpairs.AllPairsScorer`
         takes them, ``auto`` chosen from the pair count), the next batch queued before the last one is
@@ -168,7 +170,7 @@ class Aligner:
         stats = stats if stats is not None else {}
         n_b = None if others is None else len(others)
         if self.gpu:
-            yield from self._gpu_scores(sequences, others, kernel, slice_k, block, stats)
+            yield from self._gpu_scores(sequences, others, kernel, slice_k, block, stats, span)
             return
         s = self.scoring
         targets = sequences if others is None else others
@@ -180,7 +182,7 @@ class Aligner:
             return cpu.score_codes(sequences[pair[0]], targets[pair[1]], s.matrix, s.gap_open, s.gap_extend,
                                    s.mode_code)
         try:
-            for pairs in pair_batches(len(sequences), n_b, TILE):
+            for pairs in pair_batches(len(sequences), n_b, TILE, span):
                 ij = pairs.tolist()
                 stats["cells"] += sum(len(sequences[i]) * len(targets[j]) for i, j in ij)
                 yield pairs, np.fromiter(mapper(one, ij), dtype=np.int64, count=len(ij))
@@ -188,7 +190,7 @@ class Aligner:
             if pool:
                 pool.shutdown()
 
-    def _gpu_scores(self, sequences, others, kernel, slice_k, block, stats):
+    def _gpu_scores(self, sequences, others, kernel, slice_k, block, stats, span=None):
         from .allvsall import pair_batches
         from .cuda.allpairs import AllPairsScorer
 
@@ -196,11 +198,11 @@ class Aligner:
         scorer = AllPairsScorer(list(sequences) + (list(others) if others is not None else []), self.scoring,
                                 kernel, slice_k, block, self.device)
         n_a, n_b = len(sequences), None if others is None else len(others)
-        name = scorer.kernel_for(n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b)
+        name = scorer.kernel_for(n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b)  # the whole job's count
         size = scorer.batch_size(name)
         stats["kernel"] = name
         log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
-        shifted = (_shift(p, offset) for p in pair_batches(n_a, n_b, size))
+        shifted = (_shift(p, offset) for p in pair_batches(n_a, n_b, size, span))
         for pairs, scores in scorer.stream(shifted, name):
             yield _shift(pairs, -offset), scores
         stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.gpu_seconds

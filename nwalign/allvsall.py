@@ -39,6 +39,7 @@ COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch"
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
+BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
@@ -63,13 +64,53 @@ class PairResult:
     passes: bool
 
 
-def pair_batches(n_a: int, n_b: int | None, size: int) -> Iterator[np.ndarray]:
+@dataclass
+class Block:
+    """The results of the pairs at positions [start, stop) of the pair order, formatted: what a worker
+    sends back, and what the command line writes in order."""
+
+    start: int
+    stop: int
+    text: str                          # TSV rows of the pairs that pass (columns as asked), in pair order
+    distances: np.ndarray | None       # float32 (stop - start,): 1 - identity of each pair, or None
+    reported: int                      # rows in ``text``
+
+
+def format_results(results: list[PairResult], columns: tuple[str, ...], distances: bool, start: int) -> Block:
+    """One :class:`Block` of consecutive results (positions ``start``.. of the pair order)."""
+    from .formats import field
+
+    rows = ["\t".join([field(r.aln, c) for c in columns]) + "\n" for r in results if r.passes]
+    dist = np.array([1.0 - r.aln.identity for r in results], dtype=np.float32) if distances else None
+    return Block(start, start + len(results), "".join(rows), dist, len(rows))
+
+
+def pair_count(n_a: int, n_b: int | None) -> int:
+    """How many pairs: i < j within a set of ``n_a`` (``n_b`` None), or every pair of n_a x n_b."""
+    return n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b
+
+
+def row_starts(n_a: int, n_b: int | None) -> np.ndarray:
+    """The position, in pair order, of each row's first pair (int64, shape (n_a + 1,); the last entry is
+    the pair count)."""
+    i = np.arange(n_a + 1, dtype=np.int64)
+    return i * (n_a - 1) - i * (i - 1) // 2 if n_b is None else i * n_b
+
+
+def pair_batches(n_a: int, n_b: int | None, size: int, span: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
     """The pairs (i, j), i < j within one set or every (i, j) of A x B, in row order, as int32 arrays of
-    shape (k, 2) with k <= size (never all pairs at once: 25,000 sequences are 312 million pairs)."""
+    shape (k, 2) with k <= size (never all pairs at once: 25,000 sequences are 312 million pairs).
+    ``span`` (start, stop): only the pairs at those positions of that order (a block of the matrix)."""
+    starts = row_starts(n_a, n_b)
+    start, stop = span if span is not None else (0, int(starts[-1]))
     parts: list[np.ndarray] = []
     count = 0
-    for i in range(n_a):
-        js = np.arange(i + 1, n_a, dtype=np.int32) if n_b is None else np.arange(n_b, dtype=np.int32)
+    for i in range(int(np.searchsorted(starts, start, side="right")) - 1 if start > 0 else 0, n_a):
+        if starts[i] >= stop:
+            break
+        first = (i + 1 if n_b is None else 0) + max(0, start - int(starts[i]))
+        last = (n_a if n_b is None else n_b) - max(0, int(starts[i + 1]) - stop)
+        js = np.arange(first, last, dtype=np.int32)
         pos = 0
         while pos < len(js):
             take = min(size - count, len(js) - pos)
@@ -86,11 +127,39 @@ def pair_batches(n_a: int, n_b: int | None, size: int) -> Iterator[np.ndarray]:
         yield np.concatenate(parts)
 
 
+def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int) -> list[tuple[int, int]]:
+    """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
+    m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
+    over workers. A span may start or end inside a row (one long row is cut too)."""
+    la = np.asarray(lengths_a, dtype=np.int64)
+    lb = la if lengths_b is None else np.asarray(lengths_b, dtype=np.int64)
+    n_b = None if lengths_b is None else len(lb)
+    starts = row_starts(len(la), n_b)
+    total_pairs = int(starts[-1])
+    if total_pairs == 0:
+        return []
+    # cells of each row: m_i times the summed lengths of its targets (j > i within one set)
+    after = np.concatenate((np.cumsum(lb[::-1])[::-1][1:], [0])) if n_b is None else np.full(len(la), lb.sum())
+    row_cells = np.concatenate(([0], np.cumsum(la * after)))
+    cuts = [0]
+    for k in range(1, count):
+        want = row_cells[-1] * k / count
+        i = min(int(np.searchsorted(row_cells, want, side="right")) - 1, len(la) - 1)
+        first = i + 1 if n_b is None else 0
+        inside = np.cumsum(la[i] * lb[first:])  # cells of row i up to each of its targets
+        j = int(np.searchsorted(inside, want - row_cells[i], side="left"))
+        cuts.append(min(int(starts[i]) + j, total_pairs))
+    cuts.append(total_pairs)
+    cuts = sorted(set(cuts))
+    return [(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
 def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tuple[str, ...],
         min_identity: float | None = None, need_identity_all: bool = False, threads: int = 1,
         stats: dict | None = None, backend: str = "cpu", kernel: str = "auto", slice_k: int | None = None,
-        block: int | None = None, device: int = 0) -> Iterator[PairResult]:
-    """Align every pair, yielding results in pair order (row by row), batch by batch.
+        block: int | None = None, device: int = 0, span: tuple[int, int] | None = None) -> Iterator[PairResult]:
+    """Align every pair (or those at positions ``span`` = (start, stop) of the pair order: one block of
+    :func:`blocks`), yielding results in pair order (row by row), batch by batch.
 
     Scores come first, from the GPU kernels (``backend="cuda"``) or the CPU engine; a pair is then
     aligned only when a column needs the traceback, and with ``min_identity`` in global mode only when
@@ -108,7 +177,9 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored), ``score_seconds`` (waiting
             for scores) and, on the GPU, ``gpu_seconds`` (kernel time by CUDA events).
         backend: ``cpu`` or ``cuda`` (resolve ``auto`` first).
-        kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.cuda.allpairs`).
+        kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.cuda.allpairs`; ``auto``
+            chooses from the whole job's pair count, so every block runs the same kernel).
+        span: (start, stop) positions in the pair order; None for every pair.
 
     Raises:
         NwalignError: min_identity outside [0, 1], or the GPU cannot run the kernel.
@@ -160,12 +231,12 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
 
     if need_scores:
         scored = aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b], kernel,
-                                     slice_k, block, stats)
+                                     slice_k, block, stats, span)
     else:
         stats["kernel"] = aligner.batch_kernel
         if aligner.gpu:
             log.info("allpairs: every pair is aligned (no score filter): kernel %s", aligner.batch_kernel)
-        scored = ((pairs, None) for pairs in pair_batches(len(a), None if b is None else len(b), TILE))
+        scored = ((pairs, None) for pairs in pair_batches(len(a), None if b is None else len(b), TILE, span))
     try:
         clock = time.perf_counter()
         for pairs, scores in scored:
@@ -220,6 +291,15 @@ class AllPairs:
         distances: align every pair (a distance matrix needs every identity).
         backend, kernel, slice_k, block, device: ``auto``/``cuda``/``cpu`` and the GPU kernel choice.
         threads: CPU threads (0: every core).
+        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers
+            (:mod:`nwalign.scaleout`; :meth:`blocks` then gathers blocks of the pair matrix balanced by DP
+            cells, at least four per worker, formatted by the workers): a local cluster of ``workers``
+            CPU-engine processes, the running cluster at ``scheduler`` (address or scheduler file), a
+            ``distributed.Client``, or one worker process per GPU of ``devices`` (``auto``: every visible
+            GPU when there are two or more and Dask is installed; see
+            :func:`nwalign.scaleout.resolve_devices`). The sets are written once as temporary ``.nwdb``
+            files in ``shared_dir`` (default: the system's temporary directory; workers on other hosts
+            need a directory they can all read). Results are those of one process, in the same order.
 
     Attributes: ``a``, ``b`` (encoded records; ``b`` None for pairs within ``a``), ``scoring``,
     ``backend`` (resolved), ``stats`` (filled while running: see :func:`run`).
@@ -234,7 +314,8 @@ class AllPairs:
                  columns: tuple[str, ...] = DEFAULT_COLUMNS, min_identity: float | None = None,
                  distances: bool = False, backend: str = "auto", kernel: str = "auto", slice_k: int | None = None,
                  block: int | None = None, device: int = 0, threads: int = 0, source: str = "sequences",
-                 against_source: str = "against"):
+                 against_source: str = "against", workers: int = 0, scheduler: str | None = None, client=None,
+                 devices=None, shared_dir: str | None = None):
         import os
 
         from .cuda.allpairs import check_options
@@ -248,6 +329,14 @@ class AllPairs:
         if unknown:
             raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
         check_options(kernel, slice_k, block)
+        spread = workers > 1 or scheduler is not None or client is not None
+        if spread and devices not in (None, "auto"):
+            raise NwalignError("devices and workers/scheduler/client: choose one",
+                               cli="--devices and --workers/--scheduler: choose one")
+        if backend == "cuda" and workers > 1:
+            raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
+                               "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
+                               "for GPUs use --devices, or --scheduler with --backend cuda")
         limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) if scoring is None \
             else None
 
@@ -266,7 +355,17 @@ class AllPairs:
                                    ([(against_source, letter_counts(second))] if second else []), alphabet)
             scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
         self.scoring = scoring
-        self.backend = choose_backend(backend)
+        gpus = None
+        if not spread:
+            from .scaleout import resolve_devices
+
+            gpus = resolve_devices(devices, backend, device)
+            if gpus is not None and len(gpus) == 1:
+                device, gpus = gpus[0], None
+        # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);
+        # this process aligns nothing itself.
+        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
+            "cpu" if spread else choose_backend(backend)
         first = unique_records(first, source)  # warns: after the options' errors
         second = unique_records(second, against_source) if second else None
         self.a = encode_all(first, scoring, source)
@@ -277,6 +376,11 @@ class AllPairs:
         self.kernel, self.slice_k, self.block, self.device = kernel, slice_k, block, device
         self.threads = threads or os.cpu_count() or 1
         self.stats: dict = {}
+        self._spread = None
+        if spread or gpus:
+            from .scaleout import PairsSpread
+
+            self._spread = PairsSpread(self, workers, scheduler, client, gpus, shared_dir)
 
     @property
     def pairs(self) -> int:
@@ -284,12 +388,51 @@ class AllPairs:
         return len(self.a) * len(self.b) if self.b else len(self.a) * (len(self.a) - 1) // 2
 
     def run(self) -> Iterator[PairResult]:
-        """Yield a :class:`PairResult` per pair, row by row (:func:`run`); ``stats`` is filled meanwhile."""
+        """Yield a :class:`PairResult` per pair, row by row (:func:`run`), in this process; ``stats`` is
+        filled meanwhile.
+
+        Raises:
+            NwalignError: the job was made to spread over workers (use :meth:`blocks`).
+        """
+        if self._spread is not None:
+            raise NwalignError("allpairs spread over workers: iterate over blocks(), formatted by the workers")
         return run(self.a, self.b, self.scoring, self.columns, self.min_identity, self.distances, self.threads,
                    self.stats, self.backend, self.kernel, self.slice_k, self.block, self.device)
 
     def __iter__(self):
         return self.run()
+
+    def blocks(self, progress=None) -> Iterator[Block]:
+        """The results as consecutive :class:`Block` objects covering the pair order (TSV rows of the
+        pairs that pass, and 1 - identity per pair when ``distances``): from this process, or from the
+        workers when the job is spread (the same text and values either way). ``progress(pairs)`` is
+        called after each block.
+
+        Raises:
+            nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
+        """
+        if self._spread is not None:
+            yield from self._spread.run(progress)
+            return
+        chunk: list[PairResult] = []
+        start = 0
+        for res in self.run():
+            chunk.append(res)
+            if len(chunk) == BLOCK_PAIRS:
+                yield format_results(chunk, self.columns, self.distances, start)
+                if progress:
+                    progress(len(chunk))
+                start += len(chunk)
+                chunk = []
+        if chunk:
+            yield format_results(chunk, self.columns, self.distances, start)
+            if progress:
+                progress(len(chunk))
+
+    def close(self) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end)."""
+        if self._spread is not None:
+            self._spread.close()
 
 
 def allpairs(sequences, against=None, scoring: Scoring | None = None, **options) -> AllPairs:

@@ -28,7 +28,7 @@ from .cuda.allpairs import SLICES as AP_SLICES
 from .cuda import DEFAULT_KERNEL, KERNELS
 from .engine import BACKENDS, DEFAULT_MAX_MEMORY
 from .errors import NwalignError, WorkerLost
-from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, field, needs_alignment
+from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, needs_alignment
 from .formats import COLUMNS as TSV_FIELDS
 from .scoring import MODES
 from .sequences import ALPHABETS, mutate, parse_lengths, parse_region, phylip_names, random_records, read_fasta
@@ -388,10 +388,24 @@ def _check_gpu_options(engine: str, backend: str) -> None:
                    "256), lazy-rscan and rscan (up to 256, default 128).")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Spread the pairs over N CPU-engine processes (a local Dask cluster; needs nwalign[dask]): "
+                   "blocks of the pair matrix balanced by DP cells, aligned and formatted by the workers; "
+                   "the output is unchanged.")
+@click.option("--scheduler", metavar="ADDRESS|FILE.json",
+              help="Spread the pairs over a running Dask cluster (its scheduler's address or scheduler file; "
+                   "GPU workers with --backend cuda). The input is written once as .nwdb files in --shared-dir.")
+@click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
+              help="GPUs to score on: auto = every visible GPU when there are two or more and nwalign[dask] is "
+                   "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: one "
+                   "worker process per GPU, each taking blocks of the pair matrix; the output is unchanged.")
+@click.option("--shared-dir", metavar="DIR",
+              help="Directory for the input's temporary .nwdb files that the workers read (default: the system's "
+                   "temporary directory; workers on other hosts need a shared one).")
 @run_options
 def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, columns,
-             min_identity, matrix_out, header, backend, ap_kernel, slice_k, ap_block, device, threads, output,
-             verbose, quiet):
+             min_identity, matrix_out, header, backend, ap_kernel, slice_k, ap_block, threads, workers, scheduler,
+             devices, shared_dir, device, output, verbose, quiet):
     """Align all pairs of SEQS (i < j), or SEQS x --against, and report them as TSV.
 
     Global alignment by default. Scores come from the GPU (or the CPU engine) in batches, so memory
@@ -412,27 +426,29 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
+    if shared_dir is not None and not (workers > 1 or scheduler or devices not in ("auto", None)):
+        raise NwalignError("--shared-dir is for --workers, --scheduler or --devices")
+    check_output(matrix_out, (seqs, against), "--matrix-out")
     job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None, mode=mode, alphabet=alphabet,
                    matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend,
                    columns=cols, min_identity=min_identity, distances=matrix_out is not None, backend=backend,
-                   kernel=ap_kernel, slice_k=int(slice_k), block=ap_block, device=device, threads=threads)
+                   kernel=ap_kernel, slice_k=int(slice_k), block=ap_block, device=device, threads=threads,
+                   workers=workers, scheduler=scheduler,
+                   devices=devices, shared_dir=shared_dir)
     a, b, stats = job.a, job.b, job.stats
     log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode,
              job.backend, job.threads)
-    check_output(matrix_out, (seqs, against), "--matrix-out")
-    with distance_matrix(matrix_out, (len(a), len(b) if b else len(a)), [r.record.id for r in a]) as dist, \
-            output_stream(output, (seqs, against)) as out:
-        if header:
-            out.write("\t".join(cols) + "\n")
-        progress = _progress("allpairs", job.pairs, quiet, "pairs")
-        for res in job.run():
-            progress(1)
-            if dist is not None:
-                dist[res.i, res.j] = 1.0 - res.aln.identity
-                if b is None:
-                    dist[res.j, res.i] = dist[res.i, res.j]
-            if res.passes:
-                out.write("\t".join(field(res.aln, c) for c in cols) + "\n")
+    try:
+        with distance_matrix(matrix_out, (len(a), len(b) if b else len(a)), [r.record.id for r in a]) as dist, \
+                output_stream(output, (seqs, against)) as out:
+            if header:
+                out.write("\t".join(cols) + "\n")
+            for block in job.blocks(_progress("allpairs", job.pairs, quiet, "pairs")):
+                out.write(block.text)
+                if dist is not None:
+                    fill_distances(dist, block, len(a), len(b) if b else None)
+    finally:
+        job.close()
     if stats["cells"] and stats["score_seconds"] > 0:
         log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f GCUPS, %.0f pairs/s, output included)",
                  stats["pairs"], stats["kernel"], stats["score_seconds"], stats["cells"] / stats["score_seconds"] / 1e9,
@@ -444,6 +460,18 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         click.echo(f"nwalign: {stats['pairs']} pairs; {stats['filtered']} skipped by the score bound, "
                    f"{stats['below']} aligned and below identity {min_identity:g}, "
                    f"{stats['pairs'] - stats['filtered'] - stats['below']} reported", err=True)
+
+
+def fill_distances(dist: np.ndarray, block, n_a: int, n_b: int | None) -> None:
+    """Put a block's distances (1 - identity, pair order) into the matrix: both halves within one set."""
+    from .allvsall import pair_batches
+
+    if block.stop == block.start:
+        return
+    ij = np.concatenate(list(pair_batches(n_a, n_b, block.stop - block.start, (block.start, block.stop))))
+    dist[ij[:, 0], ij[:, 1]] = block.distances
+    if n_b is None:
+        dist[ij[:, 1], ij[:, 0]] = block.distances
 
 
 @contextmanager

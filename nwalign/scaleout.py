@@ -1,6 +1,10 @@
-"""A database search spread over worker processes through Dask (``distributed``): the database cut into
-shards balanced by residues, one task per shard scoring every query against it and keeping the shard's
-best hits, merged exactly on the client, which alone aligns, formats and writes.
+"""Searches and all-pairs jobs spread over worker processes through Dask (``distributed``).
+
+Search: the database cut into shards balanced by residues, one task per shard scoring every query
+against it and keeping the shard's best hits, merged exactly on the client, which alone aligns, formats
+and writes. All pairs: the pair order cut into blocks of nearly equal DP cells
+(:func:`nwalign.allvsall.blocks`, at least four per worker), each task aligning and formatting one block
+(the rows and the distances), gathered in order by the client, which alone writes (:class:`PairsSpread`).
 
 Shards: the sequences in a stable longest-first order, dealt round-robin (shard s takes positions s,
 s + K, s + 2K, ...), so each holds about 1/K of the residues. A task is a pure function of a small spec
@@ -26,7 +30,7 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["WorkerLost", "best_of_shard", "check_gpus", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
+__all__ = ["PairsSpread", "PairsTask", "WorkerLost", "best_of_shard", "check_gpus", "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
            "shards", "submit_shards", "worker_gpus"]
 
 
@@ -351,3 +355,195 @@ def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[n
     except KilledWorker as exc:
         raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
     return [merge([r[k] for r in results], top) for k in range(queries)]
+
+
+# -- all pairs ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PairsTask:
+    """One block of an all-pairs job: small and picklable (the sequences stay in the .nwdb files)."""
+
+    sets: tuple                   # (.nwdb path of the set, of the second set or None)
+    scoring: object
+    columns: tuple
+    min_identity: float | None
+    distances: bool
+    backend: str                  # the worker's engine: cpu, or cuda on its one visible GPU
+    kernel: str
+    slice_k: int | None
+    block: int | None
+    threads: int
+    span: tuple                   # (start, stop) positions in the pair order
+
+
+def _pair_sets(paths: tuple, scoring):
+    """The encoded records of the .nwdb files, kept by the worker between tasks."""
+    key = ("sets",) + tuple((p, os.path.getmtime(p)) for p in paths if p) + (scoring.alphabet,)
+
+    def make():
+        from .database import load_database
+        from .engine import encode_all
+
+        out = []
+        for path in paths:
+            if path is None:
+                out.append(None)
+                continue
+            db = load_database(path)
+            out.append(encode_all([db.record(k) for k in range(db.count)], scoring, path))
+        return out
+
+    return _cached(key, make)
+
+
+def pair_block(task: PairsTask):
+    """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
+    stats as :func:`nwalign.allvsall.run` fills them)."""
+    from .allvsall import format_results, run
+
+    a, b = _pair_sets(task.sets, task.scoring)
+    stats: dict = {}
+    results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
+                       task.backend, task.kernel, task.slice_k, task.block, 0, task.span))
+    return format_results(results, task.columns, task.distances, task.span[0]), stats
+
+
+class PairsSpread:
+    """An all-pairs job (:class:`nwalign.allvsall.AllPairs`) spread over Dask workers: the sets written
+    once as temporary .nwdb files, the workers started (or joined), the blocks run in order by :meth:`run`.
+
+    Arguments:
+        job: the prepared AllPairs (its ``a``, ``b``, ``scoring`` and options).
+        workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
+        gpus: GPUs for one worker process each (a local cluster), or None.
+        shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
+
+    Raises:
+        NwalignError: no Dask, a cluster that cannot be joined, runs another version, or (backend cuda)
+            has workers without a GPU of their own.
+    """
+
+    MAX_TASK_PAIRS = 1 << 20  # pairs per task at most: a task's rows wait in memory until written
+    PER_WORKER = 4            # tasks per worker at least: a slow block does not hold up the others long
+
+    def __init__(self, job, workers: int = 0, scheduler: str | None = None, client=None,
+                 gpus: list[int] | None = None, shared_dir: str | None = None):
+        import tempfile
+
+        from .database import database_from_records, write_database
+
+        self.job = job
+        self.client = self.cluster = self.tmp = None
+        started = None
+        try:
+            if gpus:  # the workers start while the sets are written
+                from .background import in_background
+
+                started = in_background(lambda: client_for(devices=gpus))
+            if shared_dir is not None and not os.path.isdir(shared_dir):
+                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                   cli=f"--shared-dir {shared_dir}: no such directory")
+            self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+            paths = []
+            for name, encoded in (("set", job.a), ("against", job.b)):
+                if encoded is None:
+                    paths.append(None)
+                    continue
+                path = os.path.join(self.tmp, f"{name}.nwdb")
+                write_database(database_from_records([e.record for e in encoded], name), path)
+                paths.append(path)
+            self.paths = tuple(paths)
+            if started is not None:
+                self.client, self.cluster = started.result()
+                started = None
+            elif client is not None:
+                self.client = client
+            else:
+                self.client, self.cluster = client_for(workers, scheduler)
+            gpus_seen = worker_gpus(self.client) if job.backend == "cuda" else {}
+            if job.backend == "cuda" and not gpus:
+                check_gpus(gpus_seen)
+        except BaseException:
+            if started is not None:
+                try:
+                    c, cl = started.result()
+                    c.close()
+                    cl.close()
+                except BaseException:
+                    pass
+            self.close()
+            raise
+        self.workers = max(1, len(self.client.scheduler_info()["workers"]))
+        log.info("allpairs: %d Dask workers (%s engine)", self.workers, job.backend)
+        for name, (_, gpu) in sorted(gpus_seen.items()):
+            log.info("allpairs: worker %s: %s", name, gpu)
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The blocks of the pair order, at least :data:`PER_WORKER` per worker, balanced by DP cells."""
+        from .allvsall import blocks
+
+        job = self.job
+        lengths = np.array([len(e.codes) for e in job.a])
+        others = None if job.b is None else np.array([len(e.codes) for e in job.b])
+        count = max(self.PER_WORKER * self.workers, -(-job.pairs // self.MAX_TASK_PAIRS))
+        return blocks(lengths, others, count)
+
+    def run(self, progress=None):
+        """Yield each block's :class:`nwalign.allvsall.Block` in pair order, the later blocks running on
+        the workers meanwhile; ``job.stats`` is filled (``score_seconds``: the wall time).
+
+        Raises:
+            WorkerLost: a task kept killing workers.
+        """
+        import time
+        from collections import deque
+
+        from distributed import KilledWorker
+
+        job = self.job
+        stats = job.stats
+        stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
+        threads = max(1, job.threads // self.workers) if job.backend == "cuda" else 1
+        spans = self.spans()
+        log.info("allpairs: %d pairs in %d blocks", job.pairs, len(spans))
+        clock = time.perf_counter()
+        try:
+            todo = iter(spans)
+            flying: deque = deque()
+            while True:
+                while len(flying) < 2 * self.workers + 1:
+                    span = next(todo, None)
+                    if span is None:
+                        break
+                    task = PairsTask(self.paths, job.scoring, job.columns, job.min_identity, job.distances,
+                                     job.backend, job.kernel, job.slice_k, job.block, threads, span)
+                    flying.append(self.client.submit(pair_block, task, pure=False))
+                if not flying:
+                    break
+                try:
+                    block, part = flying.popleft().result()
+                except KilledWorker as exc:
+                    raise WorkerLost(f"a block's task killed every worker that ran it ({exc}); no output "
+                                     "written") from None
+                for key in ("pairs", "filtered", "below", "cells"):
+                    stats[key] += part.get(key, 0)
+                stats["kernel"] = part.get("kernel", stats["kernel"])
+                if part.get("gpu_seconds"):
+                    stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
+                stats["score_seconds"] = time.perf_counter() - clock
+                if progress:
+                    progress(block.stop - block.start)
+                yield block
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        import shutil
+
+        if self.cluster is not None:
+            self.client.close()
+            self.cluster.close()
+            self.cluster = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None

@@ -105,17 +105,17 @@ def test_formats_byte_identical_with_workers(tmp_path, tied_db, client, monkeypa
 
 
 class _KillOnTask(distributed.WorkerPlugin):
-    """Test only: the worker process exits when a shard task starts on it (once, or every time)."""
+    """Test only: the worker process exits when a task of ``task`` starts on it (once, or every time)."""
 
-    def __init__(self, marker: str, always: bool):
-        self.marker, self.always = marker, always
+    def __init__(self, marker: str, always: bool, task: str = "best_of_shard"):
+        self.marker, self.always, self.task = marker, always, task
 
     def setup(self, worker):
         self.worker = worker
 
     def transition(self, key, start, finish, **kwargs):
         name = key[0] if isinstance(key, tuple) else str(key)
-        if finish == "executing" and "best_of_shard" in str(name):
+        if finish == "executing" and self.task in str(name):
             if self.always or not os.path.exists(self.marker):
                 open(self.marker, "w").close()
                 os._exit(1)
@@ -247,3 +247,136 @@ def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
                  str(out)]) == 2
     err = capsys.readouterr().err
     assert "sees no GPU" in err and "--backend cpu" in err and err.count("\n") == 1 and not out.exists()
+
+
+# -- allpairs over workers -------------------------------------------------------------------------
+
+SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def pair_sets(tmp_path_factory):
+    """24 16S genes (with one repeated under another name: identity 1) and 30 Swiss-Prot proteins."""
+    from nwalign.sequences import read_fasta
+
+    root = tmp_path_factory.mktemp("sets")
+    genes = read_fasta(SIXTEEN_S)[:23]
+    (root / "16s.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in genes) + f">again\n{genes[3].seq}\n")
+    prots = read_fasta(SP196)
+    (root / "prot.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in prots[:30]))
+    (root / "prot_b.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in prots[30:37]))
+    return root
+
+
+def test_pair_spans_and_blocks_cover_the_pair_order_once():
+    from nwalign.allvsall import blocks, pair_batches, pair_count
+
+    rng = np.random.default_rng(3)
+    for n_a, n_b in ((2, None), (3, None), (9, None), (1, 7), (6, 1), (5, 4)):
+        whole = np.concatenate(list(pair_batches(n_a, n_b, 5))).tolist()
+        assert len(whole) == pair_count(n_a, n_b)
+        for start in range(len(whole) + 1):
+            for stop in range(start + 1, len(whole) + 1):
+                got = np.concatenate(list(pair_batches(n_a, n_b, 3, (start, stop)))).tolist()
+                assert got == whole[start:stop]
+        la = rng.integers(1, 400, size=n_a)
+        lb = None if n_b is None else rng.integers(1, 400, size=n_b)
+        for count in (1, 2, 3, 8, 50):
+            spans = blocks(la, lb, count)
+            assert spans[0][0] == 0 and spans[-1][1] == len(whole) and len(spans) <= count
+            assert all(a < b for a, b in spans) and all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+    la = rng.integers(100, 3000, size=300)  # balanced by DP cells, to within one pair's cells
+    cells = []
+    for span in blocks(la, None, 8):
+        ij = np.concatenate(list(pair_batches(300, None, 1 << 16, span)))
+        cells.append(int((la[ij[:, 0]] * la[ij[:, 1]]).sum()))
+    assert len(cells) == 8 and max(cells) - min(cells) <= 2 * 3000 * 3000
+
+
+@pytest.mark.parametrize("case", ["scores", "identity", "npy", "phy", "against", "local"])
+def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, case):
+    """allpairs over the fixture's two workers (and once over 5 blocks per worker): the same TSV bytes,
+    and the same distance matrix, as one process."""
+    import nwalign.scaleout
+
+    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    genes, prots = str(pair_sets / "16s.fa"), str(pair_sets / "prot.fa")
+    args = {"scores": [genes, "--columns", "qseqid,sseqid,score,qlen,slen"],
+            "identity": [genes, "--min-identity", "0.9", "--columns", "qseqid,sseqid,score,pident,length,nident,"
+                         "mismatch,gaps,qlen,slen"],
+            "npy": [prots, "--matrix-out", "{dir}/d.npy"],
+            "phy": [genes, "--matrix-out", "{dir}/d.phy", "--min-identity", "0.95"],
+            "against": [prots, "--against", str(pair_sets / "prot_b.fa"), "--matrix-out", "{dir}/d.npy"],
+            "local": [prots, "--mode", "local", "--columns", "qseqid,sseqid,score,length"]}[case]
+    outs = []
+    for label, extra in (("one", []), ("two", ["--workers", "2"])):
+        d = tmp_path / label
+        d.mkdir()
+        argv = ["allpairs"] + [a.format(dir=d) for a in args] + ["--backend", "cpu", "-o", str(d / "out.tsv")]
+        assert main(argv + extra) == 0
+        outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
+    assert outs[0] == outs[1] and len(outs[0][0][1]) > 100
+    if case == "npy":
+        monkeypatch.setattr(nwalign.scaleout.PairsSpread, "PER_WORKER", 5)  # 10 blocks, some inside rows
+        d = tmp_path / "ten"
+        d.mkdir()
+        argv = ["allpairs"] + [a.format(dir=d) for a in args] + ["--backend", "cpu", "-o", str(d / "out.tsv")]
+        assert main(argv + ["--workers", "2"]) == 0
+        assert sorted((p.name, p.read_bytes()) for p in d.iterdir()) == outs[0]
+
+
+def test_allpairs_api_blocks_on_a_client(pair_sets, client):
+    """The Python API: AllPairs(client=...).blocks() gives the one-process blocks' text; run() refuses."""
+    from nwalign import NwalignError, allpairs
+
+    genes = pathlib.Path(pair_sets / "16s.fa")
+    one = allpairs(genes, backend="cpu", min_identity=0.9)
+    want = "".join(b.text for b in one.blocks())
+    spread = allpairs(genes, backend="cpu", min_identity=0.9, client=client)
+    with pytest.raises(NwalignError, match="blocks"):
+        spread.run()
+    got = "".join(b.text for b in spread.blocks())
+    assert got == want and got.count("\n") == one.stats["pairs"] - one.stats["filtered"] - one.stats["below"]
+    assert spread.stats["pairs"] == one.stats["pairs"] == 276 and spread.stats["below"] == one.stats["below"]
+
+
+def test_allpairs_worker_killed_loses_nothing(tmp_path, pair_sets):
+    """A worker dies as a block's task starts: Dask runs it again elsewhere; the same bytes."""
+    genes = pathlib.Path(pair_sets / "16s.fa")
+    want = "".join(b.text for b in __import__("nwalign").allpairs(genes, backend="cpu", min_identity=0.9).blocks())
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as c:
+        c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="pair_block"))
+        job = __import__("nwalign").allpairs(genes, backend="cpu", min_identity=0.9, client=c)
+        got = "".join(b.text for b in job.blocks())
+        _settle(cl, c, 2)
+    assert (tmp_path / "killed").exists() and got == want
+
+
+def test_allpairs_task_that_kills_every_worker_ends_the_run(tmp_path, pair_sets, monkeypatch, capsys):
+    import nwalign.scaleout
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as c:
+        c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True, task="pair_block"))
+        monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (c, None))
+        out = tmp_path / "pairs.tsv"
+        assert main(["allpairs", str(pair_sets / "16s.fa"), "-q", "--backend", "cpu", "--workers", "2", "-o", str(out),
+                     "--matrix-out", str(tmp_path / "d.npy")]) == 1
+        assert not out.exists() and not (tmp_path / "d.npy").exists()
+        assert capsys.readouterr().err.count("\n") == 1
+        _settle(cl, c, 1)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".nwalign")]
+
+
+def test_allpairs_spread_options_refused(tmp_path, pair_sets, capsys):
+    genes = str(pair_sets / "16s.fa")
+    cases = [(["--workers", "2", "--backend", "cuda"], "--workers runs the CPU engine"),
+             (["--workers", "2", "--devices", "0,1"], "--devices and --workers/--scheduler: choose one"),
+             (["--devices", "0", "--backend", "cpu"], "--devices 0: GPUs with --backend cpu"),
+             (["--shared-dir", str(tmp_path)], "--shared-dir is for --workers"),
+             (["--workers", "2", "--shared-dir", str(tmp_path / "absent")], "no such directory")]
+    for extra, message in cases:
+        assert main(["allpairs", genes, "-q"] + extra) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, (extra, err)
