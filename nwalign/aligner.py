@@ -257,6 +257,10 @@ class Pairs:
         backend, device, threads, max_memory: as :class:`Aligner` takes them.
         kernel, block, shared: the GPU pair kernel and its knobs (:class:`nwalign.cuda.pair.Options`).
         query_source, target_source: names for the two sides in messages (file names).
+        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
+            the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
+            takes them; each worker gets ``max_memory`` / workers for its CPU tracebacks. The alignments
+            are those of one process, in the same order.
 
     Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
     ``scoring``, ``aligner``, ``backend``.
@@ -276,8 +280,11 @@ class Pairs:
                  score_only: bool = False, backend: str = "auto", device: int = 0, threads: int = 1,
                  max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
                  shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
-                 target_source: str = "target"):
+                 target_source: str = "target", workers: int = 0, scheduler: str | None = None, client=None,
+                 devices=None, shared_dir: str | None = None):
         import os
+
+        from .errors import NwalignError
 
         from .engine import encode_all, pair_plan
         from .scoring import make_scoring, max_sequence_length
@@ -304,14 +311,51 @@ class Pairs:
         for qi, ti in self.plan:
             scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
         self.score_only = score_only
-        self.backend = choose_backend(backend)
+        spread = workers > 1 or scheduler is not None or client is not None
+        if spread and devices not in (None, "auto"):
+            raise NwalignError("devices and workers/scheduler/client: choose one",
+                               cli="--devices and --workers/--scheduler: choose one")
+        if spread and backend == "cuda" and workers > 1:
+            raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
+                               "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
+                               "for GPUs use --devices, or --scheduler with --backend cuda")
+        gpus = None
+        if not spread:
+            from .scaleout import resolve_devices
+
+            gpus = resolve_devices(devices, backend, device)
+            if gpus is not None and (len(gpus) == 1 or len(self.plan) == 1):  # a pair is never split
+                device, gpus = gpus[0], None
+        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
+            "cpu" if spread else choose_backend(backend)
         options = None
         if self.backend == "cuda":
             from .cuda.pair import Options
 
-            options = Options(kernel=kernel, block=block, shared=shared, device=device, max_memory=gpu_max_memory)
+            options = Options(kernel=kernel, block=block, shared=shared, device=0 if gpus or spread else device,
+                              max_memory=gpu_max_memory)
             log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
                      if kernel == "diagonal-block" else "")
+        self._spread = None
+        if spread or gpus:
+            from .scaleout import Spread
+
+            self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
+                                  gpus, shared_dir)
+            self._options, self._max_memory, self._threads = options, max_memory, threads
+            self.aligner = None
+            if self.backend == "cpu" and not score_only:  # refused here, before the workers start on it
+                from .cpu.pair import plan_bands
+
+                share = max(1, max_memory // self._spread.workers)
+                try:
+                    for k in range(len(self.plan)):
+                        qi, ti = self.plan[k]
+                        plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), share)
+                except BaseException:
+                    self._spread.close()
+                    raise
+            return
         self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
 
     def cells(self, k: int = 0) -> int:
@@ -319,11 +363,40 @@ class Pairs:
         qi, ti = self.plan[k]
         return len(self.queries[qi].codes) * len(self.targets[ti].codes)
 
+    PER_WORKER = 4          # chunks per worker at least (spread)
+    MAX_CHUNK_PAIRS = 4096  # pairs per chunk at most: a chunk's alignments wait in memory until written
+
     def run(self, progress=None) -> Iterator[Alignment]:
         """The alignments in plan order. A pair whose traceback cannot fit ``max_memory`` is refused here,
-        before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback."""
+        before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback (in this process).
+
+        Raises:
+            nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
+        """
+        if self._spread is not None:
+            return self._spread_run()
         return self.aligner.align_many(((self.queries[a], self.targets[b]) for a, b in self.plan), self.score_only,
                                        progress)
+
+    def _spread_run(self) -> Iterator[Alignment]:
+        from .scaleout import AlignTask, align_chunk, chunks
+
+        spread = self._spread
+        cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
+        count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
+        parts = chunks(cells, count)
+        share = max(1, self._max_memory // spread.workers)
+        threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
+        log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
+        tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
+                           share, self._options) for a, b in parts)
+        for alignments in spread.map(align_chunk, tasks):
+            yield from alignments
+
+    def close(self) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end)."""
+        if self._spread is not None:
+            self._spread.close()
 
     def __iter__(self):
         return self.run()

@@ -378,9 +378,10 @@ class AllPairs:
         self.stats: dict = {}
         self._spread = None
         if spread or gpus:
-            from .scaleout import PairsSpread
+            from .scaleout import Spread
 
-            self._spread = PairsSpread(self, workers, scheduler, client, gpus, shared_dir)
+            self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
+                                  shared_dir)
 
     @property
     def pairs(self) -> int:
@@ -412,7 +413,7 @@ class AllPairs:
             nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
         """
         if self._spread is not None:
-            yield from self._spread.run(progress)
+            yield from self._spread_blocks(progress)
             return
         chunk: list[PairResult] = []
         start = 0
@@ -428,6 +429,35 @@ class AllPairs:
             yield format_results(chunk, self.columns, self.distances, start)
             if progress:
                 progress(len(chunk))
+
+    MAX_TASK_PAIRS = 1 << 20  # pairs per worker task at most: a task's rows wait in memory until written
+    PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
+
+    def _spread_blocks(self, progress):
+        """The blocks from the workers (:mod:`nwalign.scaleout`): the pair order cut by :func:`blocks`;
+        ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every GPU's)."""
+        from .scaleout import PairsTask, pair_block
+
+        spread, stats = self._spread, self.stats
+        stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
+        lengths = np.array([len(e.codes) for e in self.a])
+        others = None if self.b is None else np.array([len(e.codes) for e in self.b])
+        spans = blocks(lengths, others, max(self.PER_WORKER * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)))
+        threads = max(1, self.threads // spread.workers) if self.backend == "cuda" else 1
+        log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
+        tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
+                           self.kernel, self.slice_k, self.block, threads, span) for span in spans)
+        clock = time.perf_counter()
+        for block, part in spread.map(pair_block, tasks):
+            for key in ("pairs", "filtered", "below", "cells"):
+                stats[key] += part.get(key, 0)
+            stats["kernel"] = part.get("kernel", stats["kernel"])
+            if part.get("gpu_seconds"):
+                stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
+            stats["score_seconds"] = time.perf_counter() - clock
+            if progress:
+                progress(block.stop - block.start)
+            yield block
 
     def close(self) -> None:
         """Stop the workers this job started (a spread job that is not run to its end)."""

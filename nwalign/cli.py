@@ -220,6 +220,38 @@ def run_options(command):
     return command
 
 
+def spread_options(how: str):
+    """--workers, --scheduler, --devices and --shared-dir of pair and allpairs (``how``: what the workers
+    take)."""
+    options = (
+        click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+                     help=f"Spread the work over N CPU-engine processes (a local Dask cluster; needs nwalign[dask]): "
+                          f"{how}; the output is unchanged."),
+        click.option("--scheduler", metavar="ADDRESS|FILE.json",
+                     help="Spread the work over a running Dask cluster (its scheduler's address or scheduler file; "
+                          "GPU workers with --backend cuda). The input is written once as .nwdb files in "
+                          "--shared-dir."),
+        click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
+                     help="GPUs to run on: auto = every visible GPU when there are two or more and nwalign[dask] is "
+                          "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: "
+                          f"one worker process per GPU ({how}); the output is unchanged."),
+        click.option("--shared-dir", metavar="DIR",
+                     help="Directory for the input's temporary .nwdb files that the workers read (default: the "
+                          "system's temporary directory; workers on other hosts need a shared one)."),
+    )
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return decorate
+
+
+def _check_shared_dir(shared_dir, workers, scheduler, devices) -> None:
+    if shared_dir is not None and not (workers > 1 or scheduler or devices not in ("auto", None)):
+        raise NwalignError("--shared-dir is for --workers, --scheduler or --devices")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="nwalign")
 def cli():
@@ -266,10 +298,11 @@ def cli():
                    "GPU 40% of free memory]")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="Pairs aligned at once on the CPU (0 = all cores, as for every command).")
+@spread_options("chunks of pairs balanced by DP cells; a pair is never split")
 @run_options
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
          seed, mutate_rate, fmt, score_only, columns, no_header, output, backend, kernel, block, shared, device,
-         max_memory, threads, verbose, quiet):
+         max_memory, threads, workers, scheduler, devices, shared_dir, verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
 
     Pairing: if QUERY has one record it is aligned against every TARGET record; if TARGET has one
@@ -303,10 +336,19 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
         _check_pair_files(query, target, mutate_rate)
         inputs, names, kind = (pathlib.Path(query), pathlib.Path(target)), (query, target), alphabet
     memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
+    _check_shared_dir(shared_dir, workers, scheduler, devices)
     job = Pairs(*inputs, mode=mode, alphabet=kind, matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open,
                 gap_extend=gap_extend, score_only=score_only, backend=backend, device=device, max_memory=memory,
                 threads=threads or os.cpu_count() or 1, kernel=kernel, block=parse_block(block), shared=shared,
-                gpu_max_memory=memory if max_memory else None, query_source=names[0], target_source=names[1])
+                gpu_max_memory=memory if max_memory else None, query_source=names[0], target_source=names[1],
+                workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir)
+    try:
+        _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, target, quiet)
+    finally:
+        job.close()
+
+
+def _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, target, quiet) -> None:
     _check_gpu_options(job.backend, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
     if len(job.plan) == 1 and job.backend == "cpu" and not score_only and job.cells() >= 10**8:
@@ -388,20 +430,7 @@ def _check_gpu_options(engine: str, backend: str) -> None:
                    "256), lazy-rscan and rscan (up to 256, default 128).")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
-@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Spread the pairs over N CPU-engine processes (a local Dask cluster; needs nwalign[dask]): "
-                   "blocks of the pair matrix balanced by DP cells, aligned and formatted by the workers; "
-                   "the output is unchanged.")
-@click.option("--scheduler", metavar="ADDRESS|FILE.json",
-              help="Spread the pairs over a running Dask cluster (its scheduler's address or scheduler file; "
-                   "GPU workers with --backend cuda). The input is written once as .nwdb files in --shared-dir.")
-@click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
-              help="GPUs to score on: auto = every visible GPU when there are two or more and nwalign[dask] is "
-                   "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: one "
-                   "worker process per GPU, each taking blocks of the pair matrix; the output is unchanged.")
-@click.option("--shared-dir", metavar="DIR",
-              help="Directory for the input's temporary .nwdb files that the workers read (default: the system's "
-                   "temporary directory; workers on other hosts need a shared one).")
+@spread_options("blocks of the pair matrix balanced by DP cells, aligned and formatted by the workers")
 @run_options
 def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, columns,
              min_identity, matrix_out, header, backend, ap_kernel, slice_k, ap_block, threads, workers, scheduler,
@@ -426,8 +455,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError(f"--matrix-out {matrix_out}: the name must end in .phy (PHYLIP) or .npy (NumPy)")
     if matrix_out and matrix_out.endswith(".phy") and against:
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
-    if shared_dir is not None and not (workers > 1 or scheduler or devices not in ("auto", None)):
-        raise NwalignError("--shared-dir is for --workers, --scheduler or --devices")
+    _check_shared_dir(shared_dir, workers, scheduler, devices)
     check_output(matrix_out, (seqs, against), "--matrix-out")
     job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None, mode=mode, alphabet=alphabet,
                    matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend,

@@ -4,7 +4,9 @@ Search: the database cut into shards balanced by residues, one task per shard sc
 against it and keeping the shard's best hits, merged exactly on the client, which alone aligns, formats
 and writes. All pairs: the pair order cut into blocks of nearly equal DP cells
 (:func:`nwalign.allvsall.blocks`, at least four per worker), each task aligning and formatting one block
-(the rows and the distances), gathered in order by the client, which alone writes (:class:`PairsSpread`).
+(the rows and the distances), gathered in order by the client, which alone writes. Pairs of the pair
+command: chunks of the plan balanced by DP cells (a pair is never split), aligned on the workers, their
+alignments written in order by the client. Both through :class:`Spread`.
 
 Shards: the sequences in a stable longest-first order, dealt round-robin (shard s takes positions s,
 s + K, s + 2K, ...), so each holds about 1/K of the residues. A task is a pure function of a small spec
@@ -30,7 +32,8 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["PairsSpread", "PairsTask", "WorkerLost", "best_of_shard", "check_gpus", "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
+__all__ = ["AlignTask", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
+           "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
            "shards", "submit_shards", "worker_gpus"]
 
 
@@ -408,49 +411,86 @@ def pair_block(task: PairsTask):
     return format_results(results, task.columns, task.distances, task.span[0]), stats
 
 
-class PairsSpread:
-    """An all-pairs job (:class:`nwalign.allvsall.AllPairs`) spread over Dask workers: the sets written
-    once as temporary .nwdb files, the workers started (or joined), the blocks run in order by :meth:`run`.
+@dataclass(frozen=True)
+class AlignTask:
+    """A chunk of the pair command's plan: (query, target) indices into the two .nwdb files."""
+
+    sets: tuple                   # (.nwdb of the queries, of the targets)
+    scoring: object
+    plan: tuple                   # ((query index, target index), ...)
+    score_only: bool
+    backend: str
+    threads: int
+    max_memory: int               # bytes for this task's CPU tracebacks
+    options: object = None        # nwalign.cuda.pair.Options (device 0: the worker's GPU) or None
+
+
+def align_chunk(task: AlignTask) -> list:
+    """Align a chunk of pairs on a worker: their :class:`~nwalign.results.Alignment` objects, in order."""
+    from .aligner import Aligner
+
+    queries, targets = _pair_sets(task.sets, task.scoring)
+    aligner = Aligner(task.scoring, task.backend, 0, task.threads, task.max_memory, task.options, announce=False)
+    return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))
+
+
+def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """Cut a list of pairs (their DP cells, in order) into at most ``count`` consecutive (start, stop)
+    ranges of nearly equal cells; a pair is never split."""
+    total = np.cumsum(np.asarray(cells, dtype=np.float64))
+    if total.size == 0:
+        return []
+    cuts = {0, int(total.size)}
+    for k in range(1, count):
+        cuts.add(int(np.searchsorted(total, total[-1] * k / count, side="left")) + 1)
+    cuts = sorted(c for c in cuts if 0 <= c <= total.size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+class Spread:
+    """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
+    read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
 
     Arguments:
-        job: the prepared AllPairs (its ``a``, ``b``, ``scoring`` and options).
+        label: the command, for messages (``allpairs``, ``pair``).
+        sets: encoded record lists (or None), written in this order.
+        backend: the workers' engine (``cuda``: each worker's one visible GPU).
         workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
         gpus: GPUs for one worker process each (a local cluster), or None.
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
 
+    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``.
+
     Raises:
-        NwalignError: no Dask, a cluster that cannot be joined, runs another version, or (backend cuda)
-            has workers without a GPU of their own.
+        NwalignError: no Dask, a missing ``shared_dir``, a cluster that cannot be joined or runs another
+            version, or (backend cuda) workers without a GPU of their own.
     """
 
-    MAX_TASK_PAIRS = 1 << 20  # pairs per task at most: a task's rows wait in memory until written
-    PER_WORKER = 4            # tasks per worker at least: a slow block does not hold up the others long
-
-    def __init__(self, job, workers: int = 0, scheduler: str | None = None, client=None,
-                 gpus: list[int] | None = None, shared_dir: str | None = None):
+    def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
+                 client=None, gpus: list[int] | None = None, shared_dir: str | None = None):
         import tempfile
 
         from .database import database_from_records, write_database
 
-        self.job = job
+        self.label, self.backend = label, backend
         self.client = self.cluster = self.tmp = None
         started = None
         try:
+            if shared_dir is not None and not os.path.isdir(shared_dir):
+                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                   cli=f"--shared-dir {shared_dir}: no such directory")
             if gpus:  # the workers start while the sets are written
                 from .background import in_background
 
                 started = in_background(lambda: client_for(devices=gpus))
-            if shared_dir is not None and not os.path.isdir(shared_dir):
-                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
-                                   cli=f"--shared-dir {shared_dir}: no such directory")
             self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
             paths = []
-            for name, encoded in (("set", job.a), ("against", job.b)):
+            for k, encoded in enumerate(sets):
                 if encoded is None:
                     paths.append(None)
                     continue
-                path = os.path.join(self.tmp, f"{name}.nwdb")
-                write_database(database_from_records([e.record for e in encoded], name), path)
+                path = os.path.join(self.tmp, f"set{k}.nwdb")
+                write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
                 paths.append(path)
             self.paths = tuple(paths)
             if started is not None:
@@ -460,8 +500,8 @@ class PairsSpread:
                 self.client = client
             else:
                 self.client, self.cluster = client_for(workers, scheduler)
-            gpus_seen = worker_gpus(self.client) if job.backend == "cuda" else {}
-            if job.backend == "cuda" and not gpus:
+            gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
+            if backend == "cuda" and not gpus:
                 check_gpus(gpus_seen)
         except BaseException:
             if started is not None:
@@ -474,70 +514,43 @@ class PairsSpread:
             self.close()
             raise
         self.workers = max(1, len(self.client.scheduler_info()["workers"]))
-        log.info("allpairs: %d Dask workers (%s engine)", self.workers, job.backend)
+        log.info("%s: %d Dask workers (%s engine)", label, self.workers, backend)
         for name, (_, gpu) in sorted(gpus_seen.items()):
-            log.info("allpairs: worker %s: %s", name, gpu)
+            log.info("%s: worker %s: %s", label, name, gpu)
 
-    def spans(self) -> list[tuple[int, int]]:
-        """The blocks of the pair order, at least :data:`PER_WORKER` per worker, balanced by DP cells."""
-        from .allvsall import blocks
-
-        job = self.job
-        lengths = np.array([len(e.codes) for e in job.a])
-        others = None if job.b is None else np.array([len(e.codes) for e in job.b])
-        count = max(self.PER_WORKER * self.workers, -(-job.pairs // self.MAX_TASK_PAIRS))
-        return blocks(lengths, others, count)
-
-    def run(self, progress=None):
-        """Yield each block's :class:`nwalign.allvsall.Block` in pair order, the later blocks running on
-        the workers meanwhile; ``job.stats`` is filled (``score_seconds``: the wall time).
+    def map(self, function, tasks):
+        """``function(task)`` for each task on the workers, results yielded in task order; up to
+        2 x workers + 1 tasks run or wait ahead of the one yielded. Closes the workers at the end.
 
         Raises:
             WorkerLost: a task kept killing workers.
         """
-        import time
         from collections import deque
 
         from distributed import KilledWorker
 
-        job = self.job
-        stats = job.stats
-        stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
-        threads = max(1, job.threads // self.workers) if job.backend == "cuda" else 1
-        spans = self.spans()
-        log.info("allpairs: %d pairs in %d blocks", job.pairs, len(spans))
-        clock = time.perf_counter()
         try:
-            todo = iter(spans)
+            todo = iter(tasks)
             flying: deque = deque()
             while True:
                 while len(flying) < 2 * self.workers + 1:
-                    span = next(todo, None)
-                    if span is None:
+                    task = next(todo, None)
+                    if task is None:
                         break
-                    task = PairsTask(self.paths, job.scoring, job.columns, job.min_identity, job.distances,
-                                     job.backend, job.kernel, job.slice_k, job.block, threads, span)
-                    flying.append(self.client.submit(pair_block, task, pure=False))
+                    flying.append(self.client.submit(function, task, pure=False))
                 if not flying:
                     break
                 try:
-                    block, part = flying.popleft().result()
+                    result = flying.popleft().result()
                 except KilledWorker as exc:
-                    raise WorkerLost(f"a block's task killed every worker that ran it ({exc}); no output "
+                    raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
                                      "written") from None
-                for key in ("pairs", "filtered", "below", "cells"):
-                    stats[key] += part.get(key, 0)
-                stats["kernel"] = part.get("kernel", stats["kernel"])
-                if part.get("gpu_seconds"):
-                    stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
-                stats["score_seconds"] = time.perf_counter() - clock
-                if progress:
-                    progress(block.stop - block.start)
-                yield block
+                yield result
         finally:
             self.close()
 
     def close(self) -> None:
+        """Stop the workers started here and remove the temporary files (again: nothing happens)."""
         import shutil
 
         if self.cluster is not None:

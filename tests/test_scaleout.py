@@ -297,6 +297,7 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
 def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, case):
     """allpairs over the fixture's two workers (and once over 5 blocks per worker): the same TSV bytes,
     and the same distance matrix, as one process."""
+    import nwalign.allvsall
     import nwalign.scaleout
 
     monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
@@ -317,7 +318,7 @@ def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeyp
         outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
     assert outs[0] == outs[1] and len(outs[0][0][1]) > 100
     if case == "npy":
-        monkeypatch.setattr(nwalign.scaleout.PairsSpread, "PER_WORKER", 5)  # 10 blocks, some inside rows
+        monkeypatch.setattr(nwalign.allvsall.AllPairs, "PER_WORKER", 5)  # 10 blocks, some inside rows
         d = tmp_path / "ten"
         d.mkdir()
         argv = ["allpairs"] + [a.format(dir=d) for a in args] + ["--backend", "cpu", "-o", str(d / "out.tsv")]
@@ -380,3 +381,70 @@ def test_allpairs_spread_options_refused(tmp_path, pair_sets, capsys):
         assert main(["allpairs", genes, "-q"] + extra) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (extra, err)
+
+
+# -- pair over workers -----------------------------------------------------------------------------
+
+def test_chunks_cover_the_plan_once_balanced_by_cells():
+    from nwalign.scaleout import chunks
+
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 5, 40):
+        cells = rng.integers(1, 10**6, size=n)
+        for count in (1, 2, 3, 8, 100):
+            parts = chunks(cells, count)
+            assert parts[0][0] == 0 and parts[-1][1] == n and len(parts) <= count
+            assert all(a < b for a, b in parts) and all(x[1] == y[0] for x, y in zip(parts, parts[1:]))
+            sums = [int(cells[a:b].sum()) for a, b in parts]
+            assert max(sums) <= cells.sum() / min(count, n) + cells.max()
+    assert chunks(np.zeros(0), 4) == []
+
+
+@pytest.mark.parametrize("fmt,extra", [("sam", []), ("json", []), ("pair", []), ("tsv", ["--score-only"]),
+                                       ("tsv", ["--mode", "local"])])
+def test_pair_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, fmt, extra):
+    """pair on multi-record FASTA (record i against record i: 30 proteins, then 7 others) over
+    the fixture's workers: the same bytes as one process (the @PG line of SAM names the command)."""
+    import nwalign.scaleout
+
+    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    prots, few = str(pair_sets / "prot.fa"), str(pair_sets / "prot_b.fa")
+    for query, target in ((prots, prots), (few, prots.replace("prot.fa", "prot_b.fa"))):
+        outs = []
+        for label, spread in (("one", []), ("two", ["--workers", "2"])):
+            out = tmp_path / f"{label}.{fmt}"
+            assert main(["pair", query, target, "--format", fmt, "--backend", "cpu", "-q", "-o", str(out)]
+                        + extra + spread) == 0
+            outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])
+        assert outs[0] == outs[1] and len(outs[0]) >= 7
+
+
+def test_pair_api_on_a_client_and_a_killed_worker(tmp_path, pair_sets):
+    """Pairs(client=...) yields the one-process alignments; a worker killed as a chunk starts loses nothing."""
+    from nwalign import Pairs
+
+    prots = pathlib.Path(pair_sets / "prot.fa")
+    want = [(a.query_id, a.target_id, a.score, a.cigar()) for a in Pairs(prots, prots, backend="cpu")]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            distributed.Client(cl) as c:
+        c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="align_chunk"))
+        got = [(a.query_id, a.target_id, a.score, a.cigar()) for a in Pairs(prots, prots, backend="cpu", client=c)]
+        _settle(cl, c, 2)
+    assert (tmp_path / "killed").exists() and got == want and len(want) == 30
+
+
+def test_pair_spread_errors(tmp_path, pair_sets, client, monkeypatch, capsys):
+    """A pair too large for a worker's share of --max-memory is refused before any task; --devices with
+    --workers, --shared-dir alone: one-line errors."""
+    import nwalign.scaleout
+
+    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    prots = str(pair_sets / "prot.fa")
+    out = tmp_path / "x.tsv"
+    for extra, message in ((["--workers", "2", "--max-memory", "1k"], "memory"),
+                           (["--workers", "2", "--devices", "0"], "--devices and --workers/--scheduler: choose one"),
+                           (["--shared-dir", str(tmp_path)], "--shared-dir is for --workers")):
+        assert main(["pair", prots, prots, "--backend", "cpu", "-q", "-o", str(out)] + extra) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, (extra, err)
+        assert not out.exists()
