@@ -402,10 +402,15 @@ def _pair_sets(paths: tuple, scoring):
 def pair_block(task: PairsTask):
     """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
     stats as :func:`nwalign.allvsall.run` fills them)."""
-    from .allvsall import format_results, run
+    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
 
     a, b = _pair_sets(task.sets, task.scoring)
     stats: dict = {}
+    if not needs_traceback(task.columns, task.min_identity, task.distances):
+        parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
+                                  task.block, 0, task.threads, task.span))
+        text = "".join(p.text for p in parts)
+        return Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts)), stats
     results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
                        task.backend, task.kernel, task.slice_k, task.block, 0, task.span))
     return format_results(results, task.columns, task.distances, task.span[0]), stats

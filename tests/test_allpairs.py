@@ -198,3 +198,26 @@ def test_cli_matrix_out_npy_streams_to_disk(tmp_path):
     dist = np.load(npy)
     assert dist.shape == (5, 5) and np.allclose(dist, dist.T) and np.all(np.diag(dist) == 0)
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".") or p.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("mode,against,columns", [
+    ("global", False, ("qseqid", "sseqid", "score")),
+    ("local", False, ("score", "slen", "qseqid", "qlen", "sseqid")),
+    ("semiglobal", True, ("sseqid", "qlen", "score")),
+])
+def test_score_blocks_write_what_format_results_writes(mode, against, columns):
+    """The score-only fast path (no Alignment per pair) gives the rows of the general path, in blocks that
+    cover the pair order, for a span too."""
+    from nwalign.allvsall import format_results, score_blocks
+
+    scoring = make_scoring("dna", mode)
+    enc = encode_all(_records(14), scoring, "16S")
+    a, b = (enc[:9], enc[9:]) if against else (enc, None)
+    want = format_results(list(run(a, b, scoring, columns, backend="cpu")), columns, False, 0)
+    stats: dict = {}
+    got = list(score_blocks(a, b, scoring, columns, stats, "cpu", threads=2))
+    assert "".join(g.text for g in got) == want.text and want.text.count("\n") == want.stop
+    assert got[0].start == 0 and got[-1].stop == want.stop and stats["pairs"] == want.stop
+    span = (3, want.stop - 2)
+    part = list(score_blocks(a, b, scoring, columns, {}, "cpu", span=span))
+    assert "".join(p.text for p in part) == "".join(want.text.splitlines(keepends=True)[3:want.stop - 2])

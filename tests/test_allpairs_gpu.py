@@ -106,6 +106,27 @@ def test_against_and_cli_equal_cpu(tmp_path):
     assert outs["cpu"] == outs["cuda"] and len(outs["cpu"].splitlines()) > 1
 
 
+def test_score_blocks_on_the_gpu_equal_cpu(tmp_path):
+    """The score-only fast path on the GPU, whole and in a span, writes the CPU engine's rows; the CLI too."""
+    from nwalign.allvsall import score_blocks
+
+    scoring = make_scoring("dna")
+    enc = encode_all(read_fasta(SIXTEEN_S)[:30], scoring, "16S")
+    cols = ("qseqid", "sseqid", "score", "qlen", "slen")
+    for span in (None, (17, 400)):
+        cpu = "".join(b.text for b in score_blocks(enc, None, scoring, cols, {}, "cpu", threads=4, span=span))
+        gpu = "".join(b.text for b in score_blocks(enc, None, scoring, cols, {}, "cuda", span=span))
+        assert gpu == cpu and cpu.count("\n") == (435 if span is None else 383)
+    fasta = tmp_path / "s.fa"
+    fasta.write_text("".join(f">g{k}\n{e.record.seq}\n" for k, e in enumerate(enc)))
+    outs = []
+    for backend in ("cpu", "cuda"):
+        out = tmp_path / f"{backend}.tsv"
+        assert main(["allpairs", str(fasta), "--backend", backend, "--columns", ",".join(cols), "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
 def test_bad_options_are_one_line_errors(capsys):
     for args, message in ((["--kernel", "tiled-dscan", "--block", "12"], "--block 12"),
                           (["--kernel", "dscan", "--block", "48"], "--block 48")):

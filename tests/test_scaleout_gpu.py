@@ -1,5 +1,5 @@
-"""Search over two GPU worker processes (--devices, nwalign.scaleout.gpu_cluster): the same hits and bytes as
-one GPU, after a worker dies too. Runs where two GPUs and Dask are (``-m multigpu``)."""
+"""search, allpairs and pair over two GPU worker processes (--devices, nwalign.scaleout.gpu_cluster): the
+same bytes as one GPU, after a worker dies too. Runs where two GPUs and Dask are (``-m multigpu``)."""
 
 import os
 import pathlib
@@ -70,3 +70,58 @@ def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
         client.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
         got = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", client=client))
     assert (tmp_path / "killed").exists() and got == want
+
+
+SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def genes(tmp_path_factory):
+    """60 16S genes with distinct names, and 20 of them cut, for pair's i-against-i plan."""
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(SIXTEEN_S)[:60]
+    folder = tmp_path_factory.mktemp("genes")
+    (folder / "60.fa").write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    (folder / "q20.fa").write_text("".join(f">q{k}\n{r.seq[50:]}\n" for k, r in enumerate(recs[:20])))
+    (folder / "t20.fa").write_text("".join(f">t{k}\n{r.seq[:-40]}\n" for k, r in enumerate(recs[20:40])))
+    return folder
+
+
+@pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
+                                   ["--min-identity", "0.9", "--matrix-out", "{dir}/d.npy"]])
+def test_allpairs_two_gpus_byte_identical(tmp_path, genes, extra):
+    outs = []
+    for devices in ("0", "0,1"):
+        d = tmp_path / devices.replace(",", "")
+        d.mkdir()
+        assert main(["allpairs", str(genes / "60.fa"), "--devices", devices, "-o", str(d / "out.tsv")]
+                    + [e.format(dir=d) for e in extra]) == 0
+        outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
+    assert outs[0] == outs[1] and outs[0][-1][1].count(b"\n") > 1
+
+
+def test_allpairs_gpu_worker_killed_loses_nothing(tmp_path, genes):
+    from nwalign import allpairs
+    from nwalign.scaleout import gpu_cluster
+    from test_scaleout import _KillOnTask
+
+    cols = ("qseqid", "sseqid", "score", "qlen", "slen")
+    want = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
+                                            devices="0").blocks())
+    with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
+        client.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="pair_block"))
+        got = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
+                                               client=client).blocks())
+    assert (tmp_path / "killed").exists() and got == want and want.count("\n") == 1770
+
+
+@pytest.mark.parametrize("fmt", ["sam", "tsv"])
+def test_pair_two_gpus_byte_identical(tmp_path, genes, fmt):
+    outs = []
+    for devices in ("0", "0,1"):
+        out = tmp_path / f"{devices.replace(',', '')}.{fmt}"
+        assert main(["pair", str(genes / "q20.fa"), str(genes / "t20.fa"), "--format", fmt, "--devices", devices,
+                     "-o", str(out)]) == 0
+        outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])
+    assert outs[0] == outs[1] and len(outs[0]) >= 20
