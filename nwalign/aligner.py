@@ -323,7 +323,7 @@ class Pairs:
         if not spread:
             from .scaleout import resolve_devices
 
-            gpus = resolve_devices(devices, backend, device)
+            gpus = resolve_devices(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
             if gpus is not None and (len(gpus) == 1 or len(self.plan) == 1):  # a pair is never split
                 device, gpus = gpus[0], None
         self.backend = "cuda" if gpus or (spread and backend == "cuda") else \

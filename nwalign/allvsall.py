@@ -398,7 +398,7 @@ class AllPairs:
         if not spread:
             from .scaleout import resolve_devices
 
-            gpus = resolve_devices(devices, backend, device)
+            gpus = resolve_devices(devices, backend, device, self._cells(first, second))
             if gpus is not None and len(gpus) == 1:
                 device, gpus = gpus[0], None
         # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);
@@ -421,6 +421,14 @@ class AllPairs:
 
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
                                   shared_dir)
+
+    @staticmethod
+    def _cells(first, second) -> int:
+        """DP cells of every pair of the records (i < j within ``first`` when ``second`` is None)."""
+        la = np.array([len(r.seq) for r in first], dtype=np.float64)
+        if second is None:
+            return int((la.sum() ** 2 - (la ** 2).sum()) / 2)
+        return int(la.sum() * sum(len(r.seq) for r in second))
 
     @property
     def pairs(self) -> int:

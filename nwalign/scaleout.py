@@ -154,15 +154,21 @@ def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndar
     return idx[order], sc[order]
 
 
-def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int] | None:
-    """The GPUs a search spreads over (two or more, one worker process each), one GPU named alone (the
+AUTO_MIN_CELLS = 10**12  # allpairs and pair: less work than this stays in one process under devices=auto
+# (about a second on one GPU; starting the workers takes about two)
+
+
+def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None) -> list[int] | None:
+    """The GPUs a job spreads over (two or more, one worker process each), one GPU named alone (the
     caller runs on it in its own process), or None for one process as the other options say.
 
     Arguments:
-        devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed and
-            ``device`` is 0 (a search told to use another GPU uses that one alone); ``"all"``: every
+        devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed,
+            ``device`` is 0 (a job told to use another GPU uses that one alone) and the job has at least
+            :data:`AUTO_MIN_CELLS` DP cells (``cells``; None: a search, always); ``"all"``: every
             visible GPU; ``"N[,N...]"`` or a list of ints: those GPUs (one: in this process on it).
         backend: ``cpu`` never spreads over GPUs.
+        cells: the job's DP cells (allpairs, pair), or None.
 
     Raises:
         NwalignError: a malformed list, a GPU number out of range, a repeated GPU, GPUs with backend cpu,
@@ -176,7 +182,7 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0) -> list[int
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
-    if spec == "auto" and not have_dask:
+    if spec == "auto" and (not have_dask or (cells is not None and cells < AUTO_MIN_CELLS)):
         return None  # one process, without waiting for CuPy to count the GPUs
     from . import cuda
 

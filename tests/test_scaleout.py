@@ -212,6 +212,9 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     assert resolve_devices("auto", "auto", device=1) is None and resolve_devices("all", "cuda", device=1) == [0, 1, 2]
     assert resolve_devices("0,2") == [0, 2] and resolve_devices([2, 1]) == [2, 1] and resolve_devices("1") == [1]
     assert resolve_devices("auto", "cpu") is None
+    # allpairs and pair: auto keeps small jobs in one process; a named list spreads them anyway
+    assert resolve_devices("auto", cells=10**11) is None and resolve_devices("auto", cells=10**13) == [0, 1, 2]
+    assert resolve_devices("0,1", cells=10) == [0, 1]
     for spec, message in (("3", "GPU 3 is not one of the 3 visible"), ("0,0", "each GPU once"),
                           ("x", "give auto, all or GPU numbers"), ("", "give auto, all or GPU numbers")):
         with pytest.raises(NwalignError, match=message) as err:
