@@ -383,6 +383,23 @@ def test_top_hits_ties_and_min_score():
     assert top_hits(scores, 0, None).tolist() == []
 
 
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
+def test_top_hits_equal_a_full_sort(dtype):
+    """The grouped bound of large arrays (and the partition of small ones) picks exactly what a stable
+    sort of every score does: sizes around the group boundaries, heavy ties, negative scores, a tail."""
+    rng = np.random.default_rng(5)
+    for n in (1, 63, 64, 65, 4095, 4096, 4097, 70001, 300_003):
+        for high in (1, 3, 200, 30_000):
+            scores = rng.integers(-3, high, size=n).astype(dtype)
+            scores[rng.integers(0, n, size=max(1, n // 500))] = high + 2  # a few best ones, tied
+            full = np.lexsort((np.arange(n), -scores.astype(np.int64)))
+            for top in (1, 10, 64, 500, n + 1):
+                assert np.array_equal(top_hits(scores, top, None), full[:top]), (n, high, top)
+                floor = high // 2
+                want = full[scores[full] >= floor][:top]
+                assert np.array_equal(top_hits(scores, top, floor), want), (n, high, top, floor)
+
+
 def test_score_columns_need_no_alignment(capsys, monkeypatch):
     """Columns the scan alone gives (ids, score, lengths, E-value, bit score) are written without
     aligning any hit, and equal the aligned run's."""

@@ -237,7 +237,7 @@ class ScanSearcher:
         started = time.perf_counter()
         slot, query = ticket.slot, ticket.query
         got = self._wait(slot, ticket.done)
-        if self.packed16:
+        if self.packed16 and got.size and got.max() >= self.limit:  # one pass; indices only where needed
             again = np.flatnonzero(got >= self.limit)
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
