@@ -2,7 +2,7 @@ PYTHON ?= python3
 GENOME_A = data/sars-cov-2_wuhan-hu-1_MN908947.fasta
 GENOME_B = data/batcov_RaTG13.fasta
 
-.PHONY: install demo test bench-cpu gpu-check gpu-bench gpu-search clean
+.PHONY: install demo test bench-cpu gpu-check gpu-bench gpu-search gpu-allpairs gpu-scaleout clean
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -35,3 +35,14 @@ gpu-bench:
 # On a machine with a GPU: the search GPU tests and every search benchmark (570k proteins, DNA, end to end).
 gpu-search:
 	bash scripts/gpu-search.sh all
+
+# On a machine with a GPU: the allpairs GPU tests (banded traceback included), then the 418 SARS-CoV-2 genomes.
+gpu-allpairs:
+	$(PYTHON) -m pytest -q -m gpu -p no:cacheprovider tests/test_banded_gpu.py tests/test_allpairs_gpu.py
+	bash benchmarks/gpu_allpairs.sh genomes
+
+# On a machine with two or more GPUs and Dask: the multigpu tests, then search and allpairs/pair on 1 and 2 GPUs.
+gpu-scaleout:
+	$(PYTHON) -m pytest -q -m multigpu -p no:cacheprovider tests/test_scaleout_gpu.py
+	bash benchmarks/gpu_scaleout.sh
+	bash benchmarks/gpu_scaleout_allpairs.sh

@@ -33,9 +33,24 @@ if [ "$WHAT" = real ] || [ "$WHAT" = all ]; then
         --backend cuda -v -o "$OUTDIR/16S_100_09.tsv" 2>&1 | tail -n 5 || status=1
 fi
 if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
-    # 418 SARS-CoV-2 genomes (87,153 pairs of ~30 kb), identity >= 99 %, end to end.
-    /usr/bin/time -v python3 -m nwalign allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 \
-        --backend cuda -v -o "$OUTDIR/sars2_418_099.tsv" 2> "$OUTDIR/sars2_418_099.log" || status=1
+    # 418 SARS-CoV-2 genomes (87,153 pairs of ~30 kb), identity >= 99 %, end to end (the survivors of the
+    # score bound aligned in their bands on the GPU: nwalign/cuda/banded.py), compared byte for byte with
+    # the result recorded when they were aligned on the CPU engine (benchmarks/results/allpairs_sars2_418_099).
+    COLS=qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen
+    # GPU_BANDED=1: with nwalign.cuda.banded.ENABLED set for this run (allpairs' default until it is validated)
+    if [ "${GPU_BANDED:-1}" = 1 ]; then
+        RUN=(python3 -c "import sys, nwalign.cuda.banded as b; b.ENABLED = True; from nwalign.launch import main; main()")
+    else
+        RUN=(python3 -m nwalign)
+    fi
+    /usr/bin/time -v "${RUN[@]}" allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 \
+        --backend cuda --devices 0 -v --columns $COLS -o "$OUTDIR/sars2_418_099.tsv" 2> "$OUTDIR/sars2_418_099.log" \
+        || status=1
     tail -n 30 "$OUTDIR/sars2_418_099.log"; wc -l "$OUTDIR/sars2_418_099.tsv"
+    if cmp <(zcat benchmarks/results/allpairs_sars2_418_099.tsv.gz) "$OUTDIR/sars2_418_099.tsv"; then
+        echo "identical to the recorded CPU-engine result"
+    else
+        echo "DIFFERS from the recorded CPU-engine result"; status=1
+    fi
 fi
 exit $status

@@ -242,27 +242,51 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         return Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=int(score),
                          query_length=len(q.codes), target_length=len(t.codes))
 
+    def w_max(i, j):
+        """The widest band half-width worth trying (nwalign.cpu.banded's module docstring)."""
+        m, n = len(a[i].codes), len(targets[j].codes)
+        return max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
+
     def banded(item):
         """A survivor of the identity bound, aligned inside the band that any alignment reaching
         min_identity lies in (CPU engine); a score-only record when none is optimal there."""
         i, j, score = item
         q, t = a[i], targets[j]
-        m, n = len(q.codes), len(t.codes)
-        w_max = max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
         from .cpu.banded import align_global_banded
 
         path = align_global_banded(q.codes, t.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                   int(score), w_max)
+                                   int(score), w_max(i, j))
         if path is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
             return i, j, base(i, j, score)
         return i, j, alignment_from_path(q, t, scoring, path)
 
+    gpu_banded = []  # the GPU's banded aligner, made at first use
+    if aligner.gpu and use_bound:
+        from .cuda import banded as gpu_band
+
+        on_gpu = gpu_band.ENABLED
+    else:
+        on_gpu = False
+
+    def banded_gpu(part):
+        """A TILE of survivors aligned in their bands on the GPU (:class:`nwalign.cuda.banded.BandedAligner`,
+        the CPU engine's doubling bands and alignments)."""
+        if not gpu_banded:
+            from .cuda.banded import BandedAligner
+
+            gpu_banded.append(BandedAligner(scoring, device))
+        paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
+                                    [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])
+        for (i, j, score), path in zip(part, paths):
+            yield i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
+
     def aligned(todo):
-        """(i, j, alignment) of the pairs to align, in order: banded on the CPU under the identity bound,
-        else every pair in full by the aligner's batches (the GPU's batch kernel where it has one)."""
+        """(i, j, alignment) of the pairs to align, in order: banded under the identity bound (on the GPU
+        with backend cuda, else on the CPU engine), else every pair in full by the aligner's batches (the
+        GPU's batch kernel where it has one)."""
         if use_bound:
             for lo in range(0, len(todo), TILE):  # bounded: TILE results wait in order
-                yield from mapper(banded, todo[lo:lo + TILE])
+                yield from (banded_gpu if on_gpu else lambda part: mapper(banded, part))(todo[lo:lo + TILE])
             return
         alns = aligner.align_batch([(a[i], targets[j]) for i, j, _ in todo])
         for (i, j, _), aln in zip(todo, alns):

@@ -221,3 +221,20 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     span = (3, want.stop - 2)
     part = list(score_blocks(a, b, scoring, columns, {}, "cpu", span=span))
     assert "".join(p.text for p in part) == "".join(want.text.splitlines(keepends=True)[3:want.stop - 2])
+
+
+def test_path_score_checks_a_global_path():
+    """The guard on banded GPU paths (nwalign.cuda.banded.path_score): the CPU engine's optimal paths
+    score their optimum, a path that does not consume both sequences is refused (None)."""
+    from nwalign.cpu import align_codes
+    from nwalign.cuda.banded import path_score
+
+    rng = np.random.default_rng(8)
+    for alphabet, letters in (("dna", 4), ("protein", 20)):
+        s = make_scoring(alphabet, "global")
+        for _ in range(100):
+            q = rng.integers(0, letters, size=int(rng.integers(1, 60))).astype(np.uint8)
+            t = rng.integers(0, letters, size=int(rng.integers(1, 60))).astype(np.uint8)
+            path = align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)
+            assert path_score(q, t, path[5], s.matrix, s.gap_open, s.gap_extend) == path[0]
+            assert path_score(q, np.concatenate((t, t[:1])), path[5], s.matrix, s.gap_open, s.gap_extend) is None

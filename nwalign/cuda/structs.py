@@ -34,6 +34,12 @@ BATCH_JOB = np.dtype([("q", np.int64), ("t", np.int64), ("dirs", np.int64), ("ro
 BATCH_ARGS = np.dtype([("jobs", _P), ("njobs", np.int32), ("q", _P), ("t", _P), ("S", _P), ("A", np.int32),
                        ("go", np.int32), ("ge", np.int32), ("rows", _P), ("dirs", _P), ("ops", _P), ("out", _P)],
                       align=True)
+BAND_JOB = np.dtype([("q", np.int64), ("t", np.int64), ("dirs", np.int64), ("row", np.int64), ("ops", np.int64),
+                     ("m", np.int32), ("n", np.int32), ("lo", np.int32), ("hi", np.int32), ("W", np.int32)],
+                    align=True)
+BAND_ARGS = np.dtype([("jobs", _P), ("njobs", np.int32), ("q", _P), ("t", _P), ("S", _P), ("A", np.int32),
+                      ("go", np.int32), ("ge", np.int32), ("rows", _P), ("dirs", _P), ("ops", _P), ("out", _P)],
+                     align=True)
 
 #: dtype -> (C struct name, kernels/ file that defines it)
 SOURCES = {
@@ -41,5 +47,6 @@ SOURCES = {
     "TILE_ARGS": ("TileArgs", "tiles.cuh"), "WAVE_ARGS": ("WaveArgs", "wavefront.cu"),
     "SCORE_ARGS": ("ScoreArgs", "wave_common.cuh"), "SCORE16_ARGS": ("Score16Args", "wave_score16.cu"),
     "SW_ARGS": ("SwArgs", "sw_search.cu"), "BATCH_JOB": ("BatchJob", "batch_align.cu"),
-    "BATCH_ARGS": ("BatchArgs", "batch_align.cu"),
+    "BATCH_ARGS": ("BatchArgs", "batch_align.cu"), "BAND_JOB": ("BandJob", "banded_align.cu"),
+    "BAND_ARGS": ("BandArgs", "banded_align.cu"),
 }

@@ -1,0 +1,212 @@
+"""Host side of kernels/banded_align.cu: global alignments of many pairs inside diagonal bands, on the GPU.
+
+The all-pairs identity filter (:mod:`nwalign.allvsall`) aligns the pairs that pass its score bound inside
+the band that every alignment reaching the identity lies in; :func:`nwalign.cpu.banded.align_global_banded`
+does it for one pair on the CPU, starting with a narrow band and doubling it until the banded optimum
+equals the pair's optimal score. :class:`BandedAligner` runs the same rounds for many pairs at once: every
+pair still open is aligned in its current band in one launch (one warp per pair), the pairs whose banded
+score reaches their optimum are done, the others go on with a band twice as wide, up to their widest band
+(then none of their optimal alignments can reach the identity). Same band sequence, same recurrence and
+tie rules, hence the CPU engine's alignments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NwalignError
+from . import modules, require
+
+ENABLED = False  # allpairs uses it only when True: off until tests/test_banded_gpu.py has passed on a GPU
+BAND = 256   # query rows per band of the kernel (32 lanes x 8 rows)
+OUT = 6      # BANDED_OUT: ints per pair of results
+THREADS = 128
+from .structs import BAND_ARGS as _ARGS, BAND_JOB as _JOB  # noqa: E402
+
+
+def band_limits(m: int, n: int, w: int) -> tuple[int, int]:
+    """(lo, hi) of the band of half-width ``w`` around diagonals 0 .. n - m (as the CPU engine's)."""
+    return min(0, n - m) - w, max(0, n - m) + w
+
+
+def stored_columns(m: int, n: int, lo: int, hi: int) -> int:
+    """W: the direction words per lane and band the kernel stores for a pair (columns a band sweeps)."""
+    return min(n, BAND + hi - lo)
+
+
+def pair_bytes(m: int, n: int, lo: int, hi: int) -> int:
+    """Device bytes of one pair's direction words, row buffer and columns."""
+    return -(-m // BAND) * 32 * stored_columns(m, n, lo, hi) * 4 + 2 * (n + 1) * 4 + m + n
+
+
+def path_score(q: np.ndarray, t: np.ndarray, ops: np.ndarray, matrix: np.ndarray, go: int, ge: int) -> int | None:
+    """The score of a global alignment's columns (``ops`` in alignment order), or None when they do not
+    consume exactly both sequences. Vectorised: substitution scores of the residue pairs, minus
+    ``go`` per gap run and ``ge`` per further gap column."""
+    from ..ops import OP_DEL, OP_INS, OP_MATCH
+
+    ops = np.asarray(ops)
+    if int((ops != OP_DEL).sum()) != len(q) or int((ops != OP_INS).sum()) != len(t):
+        return None
+    pair = ops == OP_MATCH
+    qi = np.cumsum(ops != OP_DEL) - 1
+    ti = np.cumsum(ops != OP_INS) - 1
+    gaps = ~pair
+    opens = gaps & np.concatenate(([True], ops[1:] != ops[:-1]))
+    n_gaps, n_opens = int(gaps.sum()), int(opens.sum())
+    return int(matrix[q[qi[pair]], t[ti[pair]]].sum()) - go * n_opens - ge * (n_gaps - n_opens)
+
+
+class BandedAligner:
+    """Global alignments inside doubling diagonal bands of many pairs at once on the GPU.
+
+    Arguments:
+        scoring: a :class:`nwalign.scoring.Scoring` in global mode, at most 32 letters.
+        device: CUDA device index.
+        max_memory: device bytes per launch (default 2 GiB; capped by half the free memory).
+
+    Raises:
+        NwalignError: no usable GPU, a mode other than global, or a matrix of more than 32 letters.
+    """
+
+    def __init__(self, scoring, device: int = 0, max_memory: int = 2 << 30):
+        cp = require(device)
+        self.cp, self.scoring = cp, scoring
+        if scoring.mode != "global":
+            raise NwalignError(f"banded GPU alignment: mode {scoring.mode}; the band is for global alignments")
+        A = int(scoring.matrix.shape[0])
+        if A > 32:
+            raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
+        self.A = A
+        self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
+        free, _ = cp.cuda.runtime.memGetInfo()
+        self.budget = int(min(max_memory, free // 2))
+        self._max_abs = scoring.max_abs_score()
+        self.func = modules.function("banded_align", "banded_align_global")
+        self.blocks = modules.resident_blocks(self.func, THREADS)
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.cells = 0  # band cells swept (the kernel's work), summed over calls
+
+    def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
+              w_start: int = 32) -> list:
+        """Per pair, what :func:`nwalign.cpu.banded.align_global_banded` returns for it: the path tuple
+        (score, query_start, query_end, target_start, target_end, ops) of an optimal global alignment inside
+        the narrowest doubling band that reaches ``optima[k]``, or None when even the band of half-width
+        ``w_max[k]`` does not. Pairs whose band is the whole matrix, or whose scores could leave int32, or
+        that alone exceed the memory budget, are aligned by the CPU engine.
+
+        Raises:
+            AssertionError: a banded score above the optimum (the optimum given was wrong).
+        """
+        from ..cpu.banded import align_global_banded
+
+        s = self.scoring
+        out: list = [None] * len(pairs)
+        w = [max(0, min(w_start, wm)) for wm in w_max]
+        cpu = []
+        todo = []
+        for k, (q, t) in enumerate(pairs):
+            m, n = len(q), len(t)
+            lo, hi = band_limits(m, n, w[k])
+            if (m + n + 1) * self._max_abs >= (1 << 29) or pair_bytes(m, n, lo, hi) > self.budget:
+                cpu.append(k)
+            else:
+                todo.append(k)
+        while todo:
+            later = []
+            for k, path in zip(todo, self._run(pairs, todo, w)):
+                m, n = len(pairs[k][0]), len(pairs[k][1])
+                lo, hi = band_limits(m, n, w[k])
+                if path is not None and path[0] == optima[k]:
+                    out[k] = path
+                elif path is not None and path[0] > optima[k]:
+                    raise AssertionError(f"banded score {path[0]} exceeds the optimum {optima[k]}")
+                elif w[k] < w_max[k]:
+                    w[k] = min(max(1, 2 * w[k]), w_max[k])
+                    lo, hi = band_limits(m, n, w[k])
+                    (later if pair_bytes(m, n, lo, hi) <= self.budget else cpu).append(k)
+            todo = later
+        for k in cpu:  # the CPU engine from the band reached so far (the same doubling sequence on)
+            q, t = pairs[k]
+            out[k] = align_global_banded(q, t, s.matrix, s.gap_open, s.gap_extend, int(optima[k]), int(w_max[k]),
+                                         w_start=w[k])
+        return out
+
+    def _run(self, pairs, ks: list[int], w: list[int]) -> list:
+        """Each pair of ``ks`` aligned in its current band (None where the band is the whole matrix: the
+        CPU engine's full alignment, as align_global_banded does), in order of ``ks``."""
+        from ..cpu import align_codes
+
+        s = self.scoring
+        got: dict = {}
+        gpu = []
+        for k in ks:
+            m, n = len(pairs[k][0]), len(pairs[k][1])
+            lo, hi = band_limits(m, n, w[k])
+            if lo <= -m and hi >= n:  # the band is the whole matrix
+                got[k] = align_codes(pairs[k][0], pairs[k][1], s.matrix, s.gap_open, s.gap_extend, 0)
+            else:
+                gpu.append(k)
+        gpu.sort(key=lambda k: -len(pairs[k][0]))  # longest first: the longest pair starts at once
+        launches, size, cur = [], 0, []
+        for k in gpu:
+            m, n = len(pairs[k][0]), len(pairs[k][1])
+            need = pair_bytes(m, n, *band_limits(m, n, w[k]))
+            if cur and size + need > self.budget:
+                launches.append(cur)
+                cur, size = [], 0
+            cur.append(k)
+            size += need
+        if cur:
+            launches.append(cur)
+        for launch in launches:
+            got.update(self._launch(pairs, launch, w))
+        return [got[k] for k in ks]
+
+    def _launch(self, pairs, ks: list[int], w: list[int]) -> dict:
+        from ..ops import OP_DEL, OP_INS
+
+        cp = self.cp
+        jobs = np.zeros(len(ks), dtype=_JOB)
+        m = np.array([len(pairs[k][0]) for k in ks], dtype=np.int64)
+        n = np.array([len(pairs[k][1]) for k in ks], dtype=np.int64)
+        half = np.array([w[k] for k in ks], dtype=np.int64)
+        lo = np.minimum(0, n - m) - half
+        hi = np.maximum(0, n - m) + half
+        W = np.minimum(n, BAND + hi - lo)
+        jobs["m"], jobs["n"], jobs["lo"], jobs["hi"], jobs["W"] = m, n, lo, hi, W
+        sizes = {"q": m, "t": n, "dirs": -(-m // BAND) * 32 * W, "row": 2 * (n + 1), "ops": m + n}
+        for field, size in sizes.items():
+            jobs[field][1:] = np.cumsum(size)[:-1]
+        d_off, r_off, o_off = (int(sizes[f].sum()) for f in ("dirs", "row", "ops"))
+        self.cells += int((-(-m // BAND) * BAND * W).sum())
+        with self.stream:
+            d_q = cp.asarray(np.concatenate([pairs[k][0] for k in ks]).astype(np.uint8, copy=False))
+            d_t = cp.asarray(np.concatenate([pairs[k][1] for k in ks]).astype(np.uint8, copy=False))
+            d_jobs = cp.asarray(jobs.view(np.uint8))
+            dirs = cp.empty(max(1, d_off), dtype=cp.uint32)
+            rows = cp.empty(max(1, r_off), dtype=cp.int32)
+            ops = cp.empty(max(1, o_off), dtype=cp.uint8)
+            out = cp.empty(OUT * len(ks), dtype=cp.int32)
+            args = np.array([(d_jobs.data.ptr, len(ks), d_q.data.ptr, d_t.data.ptr, self.matrix.data.ptr, self.A,
+                              self.scoring.gap_open, self.scoring.gap_extend, rows.data.ptr, dirs.data.ptr,
+                              ops.data.ptr, out.data.ptr)], dtype=_ARGS)[0]
+            blocks = min(-(-len(ks) * 32 // THREADS), self.blocks)
+            self.func((blocks,), (THREADS,), (args,))
+            h_out = out.get().reshape(-1, OUT).tolist()  # waits for the launch
+            h_ops = ops.get()
+        starts = jobs["ops"].tolist()
+        got = {}
+        for x, k in enumerate(ks):
+            score, end_i, end_j, i, j, nops = h_out[x]
+            path = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
+            if i or j:  # global: on along row 0 / column 0 to the origin
+                path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
+                i = j = 0
+            path = path.copy() if path.base is not None else path
+            q, t = pairs[k]
+            if path_score(q, t, path, self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != score:
+                raise NwalignError(f"internal error: a banded GPU alignment ({len(q)} x {len(t)}) does not score "
+                                   f"{score}; please report this (use --backend cpu meanwhile)")
+            got[k] = (score, i, end_i, j, end_j, path)
+        return got
