@@ -259,8 +259,9 @@ class Pairs:
         query_source, target_source: names for the two sides in messages (file names).
         workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
             the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
-            takes them; each worker gets ``max_memory`` / workers for its CPU tracebacks. The alignments
-            are those of one process, in the same order.
+            takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
+            tracebacks (a cluster's workers the whole of it). The alignments are those of one process, in
+            the same order.
 
     Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
     ``scoring``, ``aligner``, ``backend``.
@@ -284,9 +285,8 @@ class Pairs:
                  devices=None, shared_dir: str | None = None):
         import os
 
-        from .errors import NwalignError
-
         from .engine import encode_all, pair_plan
+        from .errors import NwalignError
         from .scoring import make_scoring, max_sequence_length
         from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
 
@@ -340,21 +340,17 @@ class Pairs:
         if spread or gpus:
             from .scaleout import Spread
 
-            self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
-                                  gpus, shared_dir)
-            self._options, self._max_memory, self._threads = options, max_memory, threads
-            self.aligner = None
-            if self.backend == "cpu" and not score_only:  # refused here, before the workers start on it
+            # Local CPU workers share this host's memory; a cluster's workers have their own.
+            self._share = max(1, max_memory // workers) if workers > 1 else max_memory
+            if self.backend == "cpu" and not score_only:  # refused here, before any worker starts
                 from .cpu.pair import plan_bands
 
-                share = max(1, max_memory // self._spread.workers)
-                try:
-                    for k in range(len(self.plan)):
-                        qi, ti = self.plan[k]
-                        plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), share)
-                except BaseException:
-                    self._spread.close()
-                    raise
+                for qi, ti in self.plan:
+                    plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
+            self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
+                                  gpus, shared_dir)
+            self._options, self._threads = options, threads
+            self.aligner = None
             return
         self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
 
@@ -385,11 +381,10 @@ class Pairs:
         cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
         count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
         parts = chunks(cells, count)
-        share = max(1, self._max_memory // spread.workers)
         threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
         log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
-                           share, self._options) for a, b in parts)
+                           self._share, self._options) for a, b in parts)
         for alignments in spread.map(align_chunk, tasks):
             yield from alignments
 
