@@ -166,6 +166,35 @@ def pair_batches(n_a: int, n_b: int | None, size: int, span: tuple[int, int] | N
         yield np.concatenate(parts)
 
 
+class PairCells:
+    """DP cells (m * n summed) along the pair order of a set (``lengths_b`` None: pairs i < j) or of A x B:
+    :meth:`before` gives the cells of the pairs ahead of a position, so any span's cells in O(log n)."""
+
+    def __init__(self, lengths_a, lengths_b=None):
+        self.la = np.asarray(lengths_a, dtype=np.int64)
+        self.within = lengths_b is None
+        self.lb = self.la if self.within else np.asarray(lengths_b, dtype=np.int64)
+        self.starts = row_starts(len(self.la), None if self.within else len(self.lb))
+        # cells of each row: m_i times the summed lengths of its targets (j > i within one set)
+        after = np.concatenate((np.cumsum(self.lb[::-1])[::-1][1:], [0])) if self.within else \
+            np.full(len(self.la), self.lb.sum())
+        self.rows = np.concatenate(([0], np.cumsum(self.la * after)))
+        self.prefix_b = np.concatenate(([0], np.cumsum(self.lb)))
+
+    @property
+    def total(self) -> int:
+        return int(self.rows[-1])
+
+    def before(self, position: int) -> int:
+        """Cells of the pairs at positions 0 .. position - 1."""
+        if position >= self.starts[-1]:
+            return self.total
+        i = int(np.searchsorted(self.starts, position, side="right")) - 1
+        first = i + 1 if self.within else 0
+        end = first + position - int(self.starts[i])
+        return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
+
+
 def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int) -> list[tuple[int, int]]:
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
@@ -422,7 +451,8 @@ class AllPairs:
         if not spread:
             from .scaleout import resolve_devices
 
-            gpus = resolve_devices(devices, backend, device, self._cells(first, second))
+            cells = PairCells([len(r.seq) for r in first], None if second is None else [len(r.seq) for r in second])
+            gpus = resolve_devices(devices, backend, device, cells.total)
             if gpus is not None and len(gpus) == 1:
                 device, gpus = gpus[0], None
         # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);
@@ -446,13 +476,21 @@ class AllPairs:
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
                                   shared_dir)
 
-    @staticmethod
-    def _cells(first, second) -> int:
-        """DP cells of every pair of the records (i < j within ``first`` when ``second`` is None)."""
-        la = np.array([len(r.seq) for r in first], dtype=np.float64)
-        if second is None:
-            return int((la.sum() ** 2 - (la ** 2).sum()) / 2)
-        return int(la.sum() * sum(len(r.seq) for r in second))
+    @property
+    def cells(self) -> int:
+        """DP cells of every pair (m x n summed): the work of a full score pass."""
+        return self._pair_cells().total
+
+    def span_cells(self, start: int, stop: int) -> int:
+        """DP cells of the pairs at positions [start, stop) of the pair order."""
+        cells = self._pair_cells()
+        return cells.before(stop) - cells.before(start)
+
+    def _pair_cells(self) -> PairCells:
+        if getattr(self, "_cells_along", None) is None:
+            self._cells_along = PairCells([len(e.codes) for e in self.a],
+                                          None if self.b is None else [len(e.codes) for e in self.b])
+        return self._cells_along
 
     @property
     def pairs(self) -> int:

@@ -472,7 +472,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                 output_stream(output, (seqs, against)) as out:
             if header:
                 out.write("\t".join(cols) + "\n")
-            for block in job.blocks(_progress("allpairs", job.pairs, quiet, "pairs")):
+            advance = _progress("allpairs", job.cells, quiet, "cells")  # blocks done, in DP cells (GCUPS)
+            for block in job.blocks():
+                advance(job.span_cells(block.start, block.stop))
                 out.write(block.text)
                 if dist is not None:
                     fill_distances(dist, block, len(a), len(b) if b else None)
@@ -642,8 +644,8 @@ def _status(label: str, quiet: bool):
 
 
 def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: bool = False):
-    """A Rich progress bar on stderr (done / total, rate, time left), only when stderr is a terminal and
-    not ``-q``. Returns advance(n), or with ``fraction`` set(f) for the fraction f (0..1) done; the bar is
+    """A Rich progress bar on stderr (done / total, or with ``unit`` "cells" the rate in GCUPS; the share
+    done and the time left), only when stderr is a terminal and not ``-q``. Returns advance(n), or with ``fraction`` set(f) for the fraction f (0..1) done; the bar is
     redrawn at most ten times a second and closes when full."""
     if quiet or total <= 0 or not sys.stderr.isatty():
         return lambda n: None
@@ -653,17 +655,22 @@ def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: boo
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
                                TimeRemainingColumn)
 
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TaskProgressColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    task = bar.add_task(label, total=total)
+    if unit == "cells":  # DP cells: the share done and the rate in GCUPS, not 12-digit counts
+        counts = (TextColumn("{task.fields[gcups]}"),)
+    else:
+        counts = (MofNCompleteColumn(), TextColumn(unit))
+    bar = Progress(TextColumn(label), BarColumn(), *counts, TaskProgressColumn(), TimeRemainingColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task(label, total=total, gcups="")
     bar.start()
-    state = {"done": 0, "at": 0.0}
+    state = {"done": 0, "at": 0.0, "start": time.monotonic()}
 
     def advance(n) -> None:
         state["done"] = int(total * n) if fraction else state["done"] + n
         now = time.monotonic()
         if state["done"] >= total or now - state["at"] > 0.1:
-            bar.update(task, completed=state["done"])
+            rate = state["done"] / max(now - state["start"], 1e-9) / 1e9
+            bar.update(task, completed=state["done"], gcups=f"{rate:.1f} GCUPS")
             state["at"] = now
         if state["done"] >= total:
             bar.stop()

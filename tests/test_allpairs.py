@@ -238,3 +238,21 @@ def test_path_score_checks_a_global_path():
             path = align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)
             assert path_score(q, t, path[5], s.matrix, s.gap_open, s.gap_extend) == path[0]
             assert path_score(q, np.concatenate((t, t[:1])), path[5], s.matrix, s.gap_open, s.gap_extend) is None
+
+
+@pytest.mark.parametrize("against", [False, True])
+def test_pair_cells_of_any_span(against):
+    """PairCells (the progress bar's GCUPS, --devices auto's job size): the cells of every span of the pair
+    order, against a sum over its pairs."""
+    from nwalign.allvsall import PairCells, pair_batches
+
+    rng = np.random.default_rng(9)
+    la = rng.integers(1, 3000, size=13)
+    lb = rng.integers(1, 3000, size=5) if against else None
+    ij = np.concatenate(list(pair_batches(13, 5 if against else None, 7)))
+    cells = la[ij[:, 0]] * (lb if against else la)[ij[:, 1]]
+    along = PairCells(la, lb)
+    assert along.total == int(cells.sum())
+    for start in range(len(ij) + 1):
+        for stop in (start, min(start + 1, len(ij)), min(start + 17, len(ij)), len(ij)):
+            assert along.before(stop) - along.before(start) == int(cells[start:stop].sum())
