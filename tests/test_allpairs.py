@@ -13,7 +13,7 @@ from nwalign.scoring import make_scoring
 from nwalign.sequences import Record, read_fasta
 
 from conftest import DATA
-from helpers import DNA, PROTEIN, biopython_aligner, mutate, random_seq
+from helpers import DNA, DNA_IUPAC, PROTEIN, biopython_aligner, mutate, random_seq
 
 SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
 
@@ -256,3 +256,35 @@ def test_pair_cells_of_any_span(against):
     for start in range(len(ij) + 1):
         for stop in (start, min(start + 1, len(ij)), min(start + 17, len(ij)), len(ij)):
             assert along.before(stop) - along.before(start) == int(cells[start:stop].sum())
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein", "dna-iupac"])
+def test_banded_fills_agree(alphabet):
+    """The anti-diagonal float32 banded fill and the row-by-row int64 one: the same banded optimum and the
+    same traceback, for related and unrelated pairs, narrow to wide bands, one-residue sequences."""
+    from nwalign.cpu.banded import (fill_banded, fill_banded_antidiagonal, trace_banded,
+                                    trace_banded_antidiagonal)
+
+    rng = np.random.default_rng(12)
+    s = make_scoring(alphabet, "global")
+    letters = {"dna": DNA, "protein": PROTEIN, "dna-iupac": DNA_IUPAC}[alphabet]
+    compared = 0
+    for k in range(120):
+        a = random_seq(rng, letters, int(rng.integers(1, 90)))
+        b = mutate(rng, a, letters, rate=0.1) if k % 3 else random_seq(rng, letters, int(rng.integers(1, 90)))
+        q, t = s.encode_str(a), s.encode_str(b)
+        m, n = len(q), len(t)
+        for w in (0, 1, 4, 16, 60):
+            lo, hi = min(0, n - m) - w, max(0, n - m) + w
+            dirs = np.empty((m, hi - lo + 1), dtype=np.uint8)
+            want = int(fill_banded(q, t, s.matrix, s.gap_open, s.gap_extend, lo, hi, dirs))
+            got, adirs, offs, ilo = fill_banded_antidiagonal(q, t, s.matrix, s.gap_open, s.gap_extend, lo, hi)
+            if want < -(2**29):  # no path in the band at all (minus infinity, rounded in float32)
+                assert got < -(2**29)
+                continue
+            assert int(got) == want, (k, w)
+            ops1, ops2 = np.empty(m + n, np.uint8), np.empty(m + n, np.uint8)
+            r1, r2 = trace_banded(dirs, lo, m, n, ops1), trace_banded_antidiagonal(adirs, offs, ilo, m, n, ops2)
+            assert r1 == r2 and np.array_equal(ops1[:r1[2]], ops2[:r2[2]]), (k, w)
+            compared += 1
+    assert compared > 400
