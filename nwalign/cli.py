@@ -573,10 +573,13 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
                    "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: one "
                    "worker process per GPU, each holding a shard of the database balanced by residues; the hits "
                    "are unchanged.")
+@click.option("--shared-dir", metavar="DIR",
+              help="Directory for the temporary .nwdb of a FASTA database that the workers read (default: the "
+                   "system's temporary directory; with --scheduler, a directory every worker can read).")
 @run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
-           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, device, output,
-           verbose, quiet):
+           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, shared_dir, device,
+           output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
@@ -597,11 +600,12 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     started = time.perf_counter()
     _setup_logging(verbose, quiet)
     cols = parse_columns(columns, SEARCH_COLUMNS)
+    _check_shared_dir(shared_dir, workers, scheduler, devices)
     run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
                  gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
-                 scheduler=scheduler, devices=devices)
+                 scheduler=scheduler, devices=devices, shared_dir=shared_dir)
     scoring, db, gpu = run.scoring, run.database, run.gpu
     if run.stats is None and not quiet:
         click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "

@@ -190,8 +190,9 @@ class Search:
             address or a scheduler file), or ``client`` (a ``distributed.Client``), whose workers run
             the CPU engine, or with ``backend="cuda"`` the scan kernel on the one GPU each sees; the
             database cut into ``shards`` (default: one per worker). The hits are those of a
-            one-process search. A FASTA database is written once as a temporary ``.nwdb`` (a running
-            cluster needs a ``.nwdb`` path that every worker can read).
+            one-process search. A FASTA database is written once as a temporary ``.nwdb`` in
+            ``shared_dir`` (default: the system's temporary directory); a running cluster needs a
+            ``.nwdb`` path, or a ``shared_dir``, that every worker can read.
         devices: the GPUs to scan on (:func:`nwalign.scaleout.resolve_devices`: ``auto``, ``all``, or
             numbers such as ``"0,1"``): two or more start one worker process per GPU, each holding a
             shard of the database; the hits are aligned here on the first of them.
@@ -211,7 +212,7 @@ class Search:
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
                  query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
-                 shards: int | None = None, devices=None):
+                 shards: int | None = None, devices=None, shared_dir: str | None = None):
         import dataclasses
         import os
         import time
@@ -330,7 +331,7 @@ class Search:
                      db.count, db.total_length, scoring.matrix_name, self.threads)
             self._scaleout = None
             if self._spread:
-                self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards, cluster,
+                self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards, cluster, shared_dir,
                                            worker_backend)
         except BaseException:  # the GPU workers started above must not outlive a failed set-up
             if cluster is not None:
@@ -382,7 +383,7 @@ class _ScaleOut:
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
 
-    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None,
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
                  backend: str = "cpu"):
         import os
         import tempfile
@@ -394,13 +395,16 @@ class _ScaleOut:
         self.client = self.cluster = None
         try:
             if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
-                if scheduler is not None:
+                if scheduler is not None and shared_dir is None:
                     raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
-                                       "(nwalign makedb)", cli="--scheduler needs a .nwdb database that every "
-                                       "worker can read (nwalign makedb)")
+                                       "(nwalign makedb, or shared_dir)", cli="--scheduler needs a .nwdb database "
+                                       "that every worker can read (nwalign makedb), or --shared-dir")
+                if shared_dir is not None and not os.path.isdir(shared_dir):
+                    raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                       cli=f"--shared-dir {shared_dir}: no such directory")
                 from .database import write_database
 
-                self.tmp = tempfile.mkdtemp(prefix="nwalign-")
+                self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
                 path = os.path.join(self.tmp, "database.nwdb")
                 write_database(db, path)
             self.path = os.path.abspath(path)

@@ -196,6 +196,24 @@ def test_a_running_cluster_with_another_version_is_refused(client, tmp_path, mon
     assert "cannot connect" in capsys.readouterr().err
 
 
+def test_a_running_cluster_reads_a_fasta_database_through_shared_dir(client, tmp_path, capsys):
+    """--scheduler with a FASTA database: written once as a .nwdb in --shared-dir (removed at the end);
+    the same bytes as one process. Without --shared-dir: the one-line refusal; a missing one: too."""
+    address = client.scheduler.address
+    want, got = tmp_path / "one.tsv", tmp_path / "cluster.tsv"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    assert main(["search", OPAL, SP196, "--top", "3", "--backend", "cpu", "-o", str(want)]) == 0
+    assert main(["search", OPAL, SP196, "--top", "3", "--backend", "cpu", "--scheduler", address,
+                 "--shared-dir", str(shared), "-o", str(got)]) == 0
+    assert got.read_bytes() == want.read_bytes() and not list(shared.iterdir())
+    for extra, message in (([], "--scheduler needs a .nwdb database that every worker can read"),
+                           (["--shared-dir", str(tmp_path / "absent")], "no such directory")):
+        assert main(["search", OPAL, SP196, "--backend", "cpu", "--scheduler", address] + extra) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+
+
 def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     """--devices: auto spreads over every GPU when there are two or more (and Dask is there), unless
     --device names another GPU; one GPU named runs in this process; bad lists are one-line errors."""
