@@ -612,7 +612,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                    f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     with output_stream(output, (query, database)) as out:
         writer = None
-        for _, hits in run.run(_progress("search", len(run.queries) * db.total_length, quiet, "residues")):
+        cells = sum(len(q.seq) for q in run.queries) * db.total_length
+        for _, hits in run.run(_progress("search", cells, quiet, "cells")):  # the rate in GCUPS
             if writer is None:  # a header only once the first query's hits exist (and the database checked out)
                 targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
                 writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)

@@ -341,8 +341,8 @@ class Search:
 
     def run(self, progress=None):
         """Yield ``(query, hits)`` per query, in query order: ``query`` a Record, ``hits`` a list of
-        :class:`Hit` (score descending, then database order). ``progress(residues)`` is called after each
-        query's scan with the database's residue count.
+        :class:`Hit` (score descending, then database order). ``progress(cells)`` is called after each
+        query's scan with its DP cells (query length x the database's residues).
 
         Raises:
             nwalign.scaleout.WorkerLost: (spread over workers) a task kept killing its workers.
@@ -454,7 +454,7 @@ class _ScaleOut:
                     collected = []
                     for q, (idx, sc) in zip(batch, found):
                         if progress:
-                            progress(db.total_length)
+                            progress(len(q.codes) * db.total_length)
                         scores = dict(zip(idx.tolist(), sc.tolist()))
                         reported = _reported(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
                                              idx.tolist())
@@ -511,8 +511,8 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
     (a searcher with ``submit_query``), and the reported hits of one query are aligned while the GPU scans the next: on the
     GPU by ``aligner`` (a :class:`nwalign.cuda.batch.BatchAligner`, all hits of a query in one launch), else
     on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
-    score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(residues)`` is called after
-    each scan.
+    score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(cells)`` is called after
+    each scan with its DP cells (query length x the database's residues).
     """
     from collections import deque
 
@@ -545,7 +545,7 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
                 fill()  # the freed slot scans the next query while this one's hits are chosen (the queries
                 # in flight share the GPU's streams: the other one is often nearly done by now)
             if progress:
-                progress(db.total_length)
+                progress(len(q.codes) * db.total_length)
             reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
             aligning.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
             if not depth:

@@ -74,8 +74,11 @@ def test_merge_equals_the_top_of_all_scores():
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_sharded_search_equals_one_process(client, tied_db, count):
     want = _rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2))
-    got = _rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2, client=client, shards=count))
+    job = search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2, client=client, shards=count)
+    cells: list = []
+    got = _rows(job.run(cells.append))
     assert got == want
+    assert cells == [len(q.seq) * job.database.total_length for q in job.queries]  # progress across workers
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
 

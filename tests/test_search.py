@@ -481,3 +481,16 @@ def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
         got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 5,
                                                                    aligner=CpuBatch(scoring))]
         assert got == want and len(got) == 5
+
+
+def test_progress_counts_dp_cells():
+    """A search reports its progress in DP cells (query length x database residues) after each query:
+    the progress bar's GCUPS."""
+    import pathlib
+
+    from nwalign import search
+
+    job = search(pathlib.Path(OPAL), SP196, top=2, backend="cpu")
+    seen: list = []
+    assert len(list(job.run(seen.append))) == len(job.queries)
+    assert seen == [len(q.seq) * job.database.total_length for q in job.queries]
