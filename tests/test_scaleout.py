@@ -472,3 +472,20 @@ def test_pair_spread_errors(tmp_path, pair_sets, client, monkeypatch, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (extra, err)
         assert not out.exists()
+
+
+def test_allpairs_and_pair_join_a_running_cluster(client, tmp_path, pair_sets):
+    """--scheduler ADDRESS with --shared-dir: allpairs and pair on a running cluster's workers write the
+    one-process bytes; the temporary .nwdb files are gone afterwards."""
+    address = client.scheduler.address
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    genes, prots = str(pair_sets / "16s.fa"), str(pair_sets / "prot.fa")
+    for argv in (["allpairs", genes, "--min-identity", "0.9"], ["pair", prots, prots, "--format", "json"]):
+        outs = []
+        for extra in ([], ["--scheduler", address, "--shared-dir", str(shared)]):
+            out = tmp_path / f"{argv[0]}{len(extra)}.out"
+            assert main(argv + ["--backend", "cpu", "-q", "-o", str(out)] + extra) == 0
+            outs.append(out.read_bytes())
+        assert outs[0] == outs[1] and len(outs[0]) > 100
+        assert not list(shared.iterdir())
