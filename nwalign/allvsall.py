@@ -199,24 +199,18 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int) -> l
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
     over workers. A span may start or end inside a row (one long row is cut too)."""
-    la = np.asarray(lengths_a, dtype=np.int64)
-    lb = la if lengths_b is None else np.asarray(lengths_b, dtype=np.int64)
-    n_b = None if lengths_b is None else len(lb)
-    starts = row_starts(len(la), n_b)
-    total_pairs = int(starts[-1])
+    along = PairCells(lengths_a, lengths_b)
+    total_pairs = int(along.starts[-1])
     if total_pairs == 0:
         return []
-    # cells of each row: m_i times the summed lengths of its targets (j > i within one set)
-    after = np.concatenate((np.cumsum(lb[::-1])[::-1][1:], [0])) if n_b is None else np.full(len(la), lb.sum())
-    row_cells = np.concatenate(([0], np.cumsum(la * after)))
     cuts = [0]
     for k in range(1, count):
-        want = row_cells[-1] * k / count
-        i = min(int(np.searchsorted(row_cells, want, side="right")) - 1, len(la) - 1)
-        first = i + 1 if n_b is None else 0
-        inside = np.cumsum(la[i] * lb[first:])  # cells of row i up to each of its targets
-        j = int(np.searchsorted(inside, want - row_cells[i], side="left"))
-        cuts.append(min(int(starts[i]) + j, total_pairs))
+        want = along.total * k / count
+        i = min(int(np.searchsorted(along.rows, want, side="right")) - 1, len(along.la) - 1)
+        first = i + 1 if along.within else 0
+        inside = along.la[i] * (along.prefix_b[first + 1:] - along.prefix_b[first])  # row i's cells so far
+        j = int(np.searchsorted(inside, want - along.rows[i], side="left"))
+        cuts.append(min(int(along.starts[i]) + j, total_pairs))
     cuts.append(total_pairs)
     cuts = sorted(set(cuts))
     return [(a, b) for a, b in zip(cuts, cuts[1:])]
