@@ -101,7 +101,7 @@ def test_allpairs_min_identity_gpu_equals_cpu(tmp_path, monkeypatch):
     outs = []
     for backend in ("cpu", "cuda"):
         out = tmp_path / f"{backend}.tsv"
-        assert main(["allpairs", str(fasta), "--min-identity", "0.85", "--backend", backend, "--devices", "0",
-                     "--columns", "qseqid,sseqid,score,pident,length,nident,mismatch,gaps", "-o", str(out)]) == 0
+        assert main(["allpairs", str(fasta), "--min-identity", "0.85", "--backend", backend, "-o", str(out),
+                     "--columns", "qseqid,sseqid,score,pident,length,nident,mismatch,gaps"]) == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
