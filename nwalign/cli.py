@@ -361,10 +361,11 @@ def _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, 
         writer = (TsvWriter(out, job.scoring, score_only=score_only, columns=cols, **kwargs) if fmt == "tsv"
                   else WRITERS[fmt](out, job.scoring, **kwargs))
         writer.begin()
-        progress = _progress("pair", len(job.plan), quiet or len(job.plan) < 2, "pairs")
-        for aln in results:
+        cells = [job.cells(k) for k in range(len(job.plan))]  # the bar's rate in GCUPS
+        progress = _progress("pair", sum(cells), quiet or len(job.plan) < 2, "cells")
+        for k, aln in enumerate(results):
             writer.write(aln)
-            progress(1)
+            progress(cells[k])
             if output is None:
                 out.flush()
         writer.end()
