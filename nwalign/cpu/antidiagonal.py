@@ -68,18 +68,17 @@ def _diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho,
     return best
 
 
-@njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
-def score_antidiagonal(q, t, S, go, ge, mode):
-    """Optimal score of q (uint8 codes, shape (m,)) against t (shape (n,)) under int32 matrix S.
-
-    Modes 0 global, 1 local, 2 semiglobal; gap of length L costs go + (L-1) * ge. The caller must have
-    checked :func:`fits_float32`. Returns the score as an int.
-    """
+@njit(cache=True, nogil=True)
+def lane_codes(q, t, S):
+    """What an anti-diagonal fill reads its substitution scores from: (uniform, match, mismatch, Sf, qc,
+    tr). ``uniform``: one match score on the diagonal and one mismatch score elsewhere over the codes
+    these sequences use (DNA without ambiguity codes uses A, C, G, T, codes 0-3, whatever the other codes
+    score), so the vector loop compares codes; else it gathers ``Sf[qc[i] + tr[k]]`` (Sf the matrix as
+    float32, qc the query codes times the alphabet size). ``qc`` is indexed by row 1..m, ``tr`` is t
+    reversed (along a diagonal the query index ascends and the target index descends), 1..n."""
     m = q.shape[0]
     n = t.shape[0]
     A = S.shape[0]
-    # Match on the diagonal and one mismatch score elsewhere, over the codes these sequences use (DNA
-    # without ambiguity codes uses A, C, G, T, codes 0-3, whatever the other codes score).
     used = max(q.max(), t.max()) + 1
     uniform = True
     match = S[0, 0]
@@ -89,13 +88,25 @@ def score_antidiagonal(q, t, S, go, ge, mode):
             if S[a, b] != (match if a == b else mismatch):
                 uniform = False
     Sf = S.ravel().astype(np.float32)
-    # Codes along a diagonal: query index i ascends, target index d-i-1 descends, so keep t reversed.
     qc = np.zeros(m + 1, np.int32)
     for i in range(1, m + 1):
         qc[i] = q[i - 1] if uniform else q[i - 1] * A
     tr = np.zeros(n + 2, np.int32)
     for k in range(1, n + 1):
         tr[k] = t[n - k]
+    return uniform, match, mismatch, Sf, qc, tr
+
+
+@njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
+def score_antidiagonal(q, t, S, go, ge, mode):
+    """Optimal score of q (uint8 codes, shape (m,)) against t (shape (n,)) under int32 matrix S.
+
+    Modes 0 global, 1 local, 2 semiglobal; gap of length L costs go + (L-1) * ge. The caller must have
+    checked :func:`fits_float32`. Returns the score as an int.
+    """
+    m = q.shape[0]
+    n = t.shape[0]
+    uniform, match, mismatch, Sf, qc, tr = lane_codes(q, t, S)
     H0 = np.full(m + 1, _NEG, np.float32)
     H1 = np.full(m + 1, _NEG, np.float32)
     H2 = np.full(m + 1, _NEG, np.float32)
