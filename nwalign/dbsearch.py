@@ -20,6 +20,7 @@ from .errors import NwalignError
 from .formats import field as column_field
 from .formats import needs_alignment
 from .results import Alignment
+from .scaleout import Owned
 from .scoring import Scoring
 from .sequences import Record
 from .statistics import KarlinAltschul
@@ -377,7 +378,7 @@ def _device_database(codes, offsets, device):
     return DeviceDatabase(codes, offsets, device)
 
 
-class _ScaleOut:
+class _ScaleOut(Owned):
     """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
@@ -466,16 +467,6 @@ class _ScaleOut:
         finally:
             self.close()
 
-    def close(self):
-        import shutil
-
-        if self.cluster is not None:
-            self.client.close()
-            self.cluster.close()
-            self.cluster = None
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:

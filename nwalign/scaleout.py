@@ -32,7 +32,7 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AlignTask", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
+__all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
            "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
            "shards", "submit_shards", "worker_gpus"]
 
@@ -458,7 +458,26 @@ def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-class Spread:
+class Owned:
+    """What a job spread over workers must release: the client and the local cluster it started
+    (``cluster`` None: a cluster it joined, left running) and its temporary directory."""
+
+    client = cluster = tmp = None
+
+    def close(self) -> None:
+        """Stop the workers started here and remove the temporary files (again: nothing happens)."""
+        import shutil
+
+        if self.cluster is not None:
+            self.client.close()
+            self.cluster.close()
+            self.cluster = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+class Spread(Owned):
     """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
     read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
 
@@ -560,14 +579,3 @@ class Spread:
         finally:
             self.close()
 
-    def close(self) -> None:
-        """Stop the workers started here and remove the temporary files (again: nothing happens)."""
-        import shutil
-
-        if self.cluster is not None:
-            self.client.close()
-            self.cluster.close()
-            self.cluster = None
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
