@@ -463,6 +463,7 @@ class AllPairs:
         self.kernel, self.slice_k, self.block, self.device = kernel, slice_k, block, device
         self.threads = threads or os.cpu_count() or 1
         self.stats: dict = {}
+        self._cells_along: PairCells | None = None
         self._spread = None
         if spread or gpus:
             from .scaleout import Spread
@@ -481,7 +482,7 @@ class AllPairs:
         return cells.before(stop) - cells.before(start)
 
     def _pair_cells(self) -> PairCells:
-        if getattr(self, "_cells_along", None) is None:
+        if self._cells_along is None:
             self._cells_along = PairCells([len(e.codes) for e in self.a],
                                           None if self.b is None else [len(e.codes) for e in self.b])
         return self._cells_along

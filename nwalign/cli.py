@@ -463,8 +463,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                    matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend,
                    columns=cols, min_identity=min_identity, distances=matrix_out is not None, backend=backend,
                    kernel=ap_kernel, slice_k=int(slice_k), block=ap_block, device=device, threads=threads,
-                   workers=workers, scheduler=scheduler,
-                   devices=devices, shared_dir=shared_dir)
+                   workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir)
     a, b, stats = job.a, job.b, job.stats
     log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode,
              job.backend, job.threads)
@@ -651,8 +650,9 @@ def _status(label: str, quiet: bool):
 
 def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: bool = False):
     """A Rich progress bar on stderr (done / total, or with ``unit`` "cells" the rate in GCUPS; the share
-    done and the time left), only when stderr is a terminal and not ``-q``. Returns advance(n), or with ``fraction`` set(f) for the fraction f (0..1) done; the bar is
-    redrawn at most ten times a second and closes when full."""
+    done and the time left), only when stderr is a terminal and not ``-q``. Returns advance(n), or with
+    ``fraction`` set(f) for the fraction f (0..1) done; the bar is redrawn at most ten times a second and
+    closes when full."""
     if quiet or total <= 0 or not sys.stderr.isatty():
         return lambda n: None
     import time
