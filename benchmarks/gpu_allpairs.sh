@@ -37,16 +37,21 @@ if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
     # score bound aligned in their bands on the GPU: nwalign/cuda/banded.py), compared byte for byte with
     # the result recorded when they were aligned on the CPU engine (benchmarks/results/allpairs_sars2_418_099).
     COLS=qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen
-    # GPU_BANDED=1: with nwalign.cuda.banded.ENABLED set for this run (allpairs' default until it is validated)
-    if [ "${GPU_BANDED:-1}" = 1 ]; then
-        RUN=(python3 -c "import sys, nwalign.cuda.banded as b; b.ENABLED = True; from nwalign.launch import main; main()")
-    else
-        RUN=(python3 -m nwalign)
-    fi
+    # CPU_CHECK=1: then again with the survivors aligned on the CPU engine (nwalign.cuda.banded.ENABLED off),
+    # and the two outputs compared byte for byte.
+    RUN=(python3 -m nwalign)
     /usr/bin/time -v "${RUN[@]}" allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 \
         --backend cuda --devices 0 -v --columns $COLS -o "$OUTDIR/sars2_418_099.tsv" 2> "$OUTDIR/sars2_418_099.log" \
         || status=1
     tail -n 30 "$OUTDIR/sars2_418_099.log"; wc -l "$OUTDIR/sars2_418_099.tsv"
+    if [ "${CPU_CHECK:-0}" = 1 ]; then
+        /usr/bin/time -f "%e s wall (survivors on the CPU engine)" python3 -c "import nwalign.cuda.banded as b; b.ENABLED = False; from nwalign.launch import main; main()" \
+            allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 --backend cuda --devices 0 -v \
+            --columns $COLS -o "$OUTDIR/sars2_418_099_cpu.tsv" 2> "$OUTDIR/sars2_418_099_cpu.log" || status=1
+        tail -n 3 "$OUTDIR/sars2_418_099_cpu.log"
+        cmp "$OUTDIR/sars2_418_099.tsv" "$OUTDIR/sars2_418_099_cpu.tsv" && echo "GPU and CPU-engine survivors: identical"
+        [ -s "$OUTDIR/sars2_418_099_cpu.tsv" ] && cmp -s "$OUTDIR/sars2_418_099.tsv" "$OUTDIR/sars2_418_099_cpu.tsv" || status=1
+    fi
     if cmp <(zcat benchmarks/results/allpairs_sars2_418_099.tsv.gz) "$OUTDIR/sars2_418_099.tsv"; then
         echo "identical to the recorded CPU-engine result"
     else

@@ -39,6 +39,7 @@ COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch"
 DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
+GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
@@ -225,8 +226,9 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
 
     Scores come first, from the GPU kernels (``backend="cuda"``) or the CPU engine; a pair is then
     aligned only when a column needs the traceback, and with ``min_identity`` in global mode only when
-    its score reaches :func:`identity_bound`. Those survivors are aligned on the CPU engine inside a
-    diagonal band (:mod:`nwalign.cpu.banded`), ``threads`` at a time.
+    its score reaches :func:`identity_bound`. Those survivors are aligned inside a diagonal band: on the
+    GPU with backend ``cuda`` (:mod:`nwalign.cuda.banded`, launches of up to :data:`GPU_TILE` pairs), else
+    on the CPU engine (:mod:`nwalign.cpu.banded`), ``threads`` at a time; both give the same alignments.
 
     Arguments:
         a, b: encoded records; ``b`` None means all pairs i < j within ``a``.
@@ -297,19 +299,28 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         if not gpu_banded:
             from .cuda.banded import BandedAligner
 
-            gpu_banded.append(BandedAligner(scoring, device))
+            gpu_banded.append(BandedAligner(scoring, device, threads=threads))
+        clock = time.perf_counter()
         paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
                                     [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])
-        for (i, j, score), path in zip(part, paths):
-            yield i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
+        stats["banded_seconds"] = stats.get("banded_seconds", 0.0) + time.perf_counter() - clock
+        stats["banded_gpu_seconds"] = gpu_banded[0].kernel_seconds
+        stats["banded_pairs"] = stats.get("banded_pairs", 0) + len(part)
+
+        def result(item):
+            (i, j, score), path = item
+            return i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
+
+        yield from mapper(result, zip(part, paths))
 
     def aligned(todo):
         """(i, j, alignment) of the pairs to align, in order: banded under the identity bound (on the GPU
         with backend cuda, else on the CPU engine), else every pair in full by the aligner's batches (the
         GPU's batch kernel where it has one)."""
         if use_bound:
-            for lo in range(0, len(todo), TILE):  # bounded: TILE results wait in order
-                yield from (banded_gpu if on_gpu else lambda part: mapper(banded, part))(todo[lo:lo + TILE])
+            tile = GPU_TILE if on_gpu else TILE  # bounded: a tile's results wait in order
+            for lo in range(0, len(todo), tile):
+                yield from (banded_gpu if on_gpu else lambda part: mapper(banded, part))(todo[lo:lo + tile])
             return
         alns = aligner.align_batch([(a[i], targets[j]) for i, j, _ in todo])
         for (i, j, _), aln in zip(todo, alns):

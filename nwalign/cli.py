@@ -487,6 +487,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     if stats.get("gpu_seconds"):
         log.info("allpairs: GPU kernel time %.2f s: %.1f GCUPS, %.0f pairs/s", stats["gpu_seconds"],
                  stats["cells"] / stats["gpu_seconds"] / 1e9, stats["pairs"] / stats["gpu_seconds"])
+    if stats.get("banded_pairs"):
+        log.info("allpairs: %d pairs aligned in their bands on the GPU in %.2f s (kernel %.2f s)",
+                 stats["banded_pairs"], stats["banded_seconds"], stats["banded_gpu_seconds"])
     if min_identity is not None and not quiet:
         click.echo(f"nwalign: {stats['pairs']} pairs; {stats['filtered']} skipped by the score bound, "
                    f"{stats['below']} aligned and below identity {min_identity:g}, "

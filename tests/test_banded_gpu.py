@@ -105,3 +105,27 @@ def test_allpairs_min_identity_gpu_equals_cpu(tmp_path, monkeypatch):
                      "--columns", "qseqid,sseqid,score,pident,length,nident,mismatch,gaps"]) == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_banded_scores_alone_equal_cpu(alphabet):
+    """BandedAligner.scores (the kernel without direction words) against the CPU's banded fill, bands from
+    0 to the whole matrix, lengths around the 256-row bands."""
+    from nwalign.bands import band_limits
+    from nwalign.cpu.banded import banded_score
+    from nwalign.cuda.banded import BandedAligner
+
+    rng = np.random.default_rng(5)
+    s = make_scoring(alphabet, "global")
+    letters = DNA if alphabet == "dna" else PROTEIN
+    pairs, w = [], []
+    for length in (1, 3, 40, 255, 256, 257, 600, 1500):
+        for rate in (0.0, 0.05, 0.3):
+            a = random_seq(rng, letters, length)
+            b = mutate(rng, a, letters, rate=rate)
+            pairs.append((s.encode_str(a), s.encode_str(b)))
+            w.append(int(rng.choice([0, 1, 5, 32, 100, 5000])))
+    got = BandedAligner(s).scores(pairs, w)
+    want = [banded_score(q, t, s.matrix, s.gap_open, s.gap_extend, *band_limits(len(q), len(t), wk))
+            for (q, t), wk in zip(pairs, w)]
+    assert got.tolist() == want

@@ -73,6 +73,38 @@ def fill_banded(q, t, S, go, ge, lo, hi, dirs):
     return H[n]
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def banded_score(q, t, S, go, ge, lo, hi):
+    """:func:`fill_banded`'s H(m, n) without direction bytes: the optimal global score inside the band
+    (int64; int64 arithmetic, any size)."""
+    m, n = q.shape[0], t.shape[0]
+    H = np.full(n + 1, NEG, dtype=np.int64)
+    F = np.full(n + 1, NEG, dtype=np.int64)
+    H[0] = 0
+    for j in range(1, min(n, hi) + 1):
+        H[j] = -(go + (j - 1) * ge)
+    tt = t.astype(np.intp)
+    for i in range(1, m + 1):
+        row = S[q[i - 1]]
+        jlo = max(1, i + lo)
+        jhi = min(n, i + hi)
+        diag = H[jlo - 1]
+        if i + lo <= 0:
+            h_left = np.int64(-(go + (i - 1) * ge))
+            H[0] = h_left
+        else:
+            h_left = np.int64(NEG)
+        e = np.int64(NEG)
+        for j in range(jlo, jhi + 1):
+            h_up = H[j]
+            h, e, f, _, _ = gotoh_cell(diag, h_up, F[j], h_left, e, row[tt[j - 1]], go, ge)
+            diag = h_up
+            H[j] = h
+            F[j] = f
+            h_left = h
+    return H[n]
+
+
 @njit(cache=True, nogil=True)
 def trace_banded(dirs, lo, m, n, ops):
     """Walk back from (m, n) through banded direction bytes; returns (i, j, nops) where it reached row or
@@ -234,3 +266,38 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
         if w >= w_max:
             return None
         w = min(max(1, 2 * w), w_max)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def global_path_score(q, t, ops, S, go, ge):
+    """(score, ok) of a global alignment's columns ``ops`` (uint8, alignment order: 0 a residue pair, 1 a
+    query residue against a gap, 2 the reverse): ``ok`` false when they do not consume exactly ``q`` and
+    ``t``. Gap runs cost ``go`` for their first column and ``ge`` for each further one. The GPU's banded
+    paths are checked with it (:func:`nwalign.cuda.banded.path_score`)."""
+    i = 0
+    j = 0
+    score = np.int64(0)
+    prev = np.uint8(255)
+    m, n = q.shape[0], t.shape[0]
+    for k in range(ops.shape[0]):
+        op = ops[k]
+        if op == 0:
+            if i >= m or j >= n:
+                return score, False
+            score += S[q[i], t[j]]
+            i += 1
+            j += 1
+        elif op == 1 or op == 2:
+            if op == 1:
+                if i >= m:
+                    return score, False
+                i += 1
+            else:
+                if j >= n:
+                    return score, False
+                j += 1
+            score -= ge if op == prev else go
+        else:
+            return score, False
+        prev = op
+    return score, i == m and j == n

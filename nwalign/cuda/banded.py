@@ -12,12 +12,15 @@ tie rules, hence the CPU engine's alignments.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..errors import NwalignError
 from . import modules, require
 
-ENABLED = False  # allpairs uses it only when True: off until tests/test_banded_gpu.py has passed on a GPU
+ENABLED = True  # allpairs aligns its survivors here (False: on the CPU engine; the benchmarks compare both)
 BAND = 256   # query rows per band of the kernel (32 lanes x 8 rows)
 OUT = 6      # BANDED_OUT: ints per pair of results
 THREADS = 128
@@ -34,6 +37,11 @@ def stored_columns(m: int, n: int, lo: int, hi: int) -> int:
     return min(n, BAND + hi - lo)
 
 
+def row_bytes(m: int, n: int) -> int:
+    """Device bytes of one pair scored without traceback: codes and row buffer."""
+    return 2 * (n + 1) * 4 + m + n
+
+
 def pair_bytes(m: int, n: int, lo: int, hi: int) -> int:
     """Device bytes of one pair's direction words, row buffer and columns."""
     return -(-m // BAND) * 32 * stored_columns(m, n, lo, hi) * 4 + 2 * (n + 1) * 4 + m + n
@@ -41,20 +49,13 @@ def pair_bytes(m: int, n: int, lo: int, hi: int) -> int:
 
 def path_score(q: np.ndarray, t: np.ndarray, ops: np.ndarray, matrix: np.ndarray, go: int, ge: int) -> int | None:
     """The score of a global alignment's columns (``ops`` in alignment order), or None when they do not
-    consume exactly both sequences. Vectorised: substitution scores of the residue pairs, minus
-    ``go`` per gap run and ``ge`` per further gap column."""
-    from ..ops import OP_DEL, OP_INS, OP_MATCH
+    consume exactly both sequences: substitution scores of the residue pairs, minus ``go`` per gap run
+    and ``ge`` per further gap column (one compiled pass, ~0.1 ms for a 30 kb genome pair)."""
+    from ..cpu.banded import global_path_score
 
-    ops = np.asarray(ops)
-    if int((ops != OP_DEL).sum()) != len(q) or int((ops != OP_INS).sum()) != len(t):
-        return None
-    pair = ops == OP_MATCH
-    qi = np.cumsum(ops != OP_DEL) - 1
-    ti = np.cumsum(ops != OP_INS) - 1
-    gaps = ~pair
-    opens = gaps & np.concatenate(([True], ops[1:] != ops[:-1]))
-    n_gaps, n_opens = int(gaps.sum()), int(opens.sum())
-    return int(matrix[q[qi[pair]], t[ti[pair]]].sum()) - go * n_opens - ge * (n_gaps - n_opens)
+    score, ok = global_path_score(np.ascontiguousarray(q), np.ascontiguousarray(t), np.ascontiguousarray(ops),
+                                  np.ascontiguousarray(matrix, dtype=np.int64), int(go), int(ge))
+    return int(score) if ok else None
 
 
 class BandedAligner:
@@ -63,13 +64,15 @@ class BandedAligner:
     Arguments:
         scoring: a :class:`nwalign.scoring.Scoring` in global mode, at most 32 letters.
         device: CUDA device index.
-        max_memory: device bytes per launch (default 2 GiB; capped by half the free memory).
+        threads: CPU threads checking the returned paths (0: every core).
+        max_memory: device bytes per launch (default 16 GiB, so that a launch keeps every SM busy with
+            genome pairs; capped by half the free memory).
 
     Raises:
         NwalignError: no usable GPU, a mode other than global, or a matrix of more than 32 letters.
     """
 
-    def __init__(self, scoring, device: int = 0, max_memory: int = 2 << 30):
+    def __init__(self, scoring, device: int = 0, max_memory: int = 16 << 30, threads: int = 0):
         cp = require(device)
         self.cp, self.scoring = cp, scoring
         if scoring.mode != "global":
@@ -85,7 +88,9 @@ class BandedAligner:
         self.func = modules.function("banded_align", "banded_align_global")
         self.blocks = modules.resident_blocks(self.func, THREADS)
         self.stream = cp.cuda.Stream(non_blocking=True)
+        self.threads = threads or os.cpu_count() or 1
         self.cells = 0  # band cells swept (the kernel's work), summed over calls
+        self.launches, self.kernel_seconds = 0, 0.0  # summed over calls (kernel time by CUDA events)
 
     def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
               w_start: int = 32) -> list:
@@ -163,7 +168,41 @@ class BandedAligner:
             got.update(self._launch(pairs, launch, w))
         return [got[k] for k in ks]
 
-    def _launch(self, pairs, ks: list[int], w: list[int]) -> dict:
+    def scores(self, pairs: list[tuple[np.ndarray, np.ndarray]], w: list[int]) -> np.ndarray:
+        """The optimal global score of each pair inside its band of half-width ``w[k]`` (int64 (len(pairs),);
+        the band always holds diagonals 0 .. n - m, so every pair has one): the same fill without its
+        direction words or traceback. Pairs whose scores could leave int32 are scored by the CPU engine's
+        banded fill.
+        """
+        from ..cpu.banded import banded_score
+
+        s = self.scoring
+        out = np.zeros(len(pairs), dtype=np.int64)
+        gpu = []
+        for k, (q, t) in enumerate(pairs):
+            if (len(q) + len(t) + 1) * self._max_abs >= (1 << 29):
+                out[k] = banded_score(q, t, s.matrix, s.gap_open, s.gap_extend, *band_limits(len(q), len(t), w[k]))
+            else:
+                gpu.append(k)
+        gpu.sort(key=lambda k: -len(pairs[k][0]))
+        launches, size, cur = [], 0, []
+        for k in gpu:
+            need = row_bytes(len(pairs[k][0]), len(pairs[k][1]))
+            if cur and size + need > self.budget:
+                launches.append(cur)
+                cur, size = [], 0
+            cur.append(k)
+            size += need
+        if cur:
+            launches.append(cur)
+        for launch in launches:
+            got = self._launch(pairs, launch, w, score_only=True)
+            out[launch] = got
+        return out
+
+    def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
+        """One launch over the pairs ``ks``: {k: path} (checked by :func:`path_score`), or with
+        ``score_only`` the int64 array of their banded scores in order of ``ks``."""
         from ..ops import OP_DEL, OP_INS
 
         cp = self.cp
@@ -179,34 +218,46 @@ class BandedAligner:
         for field, size in sizes.items():
             jobs[field][1:] = np.cumsum(size)[:-1]
         d_off, r_off, o_off = (int(sizes[f].sum()) for f in ("dirs", "row", "ops"))
-        self.cells += int((-(-m // BAND) * BAND * W).sum())
+        self.cells += int((-(-m // BAND) * BAND * np.minimum(n, BAND + hi - lo)).sum())
+        self.launches += 1
         with self.stream:
             d_q = cp.asarray(np.concatenate([pairs[k][0] for k in ks]).astype(np.uint8, copy=False))
             d_t = cp.asarray(np.concatenate([pairs[k][1] for k in ks]).astype(np.uint8, copy=False))
             d_jobs = cp.asarray(jobs.view(np.uint8))
-            dirs = cp.empty(max(1, d_off), dtype=cp.uint32)
+            dirs = None if score_only else cp.empty(max(1, d_off), dtype=cp.uint32)
             rows = cp.empty(max(1, r_off), dtype=cp.int32)
-            ops = cp.empty(max(1, o_off), dtype=cp.uint8)
+            ops = None if score_only else cp.empty(max(1, o_off), dtype=cp.uint8)
             out = cp.empty(OUT * len(ks), dtype=cp.int32)
+            ptr = (lambda a: 0 if a is None else a.data.ptr)
             args = np.array([(d_jobs.data.ptr, len(ks), d_q.data.ptr, d_t.data.ptr, self.matrix.data.ptr, self.A,
-                              self.scoring.gap_open, self.scoring.gap_extend, rows.data.ptr, dirs.data.ptr,
-                              ops.data.ptr, out.data.ptr)], dtype=_ARGS)[0]
+                              self.scoring.gap_open, self.scoring.gap_extend, rows.data.ptr, ptr(dirs), ptr(ops),
+                              out.data.ptr)], dtype=_ARGS)[0]
             blocks = min(-(-len(ks) * 32 // THREADS), self.blocks)
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
             self.func((blocks,), (THREADS,), (args,))
-            h_out = out.get().reshape(-1, OUT).tolist()  # waits for the launch
+            stop.record()
+            h_out = out.get().reshape(-1, OUT)  # waits for the launch
+            self.kernel_seconds += cp.cuda.get_elapsed_time(start, stop) / 1e3
+            if score_only:
+                return h_out[:, 0].astype(np.int64)
+            h_out = h_out.tolist()
             h_ops = ops.get()
         starts = jobs["ops"].tolist()
-        got = {}
-        for x, k in enumerate(ks):
+
+        def path(x):  # the columns in order, from the origin, checked against the kernel's score
             score, end_i, end_j, i, j, nops = h_out[x]
-            path = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
+            cols = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
             if i or j:  # global: on along row 0 / column 0 to the origin
-                path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
-                i = j = 0
-            path = path.copy() if path.base is not None else path
-            q, t = pairs[k]
-            if path_score(q, t, path, self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != score:
+                cols = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), cols))
+            cols = np.ascontiguousarray(cols)
+            q, t = pairs[ks[x]]
+            if path_score(q, t, cols, self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != score:
                 raise NwalignError(f"internal error: a banded GPU alignment ({len(q)} x {len(t)}) does not score "
                                    f"{score}; please report this (use --backend cpu meanwhile)")
-            got[k] = (score, i, end_i, j, end_j, path)
-        return got
+            return score, 0, end_i, 0, end_j, cols
+
+        if self.threads > 1 and len(ks) > 1:  # the checks are compiled and release the GIL
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                return dict(zip(ks, pool.map(path, range(len(ks)))))
+        return {k: path(x) for x, k in enumerate(ks)}

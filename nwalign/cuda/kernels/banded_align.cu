@@ -9,7 +9,8 @@
 // stored per band over those columns only ([band][lane][column - jmin] words of 8 nibbles, W columns per
 // lane row), so a 30 kb genome pair in a band of half-width 32 keeps ~5 MB instead of ~450 MB. Same
 // recurrence and tie rules as the CPU engine (nw_cell), so every in-band cell that an alignment can reach
-// has the CPU's direction byte, and the traceback returns the CPU banded engine's path.
+// has the CPU's direction byte, and the traceback returns the CPU banded engine's path. With no direction
+// words (BandArgs.dirs null) it gives the banded optimum alone: allpairs' banded score pass.
 #include "common.cuh"
 
 #define BAND_ROWS 8              // rows per lane per band (one word of 8 nibbles)
@@ -107,7 +108,7 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
     const u8 *q = a.q + J.q, *t = a.t + J.t;
     const int m = J.m, n = J.n, lo = J.lo, hi = J.hi, W = J.W;
     int *rowH = a.rows + J.row, *rowF = rowH + (n + 1);
-    unsigned *dirs = a.dirs + J.dirs;
+    unsigned *dirs = a.dirs ? a.dirs + J.dirs : nullptr;  // a.dirs null: the banded score alone
     int corner = NW_NEG;
     const int nbands = (m + BAND_H - 1) / BAND_H;
     int jprev = 0;  // the previous band's last column
@@ -131,7 +132,7 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
         int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
         int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it, fetched 32 steps early
         int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
-        unsigned *dword = dirs + ((size_t)b * 32 + lane) * W;
+        unsigned *dword = dirs ? dirs + ((size_t)b * 32 + lane) * W : nullptr;
         for (int s = 0; s < width + 31; ++s) {
             if ((s & 31) == 0) {
                 if (s == 0) band_fetch(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
@@ -164,7 +165,7 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
                     hu = h;
                     fu = f;
                 }
-                dword[j - c0 - 1] = word;
+                if (dirs) dword[j - c0 - 1] = word;  // none when only the score is asked
                 up_h = hu;
                 up_f = fu;
                 diag = h_in;
@@ -193,6 +194,10 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
                 if (row0 + r + 1 == m) hm = H[r];
             corner = __shfl_sync(0xffffffffu, hm, ((m - 1) % BAND_H) / R);
         }
+    }
+    if (!dirs) {  // score only: no traceback
+        if (lane == 0) out[0] = corner;
+        return;
     }
     __syncwarp();  // the direction words of every lane are written before any lane reads them
     int i = m, j = n, nops = 0;

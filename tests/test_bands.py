@@ -1,0 +1,123 @@
+"""nwalign.bands: the bound on alignments that leave a band (against every alignment of tiny pairs), the
+banded score-only fill, and the proof it gives on larger pairs (a proved banded score is the optimum)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from nwalign.bands import OutsideBound, band_limits, covers, widest_band
+from nwalign.cpu.banded import banded_score, global_path_score
+from nwalign.cpu.pair import score_codes
+from nwalign.scoring import make_scoring
+
+
+def _alignments(m, n):
+    """Every global alignment of an m x n pair as a column list (0 pair, 1 query residue, 2 target residue)."""
+    if m == 0 and n == 0:
+        yield []
+        return
+    if m and n:
+        for rest in _alignments(m - 1, n - 1):
+            yield [0] + rest
+    if m:
+        for rest in _alignments(m - 1, n):
+            yield [1] + rest
+    if n:
+        for rest in _alignments(m, n - 1):
+            yield [2] + rest
+
+
+def _offsets(ops):
+    i = j = 0
+    out = [0]
+    for op in ops:
+        i += op != 2
+        j += op != 1
+        out.append(j - i)
+    return out
+
+
+def _schemes():
+    dna = make_scoring("dna", "global", None, None, None, None, None)
+    prot = make_scoring("protein", "global", "BLOSUM62", None, None, None, None)
+    yield "dna", dna.matrix, [(10, 1), (5, 2), (3, 3)]
+    yield "protein", prot.matrix, [(11, 1), (4, 4), (1, 0)]
+
+
+@pytest.mark.parametrize("name,matrix,gaps", list(_schemes()), ids=lambda x: x if isinstance(x, str) else "")
+def test_no_alignment_leaving_a_band_scores_above_the_bound(name, matrix, gaps):
+    rng = np.random.default_rng(7)
+    S = np.ascontiguousarray(matrix, dtype=np.int64)
+    A = S.shape[0]
+    checked = 0
+    for go, ge in gaps:
+        scoring = SimpleNamespace(matrix=S, gap_open=go, gap_extend=ge)
+        for _ in range(40):
+            m, n = (int(x) for x in rng.integers(1, 6, 2))
+            q = rng.integers(0, A, m).astype(np.uint8)
+            t = rng.integers(0, A, n).astype(np.uint8)
+            counts = np.stack([np.bincount(q, minlength=A), np.bincount(t, minlength=A)])
+            bound = OutsideBound(scoring, counts[:1], counts[1:])
+            alns = [np.array(a, dtype=np.uint8) for a in _alignments(m, n)]
+            scores = [int(global_path_score(q, t, a, S, go, ge)[0]) for a in alns]
+            for w in range(0, 4):
+                lo, hi = band_limits(m, n, w)
+                out = [s for s, a in zip(scores, alns) if any(d < lo or d > hi for d in _offsets(a))]
+                inside = [s for s, a in zip(scores, alns) if all(lo <= d <= hi for d in _offsets(a))]
+                ub = int(bound(np.array([0]), np.array([0]), np.array([m]), np.array([n]), np.array([w]))[0])
+                assert covers(m, n, w) == (not out)
+                if out:
+                    assert max(out) <= ub, (name, go, ge, m, n, w)
+                    checked += 1
+                assert banded_score(q, t, S, go, ge, lo, hi) == max(inside)
+    assert checked > 100
+
+
+def _mutant(rng, q, A, rate):
+    out = []
+    for c in q.tolist():
+        r = rng.random()
+        if r < rate / 3:
+            continue  # deletion
+        if r < 2 * rate / 3:
+            out += [c, int(rng.integers(0, A))]  # insertion after it
+        elif r < rate:
+            out.append(int(rng.integers(0, A)))  # substitution
+        else:
+            out.append(c)
+    return np.array(out or [0], dtype=np.uint8)
+
+
+def test_a_banded_score_at_the_bound_is_the_optimum():
+    """Near-identical pairs: where the banded score reaches the bound it equals the full optimum, and the
+    bound proves most pairs within a few doublings (the point of it)."""
+    rng = np.random.default_rng(11)
+    s = make_scoring("dna", "global", None, None, None, None, None)
+    S = np.ascontiguousarray(s.matrix, dtype=np.int64)
+    proved = total = 0
+    for _ in range(60):
+        q = rng.integers(0, 4, int(rng.integers(50, 400))).astype(np.uint8)
+        q[rng.random(q.size) < 0.02] = 14  # a few ambiguity codes
+        t = _mutant(rng, q, 4, float(rng.choice([0.005, 0.02, 0.1])))
+        m, n = q.size, t.size
+        counts = np.stack([np.bincount(q, minlength=S.shape[0]), np.bincount(t, minlength=S.shape[0])])
+        bound = OutsideBound(s, counts[:1], counts[1:])
+        opt = score_codes(q, t, S, s.gap_open, s.gap_extend, 0)
+        for w in (4, 8, 16, 32, 64):
+            lo, hi = band_limits(m, n, w)
+            B = banded_score(q, t, S, s.gap_open, s.gap_extend, lo, hi)
+            assert B <= opt
+            ub = bound(np.array([0]), np.array([0]), np.array([m]), np.array([n]), np.array([w]))[0]
+            total += 1
+            if B >= ub:
+                assert B == opt
+                proved += 1
+    assert proved > total // 4
+
+
+def test_widest_band():
+    assert widest_band(100, 100, 0.5) == 50
+    assert widest_band(100, 110, 0.5) == 47
+    assert widest_band(100, 400, 0.5) == 0
+    assert covers(5, 9, 5) and not covers(5, 9, 4)
