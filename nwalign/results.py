@@ -135,6 +135,9 @@ class Alignment:
         return out
 
 
+_COMPILED_FROM = 4096  # columns; shorter alignments stay in NumPy (no Numba import for a protein search's hits)
+
+
 def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
     """The alignment with its derived statistics, from its columns, the encoded sequences and the
     :class:`~nwalign.scoring.Scoring` (its matrix, and which codes count as identities: a column of
@@ -145,6 +148,14 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
         return aln
     ops = aln.ops
     n = ops.size
+    if n >= _COMPILED_FROM:  # genome-length alignments: one compiled pass (releases the GIL) instead of ~10
+        from .cpu.columns import alignment_columns
+
+        cols, positive, nident, npositive, gaps, opens = alignment_columns(
+            np.ascontiguousarray(ops), q_codes, t_codes, aln.query_start, aln.target_start,
+            np.ascontiguousarray(matrix), np.ascontiguousarray(scoring.identical))
+        return replace(aln, columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
+                       gaps=int(gaps), gap_opens=int(opens))
     qi = aln.query_start + np.cumsum(ops != OP_DEL) - 1
     ti = aln.target_start + np.cumsum(ops != OP_INS) - 1
     pair = ops == OP_MATCH

@@ -121,3 +121,30 @@ def test_widest_band():
     assert widest_band(100, 110, 0.5) == 47
     assert widest_band(100, 400, 0.5) == 0
     assert covers(5, 9, 5) and not covers(5, 9, 4)
+
+
+def test_compiled_columns_equal_numpy(monkeypatch):
+    """results.finish: the compiled pass for long alignments gives the NumPy path's columns and counts
+    (DNA with ambiguity codes, where N against N is no identity)."""
+    import nwalign.results as results
+    from nwalign.cpu.pair import align_codes
+    from nwalign.engine import alignment_from_path
+    from nwalign.sequences import Record
+    from nwalign.engine import Encoded
+
+    rng = np.random.default_rng(3)
+    s = make_scoring("dna", "global", None, None, None, None, None)
+    for length in (50, 700, 3000):
+        q = rng.integers(0, 4, length).astype(np.uint8)
+        q[rng.random(length) < 0.05] = 14
+        t = _mutant(rng, q, 15, 0.1)
+        path = align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)
+        enc = [Encoded(Record(f"s{k}", "", "A" * len(c)), c) for k, c in enumerate((q, t))]
+        got = []
+        for threshold in (0, 10**9):
+            monkeypatch.setattr(results, "_COMPILED_FROM", threshold)
+            got.append(alignment_from_path(enc[0], enc[1], s, path))
+        a, b = got
+        assert np.array_equal(a.columns, b.columns) and np.array_equal(a.positive, b.positive)
+        assert (a.length, a.nident, a.npositive, a.gaps, a.gap_opens) == (b.length, b.nident, b.npositive, b.gaps,
+                                                                          b.gap_opens)
