@@ -480,7 +480,7 @@ class AllPairs:
             from .scaleout import Spread
 
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
-                                  shared_dir)
+                                  shared_dir, gpu_tasks=2)  # a block formats its rows while the next is scored
 
     @property
     def cells(self) -> int:

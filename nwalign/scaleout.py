@@ -209,9 +209,11 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
     return chosen
 
 
-def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None):
+def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,
+               gpu_tasks: int = 1):
     """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
-    cluster of one process per GPU in ``devices`` (each sees only its GPU), or the running cluster at
+    cluster of one process per GPU in ``devices`` (each sees only its GPU and runs ``gpu_tasks`` tasks at
+    a time), or the running cluster at
     ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
     Returns (client, cluster or None: what to close).
 
@@ -240,7 +242,7 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
             raise
         return client, None
     if devices:
-        cluster = gpu_cluster(devices)
+        cluster = gpu_cluster(devices, gpu_tasks)
         client = Client(cluster)
         client.run(_warm_gpu_worker)  # CuPy, the context and the kernels, while the client reads its input
         return client, cluster
@@ -248,10 +250,11 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
     return Client(cluster), cluster
 
 
-def gpu_cluster(devices: list[int]):
+def gpu_cluster(devices: list[int], tasks: int = 1):
     """A local Dask cluster of one worker process per GPU of ``devices`` (numbers as this process sees
     them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
-    one task at a time; worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
+    ``tasks`` tasks at a time (2 for allpairs: one block formats its rows while the next one's kernels
+    run); worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
     with more machinery (and pinned dependencies) than a scan needs."""
     import logging as logs
 
@@ -262,7 +265,7 @@ def gpu_cluster(devices: list[int]):
     spec = {}
     for d in devices:
         physical = names[d] if names and d < len(names) else str(d)
-        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": physical},
+        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": tasks, "env": {"CUDA_VISIBLE_DEVICES": physical},
                                                       "silence_logs": logs.WARNING}}
     return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
                        name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
@@ -488,6 +491,7 @@ class Spread(Owned):
         workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
         gpus: GPUs for one worker process each (a local cluster), or None.
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
+        gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
 
     Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``.
 
@@ -497,7 +501,7 @@ class Spread(Owned):
     """
 
     def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
-                 client=None, gpus: list[int] | None = None, shared_dir: str | None = None):
+                 client=None, gpus: list[int] | None = None, shared_dir: str | None = None, gpu_tasks: int = 1):
         import tempfile
 
         from .database import database_from_records, write_database
@@ -512,7 +516,7 @@ class Spread(Owned):
             if gpus:  # the workers start while the sets are written
                 from .background import in_background
 
-                started = in_background(lambda: client_for(devices=gpus))
+                started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks))
             self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
             paths = []
             for k, encoded in enumerate(sets):
