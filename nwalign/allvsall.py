@@ -196,10 +196,12 @@ class PairCells:
         return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
 
 
-def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int) -> list[tuple[int, int]]:
+def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1
+           ) -> list[tuple[int, int]]:
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
-    over workers. A span may start or end inside a row (one long row is cut too)."""
+    over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
+    at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave)."""
     along = PairCells(lengths_a, lengths_b)
     total_pairs = int(along.starts[-1])
     if total_pairs == 0:
@@ -211,7 +213,8 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int) -> l
         first = i + 1 if along.within else 0
         inside = along.la[i] * (along.prefix_b[first + 1:] - along.prefix_b[first])  # row i's cells so far
         j = int(np.searchsorted(inside, want - along.rows[i], side="left"))
-        cuts.append(min(int(along.starts[i]) + j, total_pairs))
+        cut = min(int(along.starts[i]) + j, total_pairs)
+        cuts.append(min(round(cut / quantum) * quantum, total_pairs))
     cuts.append(total_pairs)
     cuts = sorted(set(cuts))
     return [(a, b) for a, b in zip(cuts, cuts[1:])]
@@ -564,8 +567,18 @@ class AllPairs:
         stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
         lengths = np.array([len(e.codes) for e in self.a])
         others = None if self.b is None else np.array([len(e.codes) for e in self.b])
-        spans = blocks(lengths, others, max(self.PER_WORKER * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)))
         threads = max(1, self.threads // spread.workers) if self.backend == "cuda" else 1
+        quantum = 1
+        scored = not needs_traceback(self.columns, self.min_identity, self.distances) or \
+            (self.min_identity is not None and self.scoring.mode == "global" and not self.distances)
+        if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
+            from .scaleout import gpu_wave
+
+            quantum = spread.client.submit(gpu_wave, PairsTask(
+                spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend, self.kernel,
+                self.slice_k, self.block, threads, (0, self.pairs)), pure=False).result()
+        spans = blocks(lengths, others, max(self.PER_WORKER * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
+                       quantum)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)

@@ -425,6 +425,18 @@ def pair_block(task: PairsTask):
     return format_results(results, task.columns, task.distances, task.span[0]), stats
 
 
+def gpu_wave(task: PairsTask) -> int:
+    """On a GPU worker: how many pairs the all-pairs score kernel for the whole job runs at once
+    (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
+    from .cuda.allpairs import AllPairsScorer
+
+    a, b = _pair_sets(task.sets, task.scoring)
+    codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
+    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, 0)
+    total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
+    return scorer.wave(scorer.kernel_for(total))
+
+
 @dataclass(frozen=True)
 class AlignTask:
     """A chunk of the pair command's plan: (query, target) indices into the two .nwdb files."""

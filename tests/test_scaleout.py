@@ -315,6 +315,11 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
         ij = np.concatenate(list(pair_batches(300, None, 1 << 16, span)))
         cells.append(int((la[ij[:, 0]] * la[ij[:, 1]]).sum()))
     assert len(cells) == 8 and max(cells) - min(cells) <= 2 * 3000 * 3000
+    for quantum in (7, 100, 10**6):  # a GPU worker's wave: every cut at a multiple of it
+        spans = blocks(la, None, 8, quantum)
+        assert spans[0][0] == 0 and spans[-1][1] == 300 * 299 // 2
+        assert all(a < b for a, b in spans) and all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+        assert all(a % quantum == 0 for a, _ in spans)
 
 
 @pytest.mark.parametrize("case", ["scores", "identity", "npy", "phy", "against", "local"])

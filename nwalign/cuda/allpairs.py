@@ -150,6 +150,16 @@ class AllPairsScorer:
         T = self.tile or DEFAULT_TILE
         return base + 2 * ((L + T - 1) // T) * (2 * T + 1) * 4
 
+    def wave(self, kernel: str) -> int:
+        """Pairs the GPU runs at once: the resident threads of a one-thread-per-pair kernel (lazy-rscan,
+        rscan), else 1. A batch of a whole number of waves leaves no thread of the last wave idle."""
+        if kernel not in ("lazy-rscan", "rscan"):
+            return 1
+        k = 1 if kernel == "rscan" else self.slice_k
+        threads = self.tile or LAZY_THREADS
+        return modules.resident_blocks(_function(f"lazy_rscan<{self.mode}, {k}>"), threads,
+                                       4 * (self.A + 1) * self.A) * threads
+
     def batch_size(self, kernel: str, waves: bool = True) -> int:
         """Pairs per batch: two batches in flight must fit the memory budget. For the one-thread-per-pair
         kernels a batch is a whole number of waves of resident threads when it can be, so that with long
@@ -159,13 +169,9 @@ class AllPairsScorer:
         if size < 1:
             raise NwalignError(f"GPU memory: one pair of {self.max_length} residues needs {per} bytes of "
                                f"scratch; only {self.budget} are available (use --backend cpu)")
-        if waves and kernel in ("lazy-rscan", "rscan"):
-            k = 1 if kernel == "rscan" else self.slice_k
-            threads = self.tile or LAZY_THREADS
-            wave = modules.resident_blocks(_function(f"lazy_rscan<{self.mode}, {k}>"), threads,
-                                           4 * (self.A + 1) * self.A) * threads
-            if size > wave:
-                size = size // wave * wave
+        wave = self.wave(kernel)
+        if waves and size > wave:
+            size = size // wave * wave
         return int(size)
 
     # -- launching --------------------------------------------------------------------------------
