@@ -1,4 +1,4 @@
-"""cProfile of one `nwalign search` run (main thread), with SystemExit caught so that the statistics print:
+"""cProfile of one `nwalign search` run (main thread), through nwalign.cli.main so that the statistics print:
     python3 scripts/profiling/search_profile.py [SORT] -- search QUERIES DB [options]"""
 import cProfile
 import pstats
@@ -6,14 +6,17 @@ import sys
 
 sort = sys.argv[1] if len(sys.argv) > 2 and sys.argv[2] == "--" else "tottime"
 args = sys.argv[sys.argv.index("--") + 1:]
-sys.argv = ["nwalign"] + args
-from nwalign.launch import main  # noqa: E402
+from nwalign.launch import wants_gpu_search  # noqa: E402
 
 prof = cProfile.Profile()
 prof.enable()
-try:
-    main()
-except SystemExit:
-    pass
+device = wants_gpu_search(args)
+if device is not None:  # as the command's entry point does
+    from nwalign.cuda import warm_up_search
+
+    warm_up_search(device)
+from nwalign.cli import main  # noqa: E402  (returns the exit code; the entry point would os._exit)
+
+main(args)
 prof.disable()
 pstats.Stats(prof, stream=sys.stderr).sort_stats(sort).print_stats(35)
