@@ -262,6 +262,14 @@ class Search:
             self.database = db = database if isinstance(database, Database) else \
                 load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
             log.debug("search: database loaded")
+            order = None
+            if backend != "cpu" and kernel == "scan" and db.codes is not None and not self._spread:
+                # The scan's length order, sorted while CuPy is imported (NumPy's sort releases the GIL).
+                from .background import in_background
+                from .cuda.search import length_order
+
+                offsets = db.offsets
+                order = in_background(lambda: length_order(offsets))
             if not self._spread and kernel == "scan":  # here: counting GPUs waits for CuPy's import
                 from .scaleout import resolve_devices
 
@@ -281,7 +289,7 @@ class Search:
                 from .background import in_background
 
                 codes, offsets = db.codes, db.offsets
-                upload = in_background(lambda: _device_database(codes, offsets, device))
+                upload = in_background(lambda: _device_database(codes, offsets, device, order))
             if scoring is None:
                 kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
                                        alphabet)
@@ -372,10 +380,11 @@ def _close_cluster(started) -> None:
     cluster.close()
 
 
-def _device_database(codes, offsets, device):
+def _device_database(codes, offsets, device, order=None):
+    """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
     from .cuda.search import DeviceDatabase
 
-    return DeviceDatabase(codes, offsets, device)
+    return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
 
 
 class _ScaleOut(Owned):

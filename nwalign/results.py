@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import sys
+
 import numpy as np
 
 from .ops import OP_DEL, OP_INS, OP_MATCH
@@ -135,7 +137,7 @@ class Alignment:
         return out
 
 
-_COMPILED_FROM = 4096  # columns; shorter alignments stay in NumPy (no Numba import for a protein search's hits)
+_COMPILED_FROM = 4096  # columns from which finish() uses nwalign.cpu.columns when Numba is loaded
 
 
 def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
@@ -148,7 +150,9 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
         return aln
     ops = aln.ops
     n = ops.size
-    if n >= _COMPILED_FROM:  # genome-length alignments: one compiled pass (releases the GIL) instead of ~10
+    if n >= _COMPILED_FROM and "numba" in sys.modules:
+        # Genome-length alignments, where Numba is loaded already (never imported for this alone: a GPU
+        # search would pay its import): one compiled pass that releases the GIL instead of ~10 NumPy ones.
         from .cpu.columns import alignment_columns
 
         cols, positive, nident, npositive, gaps, opens = alignment_columns(

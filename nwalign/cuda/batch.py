@@ -7,6 +7,7 @@ CPU engine's (same recurrence and tie rules; tested under the ``gpu`` marker).
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -15,6 +16,7 @@ from ..errors import NwalignError
 from ..ops import GLOBAL, OP_DEL, OP_INS
 from . import modules, require
 
+log = logging.getLogger("nwalign")
 BAND = 256  # query rows per band of the kernel (32 lanes x 8 rows)
 OUT = 6     # BATCH_OUT: ints per pair of results
 from .structs import BATCH_ARGS as _ARGS, BATCH_JOB as _JOB  # noqa: E402
@@ -130,6 +132,7 @@ class BatchResult:
         alignment order: 0 residue pair, 1 query residue against a gap, 2 target residue against a gap)."""
         mode = self.aligner.scoring.mode_code
         got: list = [None] * len(self.pairs)
+        t0 = time.perf_counter()
         for ks, jobs, _, ops, out, done in self.launches:
             while not done.done:  # poll and sleep: other threads keep the GIL meanwhile
                 time.sleep(2e-4)
@@ -143,6 +146,8 @@ class BatchResult:
                     path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
                     i = j = 0
                 got[k] = (score, i, end_i, j, end_j, path.copy() if path.base is not None else path)
+        log.debug("batch: %d pairs aligned on the GPU (%.1f ms waited)", len(self.pairs),
+                  1e3 * (time.perf_counter() - t0))
         for k, value in enumerate(got):
             if value is None:  # too large for the GPU budget: the CPU engine (bounded memory)
                 from ..cpu import align_codes

@@ -465,6 +465,8 @@ class DeviceDatabase:
         codes: residue codes (uint8, all sequences concatenated, in file order).
         offsets: int64 (count + 1,) sequence boundaries in ``codes``.
         device: CUDA device index.
+        order: :func:`length_order` of ``offsets`` when already computed (a search starts it while CuPy
+            is imported).
 
     Attributes: ``order`` (int64 (count,): file index of each position in length order), ``rank`` (int32
     (count,): position of each file index), ``sorted_lengths``, ``residues``, ``count``, and on the GPU
@@ -474,16 +476,10 @@ class DeviceDatabase:
         NwalignError: no usable GPU, an empty database sequence, or a database larger than the GPU's free memory.
     """
 
-    def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0):
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0, order=None):
         offsets = np.asarray(offsets, dtype=np.int64)
-        lengths = np.diff(offsets)
-        if lengths.size == 0 or lengths.min() < 1:
-            raise NwalignError("scan: every database sequence needs at least one residue")
-        self.count, self.device = int(lengths.size), device
-        self.order = np.argsort(-lengths, kind="stable")  # before CuPy is imported, if it is not yet
-        self.rank = np.empty(self.count, dtype=np.int32)
-        self.rank[self.order] = np.arange(self.count, dtype=np.int32)
-        self.sorted_lengths = lengths[self.order]
+        self.order, self.rank, self.sorted_lengths = order if order is not None else length_order(offsets)
+        self.count, self.device = int(self.order.size), device
         self.residues = int(self.sorted_lengths.sum())
         log.debug("scan: database sorted by length")
         cp = require(device)
@@ -497,6 +493,23 @@ class DeviceDatabase:
                                f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
                                "the upload needs about twice its size): split it, or use --backend cpu") from None
         log.debug("scan: database uploaded")
+
+
+def length_order(offsets: np.ndarray):
+    """(order, rank, sorted_lengths) of a database in the scan's order, decreasing length (stable): order
+    int64 (count,) the file index at each position, rank int32 (count,) the position of each file index,
+    sorted_lengths int64 (count,). Host work only (no CuPy).
+
+    Raises:
+        NwalignError: an empty database or an empty sequence.
+    """
+    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+    if lengths.size == 0 or lengths.min() < 1:
+        raise NwalignError("scan: every database sequence needs at least one residue")
+    order = np.argsort(-lengths, kind="stable")
+    rank = np.empty(order.size, dtype=np.int32)
+    rank[order] = np.arange(order.size, dtype=np.int32)
+    return order, rank, lengths[order]
 
 
 _CHUNK = 16 << 20  # bytes per staged copy of the database upload
