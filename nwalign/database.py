@@ -341,15 +341,6 @@ class _Names:
         return self._lists
 
 
-def read_names_in_background(db: Database) -> None:
-    """Start parsing a version-2 .nwdb's names now, in a background thread, when they are still unread (a
-    search calls it as its first scans start: its first hits then need not parse them while the GPU waits).
-    A damaged names section is still reported by the first read of an id."""
-    names = getattr(db.ids, "_names", None)
-    if names is not None and names._lists is None:
-        in_background(names.lists)
-
-
 class _LazyList(Sequence):
     """One of :class:`_Names`' lists, read on first use."""
 

@@ -359,10 +359,6 @@ class Search:
         if self._scaleout is not None:
             yield from self._scaleout.run(self, progress)
             return
-        if self.gpu is not None:
-            from .database import read_names_in_background
-
-            read_names_in_background(self.database)  # parsed while the GPU runs the first scans
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
                                   self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
                                   self._aligner):

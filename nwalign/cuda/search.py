@@ -15,8 +15,7 @@ from . import modules, require
 log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
-SLOTS = 4  # queries in flight on the GPU at once by default (sets of score buffers): the short queries'
-# scans keep the GPU busy while the host takes a query's hits (the first one also parses the names)
+SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
 
 
 class GswSearcher:
