@@ -160,12 +160,16 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     buf = np.frombuffer(data, dtype=np.uint8)
     if buf.size and (buf.max() >= 128 or not buf.all()):
         _fasta_text(data, name)  # raises the binary / non-ASCII error
-    keep = buf > 32                                                           # not whitespace ...
-    first = int(np.argmax(keep)) if keep.size else 0
-    if not keep.size or not keep[first] or buf[first] != ord(">"):
+    # One pass finds every whitespace byte (the newlines are among them: no second pass over the file).
+    space = np.flatnonzero(buf <= 32)
+    gaps = np.flatnonzero(space != np.arange(space.size))  # the first byte that is not whitespace
+    first = int(gaps[0]) if gaps.size else int(space.size)
+    if first >= buf.size or buf[first] != ord(">"):
         _fasta_text(data, name)  # raises the empty / not-FASTA error
-    buf, keep = buf[first:], keep[first:]
-    newlines = np.flatnonzero(buf == 10)
+    buf, space = buf[first:], space[first:] - first
+    newlines = space[buf[space] == 10]
+    keep = np.ones(buf.size, dtype=bool)                                      # not whitespace ...
+    keep[space] = False
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < buf.size]
     starts = line_starts[buf[line_starts] == ord(">")]                        # header lines
@@ -175,7 +179,6 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
         np.arange(int(lengths.sum()))
     keep[in_header] = False                                                   # ... nor in a header line
     # Residues of record k: the bytes between its header's newline and the next header, less whitespace.
-    space = np.flatnonzero(buf <= 32)
     nexts = np.append(starts[1:], buf.size)
     counts = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
     residues = buf[keep]
