@@ -148,3 +148,19 @@ def test_compiled_columns_equal_numpy(monkeypatch):
         assert np.array_equal(a.columns, b.columns) and np.array_equal(a.positive, b.positive)
         assert (a.length, a.nident, a.npositive, a.gaps, a.gap_opens) == (b.length, b.nident, b.npositive, b.gaps,
                                                                           b.gap_opens)
+
+
+def test_banded_launch_groups_within_the_budget():
+    """BandedAligner's launches (host arithmetic, no GPU): longest pairs first, every pair once, no launch
+    over the budget unless one pair alone exceeds it."""
+    from nwalign.cuda.banded import BandedAligner
+
+    rng = np.random.default_rng(2)
+    pairs = [(np.zeros(int(rng.integers(1, 500)), np.uint8), np.zeros(3, np.uint8)) for _ in range(200)]
+    need = {k: int(rng.integers(1, 40)) for k in range(0, 200, 2)}
+    need[10] = 500  # alone over the budget
+    groups = BandedAligner._groups(SimpleNamespace(budget=100), pairs, list(need), need)
+    flat = [k for g in groups for k in g]
+    assert sorted(flat) == sorted(need)
+    assert [len(pairs[k][0]) for k in flat] == sorted((len(pairs[k][0]) for k in need), reverse=True)
+    assert all(sum(need[k] for k in g) <= 100 or len(g) == 1 for g in groups)

@@ -144,29 +144,31 @@ class BandedAligner:
 
         s = self.scoring
         got: dict = {}
-        gpu = []
+        need = {}  # device bytes of the pairs aligned on the GPU
         for k in ks:
             m, n = len(pairs[k][0]), len(pairs[k][1])
             lo, hi = band_limits(m, n, w[k])
             if lo <= -m and hi >= n:  # the band is the whole matrix
                 got[k] = align_codes(pairs[k][0], pairs[k][1], s.matrix, s.gap_open, s.gap_extend, 0)
             else:
-                gpu.append(k)
-        gpu.sort(key=lambda k: -len(pairs[k][0]))  # longest first: the longest pair starts at once
+                need[k] = pair_bytes(m, n, lo, hi)
+        for launch in self._groups(pairs, list(need), need):
+            got.update(self._launch(pairs, launch, w))
+        return [got[k] for k in ks]
+
+    def _groups(self, pairs, ks: list[int], need: dict) -> list[list[int]]:
+        """``ks`` longest first (the longest pair starts at once), cut into launches of at most the memory
+        budget (``need[k]``: a pair's device bytes; a pair alone may exceed it)."""
         launches, size, cur = [], 0, []
-        for k in gpu:
-            m, n = len(pairs[k][0]), len(pairs[k][1])
-            need = pair_bytes(m, n, *band_limits(m, n, w[k]))
-            if cur and size + need > self.budget:
+        for k in sorted(ks, key=lambda k: -len(pairs[k][0])):
+            if cur and size + need[k] > self.budget:
                 launches.append(cur)
                 cur, size = [], 0
             cur.append(k)
-            size += need
+            size += need[k]
         if cur:
             launches.append(cur)
-        for launch in launches:
-            got.update(self._launch(pairs, launch, w))
-        return [got[k] for k in ks]
+        return launches
 
     def scores(self, pairs: list[tuple[np.ndarray, np.ndarray]], w: list[int]) -> np.ndarray:
         """The optimal global score of each pair inside its band of half-width ``w[k]`` (int64 (len(pairs),);
@@ -184,20 +186,9 @@ class BandedAligner:
                 out[k] = banded_score(q, t, s.matrix, s.gap_open, s.gap_extend, *band_limits(len(q), len(t), w[k]))
             else:
                 gpu.append(k)
-        gpu.sort(key=lambda k: -len(pairs[k][0]))
-        launches, size, cur = [], 0, []
-        for k in gpu:
-            need = row_bytes(len(pairs[k][0]), len(pairs[k][1]))
-            if cur and size + need > self.budget:
-                launches.append(cur)
-                cur, size = [], 0
-            cur.append(k)
-            size += need
-        if cur:
-            launches.append(cur)
-        for launch in launches:
-            got = self._launch(pairs, launch, w, score_only=True)
-            out[launch] = got
+        need = {k: row_bytes(len(pairs[k][0]), len(pairs[k][1])) for k in gpu}
+        for launch in self._groups(pairs, gpu, need):
+            out[launch] = self._launch(pairs, launch, w, score_only=True)
         return out
 
     def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
