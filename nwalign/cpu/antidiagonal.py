@@ -97,6 +97,20 @@ def lane_codes(q, t, S):
     return uniform, match, mismatch, Sf, qc, tr
 
 
+@njit(nogil=True, inline="always")
+def diagonal_buffers(m):
+    """The state of an anti-diagonal fill, indexed by row (length m + 1, float32, minus infinity): H of
+    three diagonals, E and F of two, and the substitution scores of one (zeros)."""
+    H0 = np.full(m + 1, _NEG, np.float32)
+    H1 = np.full(m + 1, _NEG, np.float32)
+    H2 = np.full(m + 1, _NEG, np.float32)
+    E1 = np.full(m + 1, _NEG, np.float32)
+    E2 = np.full(m + 1, _NEG, np.float32)
+    F1 = np.full(m + 1, _NEG, np.float32)
+    F2 = np.full(m + 1, _NEG, np.float32)
+    return H0, H1, H2, E1, E2, F1, F2, np.zeros(m + 1, np.float32)
+
+
 @njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
 def score_antidiagonal(q, t, S, go, ge, mode):
     """Optimal score of q (uint8 codes, shape (m,)) against t (shape (n,)) under int32 matrix S.
@@ -107,18 +121,8 @@ def score_antidiagonal(q, t, S, go, ge, mode):
     m = q.shape[0]
     n = t.shape[0]
     uniform, match, mismatch, Sf, qc, tr = lane_codes(q, t, S)
-    H0 = np.full(m + 1, _NEG, np.float32)
-    H1 = np.full(m + 1, _NEG, np.float32)
-    H2 = np.full(m + 1, _NEG, np.float32)
-    E1 = np.full(m + 1, _NEG, np.float32)
-    E2 = np.full(m + 1, _NEG, np.float32)
-    F1 = np.full(m + 1, _NEG, np.float32)
-    F2 = np.full(m + 1, _NEG, np.float32)
-    sub = np.zeros(m + 1, np.float32)
-    gof = np.float32(go)
-    gef = np.float32(ge)
-    matchf = np.float32(match)
-    mismatchf = np.float32(mismatch)
+    H0, H1, H2, E1, E2, F1, F2, sub = diagonal_buffers(m)
+    gof, gef, matchf, mismatchf = np.float32(go), np.float32(ge), np.float32(match), np.float32(mismatch)
     local = mode == 1
     best = _ZERO  # local: the empty alignment; semiglobal: everything as free end gaps
     H1[0] = _ZERO

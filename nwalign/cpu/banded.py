@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .antidiagonal import fits_float32, lane_codes
+from .antidiagonal import diagonal_buffers, fits_float32, lane_codes
 from .dp import NEG, _trace_step, gotoh_cell
 from .pair import align_codes, finish_path
 
@@ -40,8 +40,8 @@ _NEG32 = np.float32(NEG)
 def fill_banded(q, t, S, go, ge, lo, hi, dirs):
     """Global H(m, n) over the cells with lo <= j - i <= hi (lo <= min(0, n-m), hi >= max(0, n-m)).
 
-    dirs: uint8 (m, hi - lo + 1); cell (i, j) writes dirs[i - 1, j - i - lo]. Cells outside the band
-    are minus infinity.
+    dirs: uint8 (m, hi - lo + 1); cell (i, j) writes dirs[i - 1, j - i - lo]; or (1, hi - lo + 1), which
+    every row overwrites (the score alone: :func:`banded_score`). Cells outside the band are minus infinity.
     """
     m, n = q.shape[0], t.shape[0]
     H = np.full(n + 1, NEG, dtype=np.int64)
@@ -61,7 +61,7 @@ def fill_banded(q, t, S, go, ge, lo, hi, dirs):
         else:
             h_left = np.int64(NEG)
         e = np.int64(NEG)
-        drow = dirs[i - 1]
+        drow = dirs[i - 1 if dirs.shape[0] > 1 else 0]
         for j in range(jlo, jhi + 1):
             h_up = H[j]
             h, e, f, src, flags = gotoh_cell(diag, h_up, F[j], h_left, e, row[tt[j - 1]], go, ge)
@@ -73,36 +73,10 @@ def fill_banded(q, t, S, go, ge, lo, hi, dirs):
     return H[n]
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def banded_score(q, t, S, go, ge, lo, hi):
-    """:func:`fill_banded`'s H(m, n) without direction bytes: the optimal global score inside the band
-    (int64; int64 arithmetic, any size)."""
-    m, n = q.shape[0], t.shape[0]
-    H = np.full(n + 1, NEG, dtype=np.int64)
-    F = np.full(n + 1, NEG, dtype=np.int64)
-    H[0] = 0
-    for j in range(1, min(n, hi) + 1):
-        H[j] = -(go + (j - 1) * ge)
-    tt = t.astype(np.intp)
-    for i in range(1, m + 1):
-        row = S[q[i - 1]]
-        jlo = max(1, i + lo)
-        jhi = min(n, i + hi)
-        diag = H[jlo - 1]
-        if i + lo <= 0:
-            h_left = np.int64(-(go + (i - 1) * ge))
-            H[0] = h_left
-        else:
-            h_left = np.int64(NEG)
-        e = np.int64(NEG)
-        for j in range(jlo, jhi + 1):
-            h_up = H[j]
-            h, e, f, _, _ = gotoh_cell(diag, h_up, F[j], h_left, e, row[tt[j - 1]], go, ge)
-            diag = h_up
-            H[j] = h
-            F[j] = f
-            h_left = h
-    return H[n]
+def banded_score(q, t, S, go, ge, lo, hi) -> int:
+    """:func:`fill_banded`'s H(m, n) without keeping its direction bytes: the optimal global score inside
+    the band (int64 arithmetic, any size)."""
+    return int(fill_banded(q, t, S, go, ge, lo, hi, np.empty((1, hi - lo + 1), dtype=np.uint8)))
 
 
 @njit(cache=True, nogil=True)
@@ -169,18 +143,8 @@ def fill_banded_antidiagonal(q, t, S, go, ge, lo, hi):
             total += b - a + 1
     offs[m + n + 1] = total
     dirs = np.empty(max(total, 1), np.uint8)
-    H0 = np.full(m + 1, _NEG32, np.float32)
-    H1 = np.full(m + 1, _NEG32, np.float32)
-    H2 = np.full(m + 1, _NEG32, np.float32)
-    E1 = np.full(m + 1, _NEG32, np.float32)
-    E2 = np.full(m + 1, _NEG32, np.float32)
-    F1 = np.full(m + 1, _NEG32, np.float32)
-    F2 = np.full(m + 1, _NEG32, np.float32)
-    sub = np.zeros(m + 1, np.float32)
-    gof = np.float32(go)
-    gef = np.float32(ge)
-    matchf = np.float32(match)
-    mismatchf = np.float32(mismatch)
+    H0, H1, H2, E1, E2, F1, F2, sub = diagonal_buffers(m)
+    gof, gef, matchf, mismatchf = np.float32(go), np.float32(ge), np.float32(match), np.float32(mismatch)
     H1[0] = np.float32(0)  # diagonal 0: the origin
     for d in range(1, m + n + 1):
         if d >= 2:
