@@ -164,3 +164,18 @@ def test_banded_launch_groups_within_the_budget():
     assert sorted(flat) == sorted(need)
     assert [len(pairs[k][0]) for k in flat] == sorted((len(pairs[k][0]) for k in need), reverse=True)
     assert all(sum(need[k] for k in g) <= 100 or len(g) == 1 for g in groups)
+
+
+def test_kernel_path_from_traceback_results():
+    """cuda.batch.kernel_path (host arithmetic, no GPU): columns reversed, a global path carried on to the
+    origin along row 0 / column 0, and never a view of the kernel's buffer (the next launch reuses it)."""
+    from nwalign.cuda.batch import kernel_path
+
+    h_ops = np.array([9, 0, 1, 2, 0, 9], dtype=np.uint8)  # walked backwards from (end_i, end_j)
+    got = kernel_path([5, 4, 3, 1, 0, 4], h_ops, 1, True)
+    assert got[:5] == (5, 0, 4, 0, 3) and got[5].tolist() == [1, 0, 2, 1, 0]
+    got = kernel_path([5, 4, 3, 1, 0, 4], h_ops, 1, False)  # local: starts where the kernel stopped
+    assert got[:5] == (5, 1, 4, 0, 3) and got[5].tolist() == [0, 2, 1, 0]
+    one = kernel_path([5, 1, 1, 0, 0, 1], h_ops, 1, True)[5]
+    h_ops[1] = 7
+    assert one.tolist() == [0] and not np.shares_memory(one, h_ops)

@@ -73,17 +73,13 @@ class BandedAligner:
     """
 
     def __init__(self, scoring, device: int = 0, max_memory: int = 16 << 30, threads: int = 0):
+        from .batch import device_matrix
+
         cp = require(device)
         self.cp, self.scoring = cp, scoring
         if scoring.mode != "global":
             raise NwalignError(f"banded GPU alignment: mode {scoring.mode}; the band is for global alignments")
-        A = int(scoring.matrix.shape[0])
-        if A > 32:
-            raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
-        self.A = A
-        self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
-        free, _ = cp.cuda.runtime.memGetInfo()
-        self.budget = int(min(max_memory, free // 2))
+        self.A, self.matrix, self.budget = device_matrix(cp, scoring, max_memory)
         self._max_abs = scoring.max_abs_score()
         self.func = modules.function("banded_align", "banded_align_global")
         self.blocks = modules.resident_blocks(self.func, THREADS)
@@ -194,7 +190,7 @@ class BandedAligner:
     def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
         """One launch over the pairs ``ks``: {k: path} (checked by :func:`path_score`), or with
         ``score_only`` the int64 array of their banded scores in order of ``ks``."""
-        from ..ops import OP_DEL, OP_INS
+        from .batch import kernel_path
 
         cp = self.cp
         jobs = np.zeros(len(ks), dtype=_JOB)
@@ -238,16 +234,12 @@ class BandedAligner:
         starts = jobs["ops"].tolist()
 
         def path(x):  # the columns in order, from the origin, checked against the kernel's score
-            score, end_i, end_j, i, j, nops = h_out[x]
-            cols = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
-            if i or j:  # global: on along row 0 / column 0 to the origin
-                cols = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), cols))
-            cols = np.ascontiguousarray(cols)
+            got = kernel_path(h_out[x], h_ops, starts[x], True)
             q, t = pairs[ks[x]]
-            if path_score(q, t, cols, self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != score:
+            if path_score(q, t, got[5], self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != got[0]:
                 raise NwalignError(f"internal error: a banded GPU alignment ({len(q)} x {len(t)}) does not score "
-                                   f"{score}; please report this (use --backend cpu meanwhile)")
-            return score, 0, end_i, 0, end_j, cols
+                                   f"{got[0]}; please report this (use --backend cpu meanwhile)")
+            return got
 
         if self.threads > 1 and len(ks) > 1:  # the checks are compiled and release the GIL
             with ThreadPoolExecutor(max_workers=self.threads) as pool:

@@ -32,6 +32,34 @@ def dirs_bytes(m: int, n: int) -> int:
     return -(-m // BAND) * 32 * (n + 1) * 4
 
 
+def device_matrix(cp, scoring, max_memory: int) -> tuple[int, object, int]:
+    """(letters, the int32 matrix on the GPU, device bytes per launch: ``max_memory`` capped by half the
+    free memory) for the batched traceback kernels (this module's and :mod:`nwalign.cuda.banded`'s).
+
+    Raises:
+        NwalignError: a matrix of more than 32 letters.
+    """
+    A = int(scoring.matrix.shape[0])
+    if A > 32:
+        raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
+    free, _ = cp.cuda.runtime.memGetInfo()
+    return A, cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32)), int(min(max_memory, free // 2))
+
+
+def kernel_path(out_row, h_ops: np.ndarray, start: int, global_mode: bool) -> tuple:
+    """A pair's path tuple (score, query_start, query_end, target_start, target_end, ops), as
+    :func:`nwalign.cpu.align_codes` returns it, from a traceback kernel's results: ``out_row`` its six ints
+    (score, end row, end column, start row, start column, columns) and its columns walked backwards in
+    ``h_ops`` from ``start``. Global paths go on along row 0 / column 0 to the origin. ``ops`` never shares
+    memory with ``h_ops`` (a pinned buffer the next launch reuses)."""
+    score, end_i, end_j, i, j, nops = out_row
+    path = h_ops[start:start + nops][::-1]
+    if global_mode and (i or j):
+        path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
+        i = j = 0
+    return score, i, end_i, j, end_j, path.copy() if path.base is not None else path
+
+
 class BatchAligner:
     """Global or local alignments with traceback of many (query, target) pairs on the GPU.
 
@@ -54,13 +82,7 @@ class BatchAligner:
         self.cp, self.scoring = cp, scoring
         if scoring.mode_code not in _KERNELS:
             raise NwalignError(f"batched GPU alignment: mode {scoring.mode} is not global or local")
-        A = int(scoring.matrix.shape[0])
-        if A > 32:
-            raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
-        self.A = A
-        self.matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
-        free, _ = cp.cuda.runtime.memGetInfo()
-        self.budget = int(min(max_memory, free // 2))
+        self.A, self.matrix, self.budget = device_matrix(cp, scoring, max_memory)
         self._max_abs = scoring.max_abs_score()  # asked per pair by fits()
         self.func = modules.prebuilt_function("batch_align", _KERNELS[scoring.mode_code]) or \
             modules.function("batch_align", _KERNELS[scoring.mode_code])
@@ -139,13 +161,8 @@ class BatchResult:
             h_out = out.get().reshape(-1, OUT).tolist()
             h_ops = ops.get()
             starts = jobs["ops"].tolist()
-            for x, k in enumerate(ks):  # finish_path's result, built with one copy per pair
-                score, end_i, end_j, i, j, nops = h_out[x]
-                path = h_ops[starts[x]:starts[x] + nops][::-1]  # the kernel walks the path backwards
-                if mode == GLOBAL and (i or j):  # global: on along row 0 / column 0 to the origin
-                    path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
-                    i = j = 0
-                got[k] = (score, i, end_i, j, end_j, path.copy() if path.base is not None else path)
+            for x, k in enumerate(ks):
+                got[k] = kernel_path(h_out[x], h_ops, starts[x], mode == GLOBAL)
         log.debug("batch: %d pairs aligned on the GPU (%.1f ms waited)", len(self.pairs),
                   1e3 * (time.perf_counter() - t0))
         for k, value in enumerate(got):
