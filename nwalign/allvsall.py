@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bands import widest_band
 from .engine import Encoded, alignment_from_path
 from .errors import NwalignError, option_error
 from .formats import needs_alignment
@@ -272,8 +273,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
 
     def w_max(i, j):
         """The widest band half-width worth trying (nwalign.cpu.banded's module docstring)."""
-        m, n = len(a[i].codes), len(targets[j].codes)
-        return max(0, math.floor(((1.0 - min_identity) * (m + n) - abs(m - n)) / 2))
+        return widest_band(len(a[i].codes), len(targets[j].codes), min_identity)
 
     def banded(item):
         """A survivor of the identity bound, aligned inside the band that any alignment reaching

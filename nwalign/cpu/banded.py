@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..bands import band_limits
 from .antidiagonal import diagonal_buffers, fits_float32, lane_codes
 from .dp import NEG, _trace_step, gotoh_cell
 from .pair import align_codes, finish_path
@@ -209,7 +210,7 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
     w = max(0, min(w_start, w_max))
     lanes = fits_float32(m, n, int(max(np.abs(matrix).max(), gap_open, gap_extend)))
     while True:
-        lo, hi = min(0, n - m) - w, max(0, n - m) + w
+        lo, hi = band_limits(m, n, w)
         if lo <= -m and hi >= n:  # the band is the whole matrix
             return align_codes(q, t, matrix, gap_open, gap_extend, 0)
         ops = np.empty(m + n, dtype=np.uint8)

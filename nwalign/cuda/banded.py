@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..bands import band_limits
 from ..errors import NwalignError
 from . import modules, pinned_empty, require
 
@@ -25,11 +26,6 @@ BAND = 256   # query rows per band of the kernel (32 lanes x 8 rows)
 OUT = 6      # BANDED_OUT: ints per pair of results
 THREADS = 128
 from .structs import BAND_ARGS as _ARGS, BAND_JOB as _JOB  # noqa: E402
-
-
-def band_limits(m: int, n: int, w: int) -> tuple[int, int]:
-    """(lo, hi) of the band of half-width ``w`` around diagonals 0 .. n - m (as the CPU engine's)."""
-    return min(0, n - m) - w, max(0, n - m) + w
 
 
 def stored_columns(m: int, n: int, lo: int, hi: int) -> int:
