@@ -3,12 +3,12 @@ banded alignment (nwalign.cpu.banded): the same doubling bands, the same path or
 random and related pairs (lengths around the kernel's 256-row bands, m != n, narrow and whole bands),
 real 16S genes and SARS-CoV-2 genomes, and allpairs --min-identity on the GPU against the CPU."""
 
-import math
 import os
 
 import numpy as np
 import pytest
 
+from nwalign.bands import widest_band
 from nwalign.cpu import score_codes
 from nwalign.cpu.banded import align_global_banded
 from nwalign.scoring import make_scoring
@@ -23,17 +23,13 @@ SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
 SARS2 = os.path.join(DATA, "sars-cov-2_418_nextstrain.fasta.gz")
 
 
-def _w_max(m, n, mid):
-    return max(0, math.floor(((1.0 - mid) * (m + n) - abs(m - n)) / 2))
-
-
 def _check(scoring, pairs, mids, w_start=32):
     """Every pair through the GPU aligner and the CPU engine; returns how many found a path."""
     from nwalign.cuda.banded import BandedAligner
 
     s = scoring
     optima = [score_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0) for q, t in pairs]
-    w_max = [_w_max(len(q), len(t), mid) for (q, t), mid in zip(pairs, mids)]
+    w_max = [widest_band(len(q), len(t), mid) for (q, t), mid in zip(pairs, mids)]
     got = BandedAligner(scoring).align(pairs, optima, w_max, w_start=w_start)
     found = 0
     for k, ((q, t), opt, wm) in enumerate(zip(pairs, optima, w_max)):
