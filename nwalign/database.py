@@ -193,11 +193,14 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
 
     Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
-    count of each letter, whether the ids are distinct, the byte length of the names section, CRC-32 of the names, offsets and
-    residues sections), padding to 8
-    bytes; the names section (JSON: ids, descriptions), padding; offsets (int64, count + 1); residues
-    (uint8 indices into ``letters``, total). Version 1 (still read): JSON header with count, total, ids and
-    descriptions, then offsets and ASCII residues, no checksums.
+    count of each letter, whether the ids are distinct, the byte length and format of the names section,
+    CRC-32 of the names, offsets and residues sections), padding to 8 bytes; the names section, padding;
+    offsets (int64, count + 1); residues (uint8 indices into ``letters``, total). The names section
+    (header ``names_format``) is ``indexed``: where each id and then each description starts (int64, 2 *
+    count + 1, the last one the end), then the names in UTF-8, so that one name is read without parsing the
+    others; or ``json`` (an object with lists ``ids`` and ``descriptions``; files written before
+    ``names_format`` existed). Version 1 (still read): JSON header with count, total, ids and descriptions,
+    then offsets and ASCII residues, no checksums.
 
     Raises:
         NwalignError: the file cannot be written (the temporary file is removed).
@@ -210,9 +213,9 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         lut = np.zeros(256, dtype=np.uint8)
         lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
         body = _take_chunked(lut, ascii_)
-        names = json.dumps({"ids": list(db.ids), "descriptions": list(db.descriptions)}).encode()
-        names += b" " * (-len(names) % 8)
+        names = _names_section(list(db.ids), list(db.descriptions))
         fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
+                  "names_format": "indexed",
                   "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)},
                   "ids_unique": len(set(db.ids)) == db.count,
                   "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
@@ -293,7 +296,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
             pending = in_background(lambda: _check_crc(sections[2:], crc))
             sections = sections[:2]
         _check_crc(sections, crc)
-        names = _Names(names_raw, count, path)  # parsed when first read (a search: while the GPU scans)
+        names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used
         ids, descriptions = names.ids, names.descriptions
         if total and int(body.max()) >= len(header["letters"]):
             raise ValueError("residue codes outside the letters")
@@ -312,33 +315,91 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
                     header.get("ids_unique"), pending)
 
 
-class _Names:
-    """The ids and descriptions of a version-2 .nwdb, parsed from their JSON section when first read:
-    570,000 names take ~0.07 s, which a GPU search spends at start-up otherwise (its first hits are
-    written while the GPU scans the next query). Thread-safe; :attr:`ids` and :attr:`descriptions` are
-    read-only sequences of ``count`` strings."""
+def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
+    """A version-2 names section of format ``indexed``, padded to 8 bytes."""
+    text = [name.encode() for name in ids + descriptions]
+    starts = np.zeros(len(text) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in text], out=starts[1:])
+    names = starts.tobytes() + b"".join(text)
+    return names + b" " * (-len(names) % 8)
 
-    def __init__(self, raw: bytes, count: int, source: str):
+
+class _Names:
+    """The ids and descriptions of a version-2 .nwdb, read when first used. An ``indexed`` section starts
+    with where each name starts, so a search that reports 200 hits decodes 200 names and parses nothing
+    else; a ``json`` section (files of sessions 10 and 11) is parsed whole (570,000 names: ~0.07-0.09 s
+    holding the GIL, which a GPU search spent while its first hits waited). Thread-safe; :attr:`ids` and
+    :attr:`descriptions` are read-only sequences of ``count`` strings.
+
+    Raises (on first use):
+        NwalignError: the section does not hold ``count`` ids and descriptions, or a name is not UTF-8.
+    """
+
+    def __init__(self, raw: bytes, count: int, source: str, kind: str = "json"):
         import threading
 
-        self._raw, self._count, self._source = raw, count, source
-        self._lists = None
+        if kind not in ("json", "indexed"):
+            raise ValueError(f"unknown names format {kind!r}")
+        self._raw, self._count, self._source, self._kind = raw, count, source, kind
+        self._lists = None  # json: the two lists
+        self._starts = None  # indexed: where each of the 2 * count names starts in self._text, and the end
         self._lock = threading.Lock()
         self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
 
-    def lists(self) -> tuple[list[str], list[str]]:
+    def _damaged(self, why) -> NwalignError:
+        return NwalignError(f"{self._source}: damaged .nwdb file ({why}); rebuild it with 'nwalign makedb'")
+
+    def _index(self) -> None:
         with self._lock:
-            if self._lists is None:
+            if self._kind == "json" and self._lists is None:
                 try:
                     names = json.loads(self._raw)
                     lists = names["ids"], names["descriptions"]
                     if any(not isinstance(x, list) or len(x) != self._count for x in lists):
                         raise ValueError(f"names for {self._count} sequences expected")
                 except (ValueError, KeyError, TypeError) as exc:
-                    raise NwalignError(f"{self._source}: damaged .nwdb file ({exc}); rebuild it with "
-                                       "'nwalign makedb'") from None
+                    raise self._damaged(exc) from None
                 self._lists, self._raw = lists, None
-        return self._lists
+            elif self._kind == "indexed" and self._starts is None:
+                size = 8 * (2 * self._count + 1)
+                starts = np.frombuffer(self._raw, dtype=np.int64, count=min(len(self._raw), size) // 8)
+                text = memoryview(self._raw)[size:]
+                if (len(starts) != 2 * self._count + 1 or starts[0] != 0 or starts[-1] > len(text)
+                        or bytes(text[starts[-1]:]).strip(b" ")):
+                    raise self._damaged(f"names for {self._count} sequences expected")
+                self._starts, self._text = starts, text  # that they rise is checked where they are read
+
+    def get(self, which: int, k: int) -> str:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which][k]
+        if not -self._count <= k < self._count:
+            raise IndexError("sequence index out of range")
+        at = which * self._count + k % self._count
+        start, stop = int(self._starts[at]), int(self._starts[at + 1])
+        if start > stop:
+            raise self._damaged(f"names for {self._count} sequences expected")
+        return self._decode(start, stop)
+
+    def all(self, which: int) -> list[str]:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which]
+        starts = self._starts[which * self._count:(which + 1) * self._count + 1]
+        if np.any(np.diff(starts) < 0):
+            raise self._damaged(f"names for {self._count} sequences expected")
+        starts = starts.tolist()
+        block = bytes(self._text[starts[0]:starts[-1]])
+        if block.isascii():  # byte offsets are character offsets: one decode
+            text, first = block.decode("ascii"), starts[0]
+            return [text[a - first:b - first] for a, b in zip(starts[:-1], starts[1:])]
+        return [self._decode(a, b) for a, b in zip(starts[:-1], starts[1:])]
+
+    def _decode(self, start: int, stop: int) -> str:
+        try:
+            return str(self._text[start:stop], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._damaged(exc) from None
 
 
 class _LazyList(Sequence):
@@ -351,10 +412,12 @@ class _LazyList(Sequence):
         return self._names._count
 
     def __getitem__(self, k):
-        return self._names.lists()[self._which][k]
+        if isinstance(k, slice):
+            return self._names.all(self._which)[k]
+        return self._names.get(self._which, int(k))
 
     def __iter__(self):
-        return iter(self._names.lists()[self._which])
+        return iter(self._names.all(self._which))
 
     def __eq__(self, other):
         return list(self) == list(other)

@@ -300,3 +300,64 @@ def test_nwdb_names_read_when_first_used(tmp_path, capsys):
     assert main(["search", "--backend", "cpu", str(query), str(bad)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "damaged" in err
+
+
+def test_nwdb_names_formats(tmp_path):
+    """Names are written with an index (each one read without parsing the others); files whose header names
+    no format hold JSON (sessions 10-11) and still read; an index that does not rise, ends past the names
+    or holds too few entries, and bytes that are not UTF-8, are 'damaged' when read."""
+    import json as js
+    import zlib
+
+    def header_of(path):
+        data = path.read_bytes()
+        size = int(np.frombuffer(data[8:16], dtype=np.uint64)[0])
+        return data, size, js.loads(data[16:16 + size])
+
+    recs = [nwalign.sequences.Record(f"s{k}", f"s{k} some protein {k} \u00e9\n", "ACGT" * (k + 1)) for k in range(5)]
+    db = Database.from_records(recs)
+    path = tmp_path / "indexed.nwdb"
+    db.save(str(path))
+    data, size, header = header_of(path)
+    assert header["names_format"] == "indexed"
+    back = Database.load(str(path))
+    assert back.ids[3] == "s3" and back.descriptions[-1] == "s4 some protein 4 \u00e9\n"
+    assert list(back.ids) == [r.id for r in recs] and back.descriptions[1:3] == [r.description for r in recs[1:3]]
+    assert list(back.descriptions) == [r.description for r in recs]
+    with pytest.raises(IndexError):
+        back.ids[5]
+
+    def rewrite(name, names, fmt):
+        """The file with another names section (its checksum and length made to agree)."""
+        names += b" " * (-len(names) % 8)
+        head = dict(header, names_bytes=len(names), crc32=dict(header["crc32"], names=zlib.crc32(names)))
+        if fmt is None:
+            head.pop("names_format")
+        else:
+            head["names_format"] = fmt
+        text = js.dumps(head).encode()
+        text += b" " * (-(16 + len(text)) % 8)
+        out = tmp_path / name
+        out.write_bytes(data[:8] + np.uint64(len(text)).tobytes() + text + names
+                        + data[16 + size + header["names_bytes"]:])
+        return Database.load(str(out))
+
+    legacy = rewrite("old.nwdb", js.dumps({"ids": back.ids[:], "descriptions": back.descriptions[:]}).encode(), None)
+    assert legacy.ids[4] == "s4" and list(legacy.descriptions) == list(back.descriptions)
+    names = [x.encode() for x in back.ids[:] + back.descriptions[:]]
+    starts = np.concatenate(([0], np.cumsum([len(x) for x in names])))
+
+    def section(starts, text=b"".join(names)):
+        return np.asarray(starts, dtype=np.int64).tobytes() + text
+
+    assert rewrite("same.nwdb", section(starts), "indexed").descriptions[2] == back.descriptions[2]
+    falling = starts.copy()
+    falling[3] = falling[4] + 1
+    damaged = {"falling": section(falling), "past": section(starts + 1), "few": section(starts[:-1]),
+               "utf8": section(starts, b"".join(names).replace(b"\xc3", b"\xff"))}
+    for name, names in damaged.items():
+        found = rewrite(f"{name}.nwdb", names, "indexed")
+        with pytest.raises(NwalignError, match=f"{name}.nwdb: damaged .nwdb file"):
+            list(found.ids) + list(found.descriptions)
+    with pytest.raises(NwalignError, match="damaged .nwdb file"):
+        rewrite("format.nwdb", section(starts), "yaml")
