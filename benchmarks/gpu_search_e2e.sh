@@ -28,7 +28,7 @@ for k in 1 2 3; do NWALIGN_LOG_TIMES=1 nw search $Q $DB.nwdb --top 10 -v -o "$HI
 kill $CLOCKS 2>/dev/null
 sort -n "$HITS/clocks.txt" | awk '{v[NR]=$1} END {if (NR) print "SM clock during the warm runs (MHz): min " v[1] ", median " v[int((NR+1)/2)] ", max " v[NR] " (" NR " samples)"}'
 echo "== warm, FASTA (2 runs)"
-for k in 1 2; do nw search $Q $DB.fa --top 10 -v -o "$HITS/hits_fasta.tsv"; done
+for k in 1 2; do NWALIGN_LOG_TIMES=1 nw search $Q $DB.fa --top 10 -v -o "$HITS/hits_fasta.tsv"; done
 echo "== identical outputs"
 cmp "$HITS/hits_first.tsv" "$HITS/hits_nwdb.tsv" && cmp "$HITS/hits_nwdb.tsv" "$HITS/hits_fasta.tsv" && echo yes
 wc -l < "$HITS/hits_nwdb.tsv"
