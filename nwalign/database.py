@@ -121,6 +121,19 @@ class Database:
         """Write a version-2 ``.nwdb``: :func:`write_database`."""
         write_database(self, path)
 
+    def alphabet_counts(self, sample: int = 1 << 24) -> np.ndarray:
+        """Letter counts that decide the alphabet as :func:`nwalign.sequences.kind_of` does (int64, shape
+        (256,)): those of the first ``sample`` residues when they already hold a letter that is no nucleotide
+        code (the database is then protein whatever the rest holds; a 205 Mb FASTA file needs no count of
+        every residue, ~0.4 s), else :meth:`letter_counts`."""
+        if self.counts is None and self.residues is not None and self.total_length > sample:
+            from .sequences import NUCLEOTIDE_LETTERS
+
+            counts = byte_counts(np.asarray(self.residues[:sample]))
+            if any(chr(c) not in NUCLEOTIDE_LETTERS for c in np.flatnonzero(counts)):
+                return counts
+        return self.letter_counts()
+
     def encode(self, scoring: Scoring) -> np.ndarray:
         """All residues as ``scoring``'s codes: :func:`encode_database`."""
         return encode_database(self, scoring)
@@ -144,11 +157,23 @@ def byte_counts(data: np.ndarray) -> np.ndarray:
 
 def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
     """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
-    the index array, 8 bytes per element)."""
+    the index array, 8 bytes per element), on up to 8 threads for large arrays (205 Mb: 0.45 -> 0.25 s on
+    two cores)."""
     out = np.empty(index.size, dtype=table.dtype)
     step = 1 << 18
-    for k in range(0, index.size, step):
+
+    def part(k):
         np.take(table, index[k:k + step], out=out[k:k + step])
+
+    threads = min(8, os.cpu_count() or 1, -(-index.size // (1 << 24)))  # np.take releases the GIL
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(part, range(0, index.size, step)))
+    else:
+        for k in range(0, index.size, step):
+            part(k)
     return out
 
 
@@ -450,9 +475,8 @@ def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
         lut[lower] = lut[lower - 32]  # lower case reads as upper case
         source = db.residues
     codes = _take_chunked(lut, np.asarray(source))
-    bad = np.flatnonzero(codes == 255)
-    if bad.size:
-        pos = int(bad[0])
+    if codes.size and int(codes.max()) == 255:  # a letter outside the alphabet (the max: one pass, no copy)
+        pos = int(np.flatnonzero(codes == 255)[0])
         k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
         letter = chr(db.residues[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
         raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "

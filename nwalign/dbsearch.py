@@ -291,7 +291,7 @@ class Search:
                 codes, offsets = db.codes, db.offsets
                 upload = in_background(lambda: _device_database(codes, offsets, device, order))
             if scoring is None:
-                kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.letter_counts())],
+                kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.alphabet_counts())],
                                        alphabet)
                 scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
             elif scoring.mode != "local":

@@ -143,6 +143,27 @@ def _fasta_text(data: bytes, name: str) -> str:
     return stripped
 
 
+_CHUNK = 1 << 23  # bytes of a FASTA file per step of read_fasta_arrays' passes
+
+
+def _chunks(n: int, fn=None):
+    """The bounds (a, b) of consecutive pieces of ``range(n)`` of :data:`_CHUNK` bytes; with ``fn``, the
+    list of ``fn(a, b)`` over them, on up to 8 threads (NumPy's comparisons, counts and compress release
+    the GIL; piece by piece they also stay in cache: 205 Mb in 0.4 s instead of 1.8 s on two cores)."""
+    bounds = [(a, min(n, a + _CHUNK)) for a in range(0, n, _CHUNK)]
+    if fn is None:
+        return bounds
+    import os
+
+    threads = min(8, os.cpu_count() or 1, len(bounds))
+    if threads < 2:
+        return [fn(a, b) for a, b in bounds]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(lambda ab: fn(*ab), bounds))
+
+
 def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """Read a whole FASTA file as arrays: the records Biopython's FASTA parser gives (ids, descriptions,
     upper-cased residues without whitespace) found with vectorised NumPy rather than a parser loop over
@@ -161,15 +182,16 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     if buf.size and (buf.max() >= 128 or not buf.all()):
         _fasta_text(data, name)  # raises the binary / non-ASCII error
     # One pass finds every whitespace byte (the newlines are among them: no second pass over the file).
-    space = np.flatnonzero(buf <= 32)
+    space = np.concatenate([np.flatnonzero(buf[a:b] <= 32) + a for a, b in _chunks(buf.size)] +
+                           [np.zeros(0, dtype=np.intp)])
     gaps = np.flatnonzero(space != np.arange(space.size))  # the first byte that is not whitespace
     first = int(gaps[0]) if gaps.size else int(space.size)
     if first >= buf.size or buf[first] != ord(">"):
         _fasta_text(data, name)  # raises the empty / not-FASTA error
     buf, space = buf[first:], space[first:] - first
     newlines = space[buf[space] == 10]
-    keep = np.ones(buf.size, dtype=bool)                                      # not whitespace ...
-    keep[space] = False
+    keep = np.empty(buf.size, dtype=bool)                                     # not whitespace ...
+    _chunks(buf.size, lambda a, b: np.greater(buf[a:b], 32, out=keep[a:b]))
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < buf.size]
     starts = line_starts[buf[line_starts] == ord(">")]                        # header lines
@@ -181,7 +203,9 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     # Residues of record k: the bytes between its header's newline and the next header, less whitespace.
     nexts = np.append(starts[1:], buf.size)
     counts = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
-    residues = buf[keep]
+    kept = np.cumsum([0] + _chunks(buf.size, lambda a, b: np.count_nonzero(keep[a:b])))
+    residues = np.empty(int(kept[-1]), dtype=np.uint8)
+    _chunks(buf.size, lambda a, b: np.compress(keep[a:b], buf[a:b], out=residues[kept[a // _CHUNK]:kept[a // _CHUNK + 1]]))
     if residues.size and residues.max() >= ord("a"):  # lower case is rare: test first (a masked subtract of
         lower = (residues >= ord("a")) & (residues <= ord("z"))  # every byte took 1.6 s for 205 Mb)
         residues[lower] -= 32

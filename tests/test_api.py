@@ -361,3 +361,22 @@ def test_nwdb_names_formats(tmp_path):
             list(found.ids) + list(found.descriptions)
     with pytest.raises(NwalignError, match="damaged .nwdb file"):
         rewrite("format.nwdb", section(starts), "yaml")
+
+
+def test_alphabet_counts_of_a_sample_decide_protein():
+    """A FASTA database whose first residues already hold a protein letter is protein: its alphabet is
+    decided from those (no count of every residue); a nucleotide start counts everything (a protein letter
+    further on still makes it protein); the choice equals the one from all counts."""
+    from nwalign.database import database_from_records
+    from nwalign.sequences import Record, kind_of
+
+    cases = {"protein first": ["MKVLAAGIE" * 3, "ACGT" * 10], "dna": ["ACGT" * 8, "GGCATN" * 5],
+             "protein later": ["ACGT" * 8, "ACGTL"]}
+    for name, seqs in cases.items():
+        db = database_from_records([Record(f"s{k}", f"s{k}", s) for k, s in enumerate(seqs)], name)
+        sample = db.alphabet_counts(sample=16)
+        assert kind_of(sample) == kind_of(db.letter_counts())
+        if name == "protein first":
+            assert sample.sum() == 16
+        else:
+            assert np.array_equal(sample, db.letter_counts())
