@@ -99,7 +99,8 @@ class ScanSearcher:
             ``single`` 3,955; ``cost`` slower still (docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
-        slots: queries in flight at once (:meth:`submit`), each with its own score buffers.
+        slots: queries in flight at once (:meth:`submit`), each with its own score buffers (default
+            :data:`SLOTS`).
 
     Raises:
         NwalignError: no usable GPU, an empty database sequence, or a matrix with more than 32 letters.
@@ -107,7 +108,7 @@ class ScanSearcher:
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
                  plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
-                 slots: int = SLOTS):
+                 slots: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
         A = int(scoring.matrix.shape[0])
@@ -137,6 +138,7 @@ class ScanSearcher:
         from . import pinned_empty
 
         # Score buffers per query in flight: one query's scores are copied back while the next one scans.
+        slots = slots or SLOTS
         self._slots = [_Slot(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
                              pinned_empty((self.count,), dtype=np.int32)) for _ in range(slots)]
         self._submitted = 0
