@@ -41,6 +41,8 @@ DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
 SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
+BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
+BAND_BATCH = 1 << 15  # pairs per batch of those banded scores (genomes: one launch of ~8 GB)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
@@ -329,7 +331,45 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         for (i, j, _), aln in zip(todo, alns):
             yield i, j, aln
 
-    if need_scores:
+    band_first = on_gpu and kernel == "auto" and _long(a) and (b is None or _long(b))
+
+    def optimal_from_bands():
+        """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
+        (:func:`nwalign.bands.optimal_scores`: a pair's matrix is filled only in bands that the bound of
+        :mod:`nwalign.bands` proves optimal). A pair that the length test of :func:`identity_bound` filters
+        whatever its score is not filled: its score is given as the int64 minimum, which the bound filters."""
+        from .bands import OutsideBound, optimal_scores
+        from .cuda.banded import BandedAligner
+
+        A = scoring.matrix.shape[0]
+
+        def counts(seqs):
+            return np.stack([np.bincount(e.codes, minlength=A) for e in seqs]).astype(np.int64)
+
+        bound = OutsideBound(scoring, counts(a), None if b is None else counts(b))
+        la = np.array([len(e.codes) for e in a], dtype=np.int64)
+        lb = la if b is None else np.array([len(e.codes) for e in b], dtype=np.int64)
+        scorer = BandedAligner(scoring, device, threads=threads)
+        stats["kernel"] = "banded"
+        log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
+                 "of nwalign.bands (median length >= %d)", BAND_FIRST_LENGTH)
+        for pairs in pair_batches(len(a), None if b is None else len(b), BAND_BATCH, span):
+            i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+            m, n = la[i], lb[j]
+            scores = np.full(len(pairs), np.iinfo(np.int64).min, dtype=np.int64)
+            fill = np.flatnonzero(np.minimum(m, n) >= min_identity * np.maximum(m, n))  # identity_bound's test
+
+            def banded_scores(ks, w, fill=fill, i=i, j=j):
+                return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())
+
+            if fill.size:
+                scores[fill] = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores)[0]
+            stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
+            yield pairs, scores
+
+    if need_scores and band_first:
+        scored = optimal_from_bands()
+    elif need_scores:
         scored = aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b], kernel,
                                      slice_k, block, stats, span)
     else:
@@ -367,6 +407,12 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     finally:
         if pool:
             pool.shutdown()
+
+
+def _long(seqs: list[Encoded]) -> bool:
+    """Whether a set's median length reaches :data:`BAND_FIRST_LENGTH` (pairs long enough that the banded
+    scores' per-pair host work is small beside a full matrix's fill)."""
+    return bool(seqs) and float(np.median([len(e.codes) for e in seqs])) >= BAND_FIRST_LENGTH
 
 
 class AllPairs:

@@ -125,3 +125,29 @@ def test_banded_scores_alone_equal_cpu(alphabet):
     want = [banded_score(q, t, s.matrix, s.gap_open, s.gap_extend, *band_limits(len(q), len(t), wk))
             for (q, t), wk in zip(pairs, w)]
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize("case", ["16S", "genomes"])
+def test_allpairs_scores_from_bands_equal_cpu(tmp_path, monkeypatch, case, capsys):
+    """allpairs --min-identity with the optimal scores from banded fills (nwalign.bands.optimal_scores, the
+    path for long sequences; for 16S genes made to take it by lowering its length threshold; for 12
+    SARS-CoV-2 genomes with runs of N its own): the CPU engine's bytes, and -v says which path ran."""
+    import nwalign.allvsall
+    from nwalign.cli import main
+
+    if case == "16S":
+        monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+        recs, mid = read_fasta(SIXTEEN_S)[:40], "0.9"
+    else:
+        recs, mid = read_fasta(SARS2)[:12], "0.99"
+    fasta = tmp_path / "g.fa"
+    fasta.write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    outs = []
+    for backend in ("cpu", "cuda"):
+        out = tmp_path / f"{backend}.tsv"
+        assert main(["allpairs", str(fasta), "--min-identity", mid, "--backend", backend, "-o", str(out), "-v",
+                     "--columns", "qseqid,sseqid,score,pident,length,nident,mismatch,gaps"]) == 0
+        outs.append(out.read_bytes())
+        err = capsys.readouterr().err
+        assert ("optimal scores from banded fills" in err) == (backend == "cuda")
+    assert outs[0] == outs[1] and outs[0].count(b"\n") > 2

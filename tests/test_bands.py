@@ -179,3 +179,75 @@ def test_kernel_path_from_traceback_results():
     one = kernel_path([5, 1, 1, 0, 0, 1], h_ops, 1, True)[5]
     h_ops[1] = 7
     assert one.tolist() == [0] and not np.shares_memory(one, h_ops)
+
+
+def _runs_of_n(rng, codes, n_code, runs):
+    """A copy of ``codes`` with ``runs`` runs of the code ``n_code`` (N), each 5-150 long."""
+    out = codes.copy()
+    for _ in range(runs):
+        at, size = int(rng.integers(0, out.size)), int(rng.integers(5, 150))
+        out[at:at + size] = n_code
+    return out
+
+
+@pytest.mark.parametrize("kind", ["dna", "protein"])
+def test_optimal_scores_from_bands_equal_the_full_optimum(kind):
+    """nwalign.bands.optimal_scores (at most two banded fills a pair) gives every pair's full global
+    optimum: related pairs with substitutions, indels, runs of N (the genomes whose bands the bound does
+    not prove at first), unrelated pairs, length differences, tiny pairs; the second band is the
+    narrowest proof_band allows."""
+    from nwalign.bands import optimal_scores, proof_band
+
+    rng = np.random.default_rng(17)
+    s = make_scoring(kind, "global", None, None, None, None, None)
+    S = np.ascontiguousarray(s.matrix, dtype=np.int64)
+    A = S.shape[0]
+    letters = 4 if kind == "dna" else 20
+    n_code = s.alphabet.index("N" if kind == "dna" else "X")
+    seqs = []
+    for _ in range(14):
+        base = rng.integers(0, letters, int(rng.choice([1, 2, 30, 200, 700, 1500]))).astype(np.uint8)
+        seqs.append(base)
+        seqs.append(_mutant(rng, base, letters, float(rng.choice([0.002, 0.01, 0.05, 0.3]))))
+        if base.size > 100:
+            seqs.append(_runs_of_n(rng, _mutant(rng, base, letters, 0.005), n_code, int(rng.integers(1, 4))))
+    counts = np.stack([np.bincount(c, minlength=A) for c in seqs]).astype(np.int64)
+    bound = OutsideBound(s, counts)
+    ij = np.array([(x, y) for x in range(len(seqs)) for y in range(x + 1, len(seqs))], dtype=np.int64)
+    ij = ij[rng.permutation(len(ij))[:300]]
+    i, j = ij[:, 0], ij[:, 1]
+    m = np.array([seqs[x].size for x in i])
+    n = np.array([seqs[x].size for x in j])
+    calls = []
+
+    def banded_scores(ks, w):
+        calls.append(len(ks))
+        return np.array([banded_score(seqs[i[k]], seqs[j[k]], S, s.gap_open, s.gap_extend,
+                                      *band_limits(int(m[k]), int(n[k]), int(wk))) for k, wk in zip(ks, w)])
+
+    got, w = optimal_scores(bound, i, j, m, n, banded_scores, w_first=16)
+    want = [score_codes(seqs[x], seqs[y], S, s.gap_open, s.gap_extend, 0) for x, y in zip(i, j)]
+    assert got.tolist() == want
+    assert len(calls) <= 2 and calls[0] == len(ij)
+    assert np.any(w > 16) and np.any(w <= 16)  # some pairs needed the second band, some did not
+    wider = np.flatnonzero(w > 16)
+    # The second band is the narrowest the bound allows for the first band's score, and no narrower band
+    # would have been proof: one less half-width has a bound above that score.
+    first = banded_scores(wider, np.minimum(16, np.minimum(m, n))[wider])
+    assert np.array_equal(proof_band(bound, i[wider], j[wider], m[wider], n[wider], first, 17), w[wider])
+    below = w[wider] - 1
+    assert np.all(bound(i[wider], j[wider], m[wider], n[wider], below) > first)
+
+
+def test_proof_band_limits():
+    """proof_band: never beyond the whole matrix (where the bound is the int64 minimum), never below its
+    start, and the start itself when the bound there is already low enough."""
+    from nwalign.bands import proof_band
+
+    s = make_scoring("dna", "global", None, None, None, None, None)
+    counts = np.array([[50, 50, 50, 50] + [0] * (s.matrix.shape[0] - 4)] * 2, dtype=np.int64)
+    bound = OutsideBound(s, counts)
+    one = np.array([0]), np.array([1]), np.array([200]), np.array([200])
+    assert proof_band(bound, *one, np.array([-10**12]), np.array([3]))[0] == 200  # nothing but the whole matrix
+    assert proof_band(bound, *one, np.array([10**12]), np.array([3]))[0] == 3  # any band
+    assert proof_band(bound, *one, np.array([0]), np.array([500]))[0] == 200  # capped at min(m, n)
