@@ -42,7 +42,7 @@ SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceb
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
 BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
-BAND_BATCH = 1 << 15  # pairs per batch of those banded scores (genomes: one launch of ~8 GB)
+BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one launch of ~4 GB)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
@@ -367,8 +367,10 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
             yield pairs, scores
 
-    if need_scores and band_first:
-        scored = optimal_from_bands()
+    if need_scores and band_first:  # the next batch's scores on the GPU while this one's survivors align
+        from .background import ahead
+
+        scored = ahead(optimal_from_bands())
     elif need_scores:
         scored = aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b], kernel,
                                      slice_k, block, stats, span)

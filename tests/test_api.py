@@ -380,3 +380,40 @@ def test_alphabet_counts_of_a_sample_decide_protein():
             assert sample.sum() == 16
         else:
             assert np.array_equal(sample, db.letter_counts())
+
+
+def test_ahead_keeps_order_errors_and_stops():
+    """background.ahead: items in order; the producer's exception where its item would have come; a
+    consumer that stops early stops the producer."""
+    import threading
+
+    from nwalign.background import ahead
+
+    assert list(ahead(iter(range(50)), depth=2)) == list(range(50))
+
+    def failing():
+        yield 1
+        raise ValueError("broken item")
+
+    got = []
+    with pytest.raises(ValueError, match="broken item"):
+        for x in ahead(failing()):
+            got.append(x)
+    assert got == [1]
+    made = []
+    done = threading.Event()
+
+    def endless():
+        try:
+            k = 0
+            while True:
+                made.append(k)
+                yield k
+                k += 1
+        finally:
+            done.set()
+
+    it = ahead(endless())
+    assert next(it) == 0
+    it.close()
+    assert done.wait(5) and len(made) <= 4

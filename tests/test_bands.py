@@ -166,6 +166,19 @@ def test_banded_launch_groups_within_the_budget():
     assert all(sum(need[k] for k in g) <= 100 or len(g) == 1 for g in groups)
 
 
+def test_banded_launch_sends_each_sequence_once():
+    """cuda.banded._distinct (no GPU): a launch's pairs point into one concatenation of their distinct
+    sequences, each stored once, at the right offsets."""
+    from nwalign.cuda.banded import _distinct
+
+    a, b, c = (np.arange(k, dtype=np.uint8) for k in (3, 5, 2))
+    listed = [a, b, a, c, b, b, np.arange(3, dtype=np.uint8)]  # the last equals a but is another array
+    seqs, at = _distinct(listed)
+    assert len(seqs) == 4 and at.tolist() == [0, 3, 0, 8, 3, 3, 10]
+    joined = np.concatenate(seqs)
+    assert all(np.array_equal(joined[s:s + len(x)], x) for s, x in zip(at, listed))
+
+
 def test_kernel_path_from_traceback_results():
     """cuda.batch.kernel_path (host arithmetic, no GPU): columns reversed, a global path carried on to the
     origin along row 0 / column 0, and never a view of the kernel's buffer (the next launch reuses it)."""
