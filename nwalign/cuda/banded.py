@@ -98,6 +98,7 @@ class BandedAligner:
         self.threads = threads or os.cpu_count() or 1
         self.cells = 0  # band cells swept (the kernel's work), summed over calls
         self.launches, self.kernel_seconds = 0, 0.0  # summed over calls (kernel time by CUDA events)
+        self._pinned = None  # host buffer of the paths, reused (paths are copied out of it: kernel_path)
 
     def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
               w_start: int = 32) -> list:
@@ -124,20 +125,29 @@ class BandedAligner:
                 cpu.append(k)
             else:
                 todo.append(k)
+        # Each pair's first band of the doubling sequence that reaches its optimum, found by score-only
+        # launches (no direction words, no paths to rebuild and check on the host), then one traceback there.
+        ready = []
         while todo:
             later = []
-            for k, path in zip(todo, self._run(pairs, todo, w)):
-                m, n = len(pairs[k][0]), len(pairs[k][1])
-                lo, hi = band_limits(m, n, w[k])
-                if path is not None and path[0] == optima[k]:
-                    out[k] = path
-                elif path is not None and path[0] > optima[k]:
-                    raise AssertionError(f"banded score {path[0]} exceeds the optimum {optima[k]}")
+            for k, score in zip(todo, self.scores([pairs[k] for k in todo], [w[k] for k in todo]).tolist()):
+                if score == optima[k]:
+                    ready.append(k)
+                elif score > optima[k]:
+                    raise AssertionError(f"banded score {score} exceeds the optimum {optima[k]}")
                 elif w[k] < w_max[k]:
                     w[k] = min(max(1, 2 * w[k]), w_max[k])
-                    lo, hi = band_limits(m, n, w[k])
-                    (later if pair_bytes(m, n, lo, hi) <= self.budget else cpu).append(k)
+                    later.append(k)
             todo = later
+        fits = []
+        for k in ready:
+            m, n = len(pairs[k][0]), len(pairs[k][1])
+            (fits if pair_bytes(m, n, *band_limits(m, n, w[k])) <= self.budget else cpu).append(k)
+        for k, path in zip(fits, self._run(pairs, fits, w)):
+            if path is None or path[0] != optima[k]:
+                raise NwalignError(f"internal error: a banded GPU traceback did not reach the banded score "
+                                   f"{optima[k]}; please report this (use --backend cpu meanwhile)")
+            out[k] = path
         for k in cpu:  # the CPU engine from the band reached so far (the same doubling sequence on)
             q, t = pairs[k]
             out[k] = align_global_banded(q, t, s.matrix, s.gap_open, s.gap_extend, int(optima[k]), int(w_max[k]),
@@ -242,8 +252,10 @@ class BandedAligner:
             if score_only:
                 return h_out[:, 0].astype(np.int64)
             h_out = h_out.tolist()
-            h_ops = pinned_empty((max(1, o_off),), np.uint8)  # page-locked: ~1 GB/s -> ~20 GB/s for GBs of paths
-            ops.get(out=h_ops)
+            if self._pinned is None or self._pinned.size < o_off:  # page-locked: ~1 GB/s -> ~20 GB/s for GBs
+                self._pinned = pinned_empty((max(1 << 20, o_off),), np.uint8)  # of paths; kept for the next launch
+            h_ops = self._pinned
+            ops.get(out=h_ops[:max(1, o_off)])
         starts = jobs["ops"].tolist()
 
         def path(x):  # the columns in order, from the origin, checked against the kernel's score
