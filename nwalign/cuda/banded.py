@@ -101,12 +101,14 @@ class BandedAligner:
         self._pinned = None  # host buffer of the paths, reused (paths are copied out of it: kernel_path)
 
     def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
-              w_start: int = 32) -> list:
+              w_start: int | list[int] = 32) -> list:
         """Per pair, what :func:`nwalign.cpu.banded.align_global_banded` returns for it: the path tuple
         (score, query_start, query_end, target_start, target_end, ops) of an optimal global alignment inside
         the narrowest doubling band that reaches ``optima[k]``, or None when even the band of half-width
         ``w_max[k]`` does not. Pairs whose band is the whole matrix, or whose scores could leave int32, or
-        that alone exceed the memory budget, are aligned by the CPU engine.
+        that alone exceed the memory budget, are aligned by the CPU engine. ``w_start``: the first band's
+        half-width, or one per pair (a caller that knows the narrower bands of the sequence 32, 64, 128, ...
+        fall short of the optimum starts a pair further along it).
 
         Raises:
             AssertionError: a banded score above the optimum (the optimum given was wrong).
@@ -115,7 +117,8 @@ class BandedAligner:
 
         s = self.scoring
         out: list = [None] * len(pairs)
-        w = [max(0, min(w_start, wm)) for wm in w_max]
+        starts = [w_start] * len(pairs) if isinstance(w_start, int) else list(w_start)
+        w = [max(0, min(ws, wm)) for ws, wm in zip(starts, w_max)]
         cpu = []
         todo = []
         for k, (q, t) in enumerate(pairs):
@@ -125,29 +128,20 @@ class BandedAligner:
                 cpu.append(k)
             else:
                 todo.append(k)
-        # Each pair's first band of the doubling sequence that reaches its optimum, found by score-only
-        # launches (no direction words, no paths to rebuild and check on the host), then one traceback there.
-        ready = []
         while todo:
             later = []
-            for k, score in zip(todo, self.scores([pairs[k] for k in todo], [w[k] for k in todo]).tolist()):
-                if score == optima[k]:
-                    ready.append(k)
-                elif score > optima[k]:
-                    raise AssertionError(f"banded score {score} exceeds the optimum {optima[k]}")
+            for k, path in zip(todo, self._run(pairs, todo, w)):
+                m, n = len(pairs[k][0]), len(pairs[k][1])
+                lo, hi = band_limits(m, n, w[k])
+                if path is not None and path[0] == optima[k]:
+                    out[k] = path
+                elif path is not None and path[0] > optima[k]:
+                    raise AssertionError(f"banded score {path[0]} exceeds the optimum {optima[k]}")
                 elif w[k] < w_max[k]:
                     w[k] = min(max(1, 2 * w[k]), w_max[k])
-                    later.append(k)
+                    lo, hi = band_limits(m, n, w[k])
+                    (later if pair_bytes(m, n, lo, hi) <= self.budget else cpu).append(k)
             todo = later
-        fits = []
-        for k in ready:
-            m, n = len(pairs[k][0]), len(pairs[k][1])
-            (fits if pair_bytes(m, n, *band_limits(m, n, w[k])) <= self.budget else cpu).append(k)
-        for k, path in zip(fits, self._run(pairs, fits, w)):
-            if path is None or path[0] != optima[k]:
-                raise NwalignError(f"internal error: a banded GPU traceback did not reach the banded score "
-                                   f"{optima[k]}; please report this (use --backend cpu meanwhile)")
-            out[k] = path
         for k in cpu:  # the CPU engine from the band reached so far (the same doubling sequence on)
             q, t = pairs[k]
             out[k] = align_global_banded(q, t, s.matrix, s.gap_open, s.gap_extend, int(optima[k]), int(w_max[k]),
