@@ -42,7 +42,6 @@ SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceb
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
 BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
-W_FIRST = 128  # the first band of those scores (nwalign.bands.optimal_scores says why)
 BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one launch of ~4 GB)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
@@ -308,8 +307,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             gpu_banded.append(BandedAligner(scoring, device, threads=threads))
         clock = time.perf_counter()
         paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
-                                    [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part],
-                                    [start_band.pop((i, j), 32) for i, j, _ in part])
+                                    [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])
         stats["banded_seconds"] = stats.get("banded_seconds", 0.0) + time.perf_counter() - clock
         stats["banded_gpu_seconds"] = gpu_banded[0].kernel_seconds
         stats["banded_pairs"] = stats.get("banded_pairs", 0) + len(part)
@@ -334,7 +332,6 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             yield i, j, aln
 
     band_first = on_gpu and kernel == "auto" and _long(a) and (b is None or _long(b))
-    start_band: dict = {}  # (i, j): the first band of a survivor's doubling sequence worth a traceback
 
     def optimal_from_bands():
         """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
@@ -366,12 +363,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                 return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())
 
             if fill.size:
-                best, _, first = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST)
-                scores[fill] = best
-                for x in np.flatnonzero(first < best).tolist():  # bands up to W_FIRST fall short: a
-                    k = int(fill[x])  # survivor's traceback skips them
-                    if best[x] >= identity_bound(int(m[k]), int(n[k]), min_identity, scoring):
-                        start_band[(int(i[k]), int(j[k]))] = _after(W_FIRST)
+                scores[fill] = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores)[0]
             stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
             yield pairs, scores
 
@@ -417,14 +409,6 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     finally:
         if pool:
             pool.shutdown()
-
-
-def _after(w: int, start: int = 32) -> int:
-    """The first half-width of the doubling sequence start, 2 start, 4 start, ... (the CPU engine's and
-    the GPU aligner's bands) above ``w``."""
-    while start <= w:
-        start *= 2
-    return start
 
 
 def _long(seqs: list[Encoded]) -> bool:

@@ -129,8 +129,7 @@ def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int 
             differ by more than the band to a second band near the whole matrix).
 
     Returns:
-        (scores, w, first): int64 arrays: each pair's optimal global score, the half-width that proved it,
-        and its first band's optimum (below the optimum: no narrower band reaches it either).
+        (scores, w): int64 arrays: each pair's optimal global score and the half-width that proved it.
 
     Raises:
         AssertionError: a wider band scored less than a narrower one (a broken banded fill).
@@ -138,12 +137,11 @@ def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int 
     i, j, m, n = (np.asarray(x, dtype=np.int64) for x in (i, j, m, n))
     w = np.minimum(np.int64(w_first), np.minimum(m, n))
     everyone = np.arange(i.size, dtype=np.int64)
-    first = np.asarray(banded_scores(everyone, w), dtype=np.int64)
-    scores = first.copy()
+    scores = np.asarray(banded_scores(everyone, w), dtype=np.int64).copy()
     todo = np.flatnonzero(scores < bound(i, j, m, n, w))
     if todo.size:
         wider = proof_band(bound, i[todo], j[todo], m[todo], n[todo], scores[todo], w[todo] + 1)
         again = np.asarray(banded_scores(todo, wider), dtype=np.int64)
         assert np.all(again >= scores[todo]), "a wider band scored less than a narrower one"
         scores[todo], w[todo] = again, wider
-    return scores, w, first
+    return scores, w

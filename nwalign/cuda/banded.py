@@ -98,17 +98,14 @@ class BandedAligner:
         self.threads = threads or os.cpu_count() or 1
         self.cells = 0  # band cells swept (the kernel's work), summed over calls
         self.launches, self.kernel_seconds = 0, 0.0  # summed over calls (kernel time by CUDA events)
-        self._pinned = None  # host buffer of the paths, reused (paths are copied out of it: kernel_path)
 
     def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
-              w_start: int | list[int] = 32) -> list:
+              w_start: int = 32) -> list:
         """Per pair, what :func:`nwalign.cpu.banded.align_global_banded` returns for it: the path tuple
         (score, query_start, query_end, target_start, target_end, ops) of an optimal global alignment inside
         the narrowest doubling band that reaches ``optima[k]``, or None when even the band of half-width
         ``w_max[k]`` does not. Pairs whose band is the whole matrix, or whose scores could leave int32, or
-        that alone exceed the memory budget, are aligned by the CPU engine. ``w_start``: the first band's
-        half-width, or one per pair (a caller that knows the narrower bands of the sequence 32, 64, 128, ...
-        fall short of the optimum starts a pair further along it).
+        that alone exceed the memory budget, are aligned by the CPU engine.
 
         Raises:
             AssertionError: a banded score above the optimum (the optimum given was wrong).
@@ -117,8 +114,7 @@ class BandedAligner:
 
         s = self.scoring
         out: list = [None] * len(pairs)
-        starts = [w_start] * len(pairs) if isinstance(w_start, int) else list(w_start)
-        w = [max(0, min(ws, wm)) for ws, wm in zip(starts, w_max)]
+        w = [max(0, min(w_start, wm)) for wm in w_max]
         cpu = []
         todo = []
         for k, (q, t) in enumerate(pairs):
@@ -246,10 +242,8 @@ class BandedAligner:
             if score_only:
                 return h_out[:, 0].astype(np.int64)
             h_out = h_out.tolist()
-            if self._pinned is None or self._pinned.size < o_off:  # page-locked: ~1 GB/s -> ~20 GB/s for GBs
-                self._pinned = pinned_empty((max(1 << 20, o_off),), np.uint8)  # of paths; kept for the next launch
-            h_ops = self._pinned
-            ops.get(out=h_ops[:max(1, o_off)])
+            h_ops = pinned_empty((max(1, o_off),), np.uint8)  # page-locked: ~1 GB/s -> ~20 GB/s for GBs of paths
+            ops.get(out=h_ops)
         starts = jobs["ops"].tolist()
 
         def path(x):  # the columns in order, from the origin, checked against the kernel's score
