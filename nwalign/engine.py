@@ -11,7 +11,7 @@ import numpy as np
 
 from . import cpu
 from .errors import NwalignError, option_error
-from .results import Alignment, finish
+from .results import Alignment, column_stats
 from .scoring import Scoring
 from .sequences import Record
 
@@ -139,11 +139,10 @@ def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path)
     the CUDA pair kernels and :class:`nwalign.cuda.batch.BatchAligner` return (0-based half-open
     coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse)."""
     score, qs, qe, ts, te, ops = path
-    aln = Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
-                    query_length=len(query.codes), target_length=len(target.codes), query_start=qs,
-                    query_end=qe, target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq,
-                    target_seq=target.record.seq)
-    return finish(aln, query.codes, target.codes, scoring)
+    return Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
+                     query_length=len(query.codes), target_length=len(target.codes), query_start=qs,
+                     query_end=qe, target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq,
+                     target_seq=target.record.seq, **column_stats(ops, query.codes, target.codes, qs, ts, scoring))
 
 
 def _interruptible(cells: int, fn, *args):

@@ -145,10 +145,16 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
     :class:`~nwalign.scoring.Scoring` (its matrix, and which codes count as identities: a column of
     two equal ambiguity codes, such as N against N, or X against X, is not an identity, as in BLAST).
     Returns a new (complete) record; a score-only one is returned as it is."""
-    matrix = scoring.matrix
     if aln.ops is None:
         return aln
-    ops = aln.ops
+    return replace(aln, **column_stats(aln.ops, q_codes, t_codes, aln.query_start, aln.target_start, scoring))
+
+
+def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, query_start: int, target_start: int,
+                 scoring) -> dict:
+    """What :func:`finish` adds to an alignment of columns ``ops`` starting at (query_start, target_start):
+    ``columns``, ``length``, ``nident``, ``positive``, ``npositive``, ``gaps``, ``gap_opens``."""
+    matrix = scoring.matrix
     n = ops.size
     if n >= _COMPILED_FROM and "numba" in sys.modules:
         # Genome-length alignments, where Numba is loaded already (never imported for this alone: a GPU
@@ -156,12 +162,12 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
         from .cpu.columns import alignment_columns
 
         cols, positive, nident, npositive, gaps, opens = alignment_columns(
-            np.ascontiguousarray(ops), q_codes, t_codes, aln.query_start, aln.target_start,
+            np.ascontiguousarray(ops), q_codes, t_codes, query_start, target_start,
             np.ascontiguousarray(matrix), np.ascontiguousarray(scoring.identical))
-        return replace(aln, columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
-                       gaps=int(gaps), gap_opens=int(opens))
-    qi = aln.query_start + np.cumsum(ops != OP_DEL) - 1
-    ti = aln.target_start + np.cumsum(ops != OP_INS) - 1
+        return dict(columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
+                    gaps=int(gaps), gap_opens=int(opens))
+    qi = query_start + np.cumsum(ops != OP_DEL) - 1
+    ti = target_start + np.cumsum(ops != OP_INS) - 1
     pair = ops == OP_MATCH
     cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
     qa = q_codes[qi[pair]]
@@ -173,8 +179,8 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
     gap = ~pair
     # A gap run starts where the column type changes to I or D.
     starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
-    return replace(aln, columns=cols, length=n, nident=int(same.sum()), positive=positive,
-                   npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
+    return dict(columns=cols, length=n, nident=int(same.sum()), positive=positive, npositive=int(positive.sum()),
+                gaps=int(gap.sum()), gap_opens=int(starts.sum()))
 
 
 def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,

@@ -126,7 +126,7 @@ class BandedAligner:
                 todo.append(k)
         while todo:
             later = []
-            for k, path in zip(todo, self._run(pairs, todo, w)):
+            for k, path in zip(todo, self._run(pairs, todo, w, optima)):
                 m, n = len(pairs[k][0]), len(pairs[k][1])
                 lo, hi = band_limits(m, n, w[k])
                 if path is not None and path[0] == optima[k]:
@@ -144,9 +144,10 @@ class BandedAligner:
                                          w_start=w[k])
         return out
 
-    def _run(self, pairs, ks: list[int], w: list[int]) -> list:
-        """Each pair of ``ks`` aligned in its current band (None where the band is the whole matrix: the
-        CPU engine's full alignment, as align_global_banded does), in order of ``ks``."""
+    def _run(self, pairs, ks: list[int], w: list[int], optima=None) -> list:
+        """Each pair of ``ks`` aligned in its current band (where the band is the whole matrix: the CPU
+        engine's full alignment, as align_global_banded does), in order of ``ks``; with ``optima``, a pair
+        whose banded score misses its optimum gets its score alone (see :meth:`_launch`)."""
         from ..cpu import align_codes
 
         s = self.scoring
@@ -160,7 +161,7 @@ class BandedAligner:
             else:
                 need[k] = pair_bytes(m, n, lo, hi)
         for launch in self._groups(pairs, list(need), need):
-            got.update(self._launch(pairs, launch, w))
+            got.update(self._launch(pairs, launch, w, optima=optima))
         return [got[k] for k in ks]
 
     def _groups(self, pairs, ks: list[int], need: dict) -> list[list[int]]:
@@ -198,9 +199,11 @@ class BandedAligner:
             out[launch] = self._launch(pairs, launch, w, score_only=True)
         return out
 
-    def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
+    def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False, optima=None):
         """One launch over the pairs ``ks``: {k: path} (checked by :func:`path_score`), or with
-        ``score_only`` the int64 array of their banded scores in order of ``ks``."""
+        ``score_only`` the int64 array of their banded scores in order of ``ks``. With ``optima``, a pair
+        whose banded score is not ``optima[k]`` gets (score, None, None, None, None, None): the caller
+        widens its band, and its path is never rebuilt nor checked on the host."""
         from .batch import kernel_path
 
         cp = self.cp
@@ -247,6 +250,8 @@ class BandedAligner:
         starts = jobs["ops"].tolist()
 
         def path(x):  # the columns in order, from the origin, checked against the kernel's score
+            if optima is not None and h_out[x][0] != optima[ks[x]]:
+                return (h_out[x][0],) + (None,) * 5
             got = kernel_path(h_out[x], h_ops, starts[x], True)
             q, t = pairs[ks[x]]
             if path_score(q, t, got[5], self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != got[0]:
