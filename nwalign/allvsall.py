@@ -42,6 +42,7 @@ SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceb
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
 BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
+W_FIRST = 128  # the first band of those scores (nwalign.bands.optimal_scores says why)
 BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one launch of ~4 GB)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
@@ -308,6 +309,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         clock = time.perf_counter()
         paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
                                     [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])
+        log.debug("allpairs: %d survivors aligned in their bands in %.2f s", len(part), time.perf_counter() - clock)
         stats["banded_seconds"] = stats.get("banded_seconds", 0.0) + time.perf_counter() - clock
         stats["banded_gpu_seconds"] = gpu_banded[0].kernel_seconds
         stats["banded_pairs"] = stats.get("banded_pairs", 0) + len(part)
@@ -363,7 +365,10 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                 return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())
 
             if fill.size:
-                scores[fill] = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores)[0]
+                clock = time.perf_counter()
+                scores[fill], w = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST)
+                log.debug("allpairs: banded scores of %d pairs in %.2f s (%d needed a second band)", fill.size,
+                          time.perf_counter() - clock, int((w > W_FIRST).sum()))
             stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
             yield pairs, scores
 
@@ -400,6 +405,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                         stats["filtered"] += 1
                         continue
                     todo.append((i, j, score))
+            log.debug("allpairs: a batch of %d pairs scored, %d to align", len(ij), len(todo))
             for i, j, aln in aligned(todo):
                 passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
                 if not passes:

@@ -1,0 +1,397 @@
+"""One scoring scheme on one backend, resolved once: the CPU engine (Numba, ``nwalign.cpu``) or the CUDA
+kernels (``nwalign.cuda``), behind one interface, so that the jobs above it (pair, allpairs) never ask
+which backend runs.
+
+The four operations, each with the same results on both backends (the GPU kernels are tested against
+the CPU engine under the ``gpu`` marker):
+
+- :meth:`Aligner.align`: one pair -> :class:`~nwalign.results.Alignment`;
+- :meth:`Aligner.align_many`: pairs one after another (each may be large: genomes), in order;
+- :meth:`Aligner.align_batch`: many small pairs at once (on the GPU, one launch of the batch kernel per
+  512 pairs), in order;
+- :meth:`Aligner.score_pairs`: optimal scores of batches of index pairs into sequence sets;
+- :meth:`Aligner.score_against`: one query's scores against every sequence of a database (local mode).
+
+The database search (:mod:`nwalign.dbsearch`) keeps its own GPU pipeline (queries in flight, the
+database uploaded while the input is read, hits aligned while the next query scans).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import cpu
+from .engine import DEFAULT_MAX_MEMORY, Encoded, align_pair, align_pairs, alignment_from_path, choose_backend
+from .results import Alignment
+from .scoring import Scoring
+
+log = logging.getLogger("nwalign")
+
+BATCH = 512  # pairs per launch of the GPU's batch kernel (one batch aligns while the last is finished)
+
+
+class Aligner:
+    """A scoring scheme on a backend chosen once.
+
+    Arguments:
+        scoring: the :class:`~nwalign.scoring.Scoring` (mode, matrix, gaps).
+        backend: ``auto`` (the GPU when CuPy sees one), ``cuda`` or ``cpu``.
+        device: GPU number (CUDA backend).
+        threads: CPU threads (the CPU engine releases the GIL; 0 means 1).
+        max_memory: traceback memory budget in bytes (shared by the threads in use).
+        cuda_options: a :class:`nwalign.cuda.pair.Options` choosing the pair kernel (CUDA backend;
+            default: the wavefront kernel).
+
+    Attributes: ``backend`` (``cpu`` or ``cuda``, resolved), ``scoring``, ``threads``, ``device``.
+
+    Sequences may be given as :class:`~nwalign.engine.Encoded` records, or as anything
+    :func:`nwalign.sequences.as_records` takes for one sequence (str, bytes, Biopython ``Seq`` or
+    ``SeqRecord``), encoded with ``scoring``'s alphabet.
+
+    >>> from nwalign import Aligner, make_scoring
+    >>> aligner = Aligner(make_scoring("dna", "global"), backend="cpu")
+    >>> aligner.align("GATTACA", "GATCACA").cigar()
+    '3=1X3='
+    >>> [a.score for a in aligner.align_batch([("ACGT", "ACGT"), ("ACGT", "AGT")])]
+    [20, 5]
+
+    Raises:
+        NwalignError: an unknown backend, or ``cuda`` without CuPy or a GPU; letters outside the
+            scoring's alphabet (at the call that gets them).
+    """
+
+    def __init__(self, scoring: Scoring, backend: str = "auto", device: int = 0, threads: int = 1,
+                 max_memory: int = DEFAULT_MAX_MEMORY, cuda_options=None, announce: bool = True):
+        self.scoring, self.device, self.threads, self.max_memory = scoring, device, max(1, threads), max_memory
+        self.backend = choose_backend(backend, announce)  # -v says which (announce=False: resolved already)
+        self.gpu = self.backend == "cuda"
+        if self.gpu and cuda_options is None:
+            from .cuda.pair import Options
+
+            cuda_options = Options(device=device)
+        self.cuda_options = cuda_options
+        self._batch = None      # the GPU's batch aligner, made at first use
+        self._searchers: dict = {}
+
+    def align(self, query: Encoded, target: Encoded, score_only: bool = False, progress=None) -> Alignment:
+        """One pair (encoded records) -> its optimal :class:`~nwalign.results.Alignment` (score only with
+        ``score_only``); ``progress(fraction)`` follows a large CPU traceback.
+
+        Raises:
+            NwalignError: scores could overflow, or the traceback cannot fit in ``max_memory``.
+        """
+        return align_pair(self.encoded(query, "query"), self.encoded(target, "target"), self.scoring, score_only,
+                          self.max_memory, backend=self.backend, cuda_options=self.cuda_options, progress=progress)
+
+    def encoded(self, sequence, name: str = "seq") -> Encoded:
+        """``sequence`` as an :class:`~nwalign.engine.Encoded` record (returned as it is when it is one)."""
+        if isinstance(sequence, Encoded):
+            return sequence
+        from .sequences import as_records
+
+        (record,) = as_records(sequence, name)
+        return Encoded(record, self.scoring.encode(record))
+
+    def _pairs(self, pairs) -> list[tuple[Encoded, Encoded]]:
+        return [(self.encoded(q, "query"), self.encoded(t, "target")) for q, t in pairs]
+
+    def align_many(self, pairs: Iterable[tuple[Encoded, Encoded]], score_only: bool = False,
+                   progress=None) -> Iterator[Alignment]:
+        """Pairs one after another (the GPU's pair kernel, or ``threads`` CPU threads sharing
+        ``max_memory``), yielding results in input order. A pair whose traceback cannot fit is refused at
+        the call, before the first result (see :func:`nwalign.engine.align_pairs`)."""
+        return align_pairs(self._pairs(pairs), self.scoring, score_only, self.max_memory, self.threads,
+                           self.backend, self.cuda_options, progress)
+
+    @property
+    def batch_kernel(self) -> str:
+        """What :meth:`align_batch` runs: ``batch_align`` (the GPU's batch kernel) or ``cpu``."""
+        from .cuda.batch import MODES
+
+        return "batch_align" if self.gpu and self.scoring.mode in MODES else "cpu"
+
+    def align_batch(self, pairs: list[tuple[Encoded, Encoded]]) -> Iterator[Alignment]:
+        """Many small pairs at once, results in input order. On the GPU in global and local mode: the
+        batch kernel (kernels/batch_align.cu, one warp per pair), :data:`BATCH` pairs per launch, the next
+        launch queued before the last one's alignments are built; pairs over its memory budget, and
+        semiglobal mode, on the CPU engine. On the CPU: ``threads`` threads."""
+        pairs = self._pairs(pairs)
+        if self.batch_kernel == "batch_align":
+            return self._gpu_batches(pairs)
+        return self._cpu_batches(pairs)
+
+    def _cpu_batches(self, pairs):
+        def one(pair):
+            return align_pair(pair[0], pair[1], self.scoring)
+
+        if self.threads <= 1:
+            yield from map(one, pairs)
+            return
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            for lo in range(0, len(pairs), 4 * BATCH):  # bounded: results wait in order
+                yield from pool.map(one, pairs[lo:lo + 4 * BATCH])
+
+    def _gpu_batches(self, pairs):
+        if self._batch is None:
+            from .cuda.batch import BatchAligner
+
+            self._batch = BatchAligner(self.scoring, self.device)
+        pending = None
+        for lo in range(0, len(pairs) + BATCH, BATCH):
+            chunk = pairs[lo:lo + BATCH]
+            batch = self._batch.submit([(q.codes, t.codes) for q, t in chunk]) if chunk else None
+            if pending is not None:
+                for (q, t), path in zip(pending[0], pending[1].result()):
+                    yield alignment_from_path(q, t, self.scoring, path)
+            pending = (chunk, batch) if chunk else None
+
+    def score_pairs(self, sequences: list[np.ndarray], others: list[np.ndarray] | None = None,
+                    kernel: str = "auto", slice_k: int | None = None, block: int | None = None,
+                    stats: dict | None = None, span: tuple[int, int] | None = None
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Optimal scores of every pair (i, j), i < j, of ``sequences`` (uint8 code arrays), or of every
+        (i, j) of ``sequences`` x ``others``, in row order (only those at positions ``span`` = (start,
+        stop) of that order when given: :func:`nwalign.allvsall.pair_batches`): yields (pairs: int32 (k, 2), scores: int64 (k,))
+        batch by batch (never all pairs at once). On the GPU: the all-pairs kernels after Li et al. (multiple
+        pairwise NW on GPUs and clusters, section 4; ``kernel``/``slice_k``/``block`` as :class:`nwalign.cuda.allpairs.AllPairsScorer`
+        takes them, ``auto`` chosen from the pair count), the next batch queued before the last one is
+        returned; on the CPU: ``threads`` threads, batches of :data:`nwalign.allvsall.TILE`. ``stats`` gets
+        ``kernel``, ``cells`` (DP cells scored) and on the GPU ``gpu_seconds`` (kernel time).
+
+        Raises:
+            NwalignError: the GPU cannot run the kernel (unknown kernel or options, too many letters).
+        """
+        from .allvsall import TILE, pair_batches
+
+        stats = stats if stats is not None else {}
+        n_b = None if others is None else len(others)
+        if self.gpu:
+            yield from self._gpu_scores(sequences, others, kernel, slice_k, block, stats, span)
+            return
+        s = self.scoring
+        targets = sequences if others is None else others
+        stats.update(kernel="cpu", cells=0)
+        pool = ThreadPoolExecutor(max_workers=self.threads) if self.threads > 1 else None
+        mapper = pool.map if pool else map
+
+        def one(pair):
+            return cpu.score_codes(sequences[pair[0]], targets[pair[1]], s.matrix, s.gap_open, s.gap_extend,
+                                   s.mode_code)
+        try:
+            for pairs in pair_batches(len(sequences), n_b, TILE, span):
+                ij = pairs.tolist()
+                stats["cells"] += sum(len(sequences[i]) * len(targets[j]) for i, j in ij)
+                yield pairs, np.fromiter(mapper(one, ij), dtype=np.int64, count=len(ij))
+        finally:
+            if pool:
+                pool.shutdown()
+
+    def _gpu_scores(self, sequences, others, kernel, slice_k, block, stats, span=None):
+        from .allvsall import pair_batches
+        from .cuda.allpairs import AllPairsScorer
+
+        offset = len(sequences) if others is not None else 0  # the scorer indexes one concatenated set
+        scorer = AllPairsScorer(list(sequences) + (list(others) if others is not None else []), self.scoring,
+                                kernel, slice_k, block, self.device)
+        n_a, n_b = len(sequences), None if others is None else len(others)
+        name = scorer.kernel_for(n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b)  # the whole job's count
+        size = scorer.batch_size(name)
+        stats["kernel"] = name
+        log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
+        shifted = (_shift(p, offset) for p in pair_batches(n_a, n_b, size, span))
+        for pairs, scores in scorer.stream(shifted, name):
+            yield _shift(pairs, -offset), scores
+        stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.gpu_seconds
+
+    def score_against(self, query: np.ndarray, codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Local (Smith-Waterman) scores of ``query`` (uint8 codes) against every sequence of a database
+        (``codes`` uint8 concatenated, ``offsets`` int64 (count + 1,)): int64 (count,). On the GPU the
+        ``scan`` kernel after CUDASW++4.0 (the database uploaded at the first call and kept); on the CPU
+        ``threads`` threads of the engine.
+
+        Raises:
+            NwalignError: a scoring mode other than local.
+        """
+        from .errors import NwalignError
+
+        if self.scoring.mode != "local":
+            raise NwalignError(f"score_against: scoring mode {self.scoring.mode}; a database scan is local")
+        if not self.gpu:
+            from .dbsearch import cpu_scan
+
+            return cpu_scan(np.asarray(query, dtype=np.uint8), codes, offsets, self.scoring, self.threads)
+        key = (id(codes), id(offsets))
+        if key not in self._searchers:
+            from .cuda.search import ScanSearcher
+
+            self._searchers[key] = (ScanSearcher(codes, offsets, self.scoring, self.device), codes, offsets)
+        return self._searchers[key][0].scores(np.asarray(query, dtype=np.uint8))
+
+
+def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
+    """Pairs with ``offset`` added to their second index (a copy; the same array when 0)."""
+    if offset == 0:
+        return pairs
+    out = pairs.copy()
+    out[:, 1] += offset
+    return out
+
+
+class Pairs:
+    """The pair command's job, prepared and ready to run: query records against target records, paired as
+    :func:`nwalign.engine.pair_plan` says (one against each, each against one, or i against i), each
+    pair aligned in full by an :class:`Aligner` (Gotoh's affine-gap Needleman-Wunsch, Smith-Waterman or
+    semi-global; on a GPU the ``wavefront`` kernel unless ``kernel`` names one of the papers').
+
+    Arguments:
+        queries, targets: records, or anything :func:`nwalign.sequences.as_records` takes, or FASTA files
+            as ``pathlib.Path`` (an over-long record is refused while it is read).
+        scoring: a :class:`~nwalign.scoring.Scoring`; None builds one from ``mode``, ``alphabet`` (``auto``:
+            guessed from both sides' letters, which must agree), ``matrix``, ``match``/``mismatch``,
+            ``gap_open``/``gap_extend`` with the command line's defaults.
+        score_only: optimal scores only (linear memory).
+        backend, device, threads, max_memory: as :class:`Aligner` takes them.
+        kernel, block, shared: the GPU pair kernel and its knobs (:class:`nwalign.cuda.pair.Options`).
+        query_source, target_source: names for the two sides in messages (file names).
+        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
+            the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
+            takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
+            tracebacks (a cluster's workers the whole of it). The alignments are those of one process, in
+            the same order.
+
+    Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
+    ``scoring``, ``aligner``, ``backend``.
+
+    >>> from nwalign import Pairs
+    >>> [(a.target_id, a.cigar()) for a in Pairs("GATTACA", ["GATCACA", "GATTACA"], backend="cpu")]
+    [('target1', '3=1X3='), ('target2', '7=')]
+
+    Raises:
+        NwalignError: bad sequences or letters, sides of different alphabets, record counts that cannot
+            be paired, sequences too long for 32-bit scores, an unknown matrix, mode or backend.
+    """
+
+    def __init__(self, queries, targets, scoring: Scoring | None = None, *, mode: str = "global",
+                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
+                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
+                 score_only: bool = False, backend: str = "auto", device: int = 0, threads: int = 1,
+                 max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
+                 shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
+                 target_source: str = "target", workers: int = 0, scheduler: str | None = None, client=None,
+                 devices=None, shared_dir: str | None = None):
+        import os
+
+        from .engine import encode_all, pair_plan
+        from .errors import NwalignError
+        from .scoring import make_scoring, max_sequence_length
+        from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
+
+        sides = []
+        for items, source in ((queries, query_source), (targets, target_source)):
+            if isinstance(items, os.PathLike):
+                source = os.fspath(items)
+                limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) \
+                    if scoring is None else None
+                items = read_fasta(source, limit)
+            sides.append((as_records(items, "query" if not sides else "target"), source))
+        (qrecs, qname), (trecs, tname) = sides
+        if scoring is None:
+            kind = choose_alphabet([(qname, letter_counts(qrecs)), (tname, letter_counts(trecs))], alphabet)
+            scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
+        self.scoring = scoring
+        qrecs, trecs = unique_records(qrecs, qname), unique_records(trecs, tname)  # warns: after the errors
+        log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
+                 scoring.gap_extend, scoring.mode)
+        self.queries, self.targets = encode_all(qrecs, scoring, qname), encode_all(trecs, scoring, tname)
+        self.plan = pair_plan(self.queries, self.targets)
+        for qi, ti in self.plan:
+            scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
+        self.score_only = score_only
+        spread = workers > 1 or scheduler is not None or client is not None
+        if spread and devices not in (None, "auto"):
+            raise NwalignError("devices and workers/scheduler/client: choose one",
+                               cli="--devices and --workers/--scheduler: choose one")
+        if spread and backend == "cuda" and workers > 1:
+            raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
+                               "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
+                               "for GPUs use --devices, or --scheduler with --backend cuda")
+        gpus = None
+        if not spread:
+            from .scaleout import resolve_devices
+
+            gpus = resolve_devices(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
+            if gpus is not None and (len(gpus) == 1 or len(self.plan) == 1):  # a pair is never split
+                device, gpus = gpus[0], None
+        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
+            "cpu" if spread else choose_backend(backend)
+        options = None
+        if self.backend == "cuda":
+            from .cuda.pair import Options
+
+            options = Options(kernel=kernel, block=block, shared=shared, device=0 if gpus or spread else device,
+                              max_memory=gpu_max_memory)
+            log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
+                     if kernel == "diagonal-block" else "")
+        self._spread = None
+        if spread or gpus:
+            from .scaleout import Spread
+
+            # Local CPU workers share this host's memory; a cluster's workers have their own.
+            self._share = max(1, max_memory // workers) if workers > 1 else max_memory
+            if self.backend == "cpu" and not score_only:  # refused here, before any worker starts
+                from .cpu.pair import plan_bands
+
+                for qi, ti in self.plan:
+                    plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
+            self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
+                                  gpus, shared_dir)
+            self._options, self._threads = options, threads
+            self.aligner = None
+            return
+        self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
+
+    def cells(self, k: int = 0) -> int:
+        """DP cells of pair ``k`` of the plan."""
+        qi, ti = self.plan[k]
+        return len(self.queries[qi].codes) * len(self.targets[ti].codes)
+
+    PER_WORKER = 4          # chunks per worker at least (spread)
+    MAX_CHUNK_PAIRS = 4096  # pairs per chunk at most: a chunk's alignments wait in memory until written
+
+    def run(self, progress=None) -> Iterator[Alignment]:
+        """The alignments in plan order. A pair whose traceback cannot fit ``max_memory`` is refused here,
+        before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback (in this process).
+
+        Raises:
+            nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
+        """
+        if self._spread is not None:
+            return self._spread_run()
+        return self.aligner.align_many(((self.queries[a], self.targets[b]) for a, b in self.plan), self.score_only,
+                                       progress)
+
+    def _spread_run(self) -> Iterator[Alignment]:
+        from .scaleout import AlignTask, align_chunk, chunks
+
+        spread = self._spread
+        cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
+        count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
+        parts = chunks(cells, count)
+        threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
+        log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
+        tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
+                           self._share, self._options) for a, b in parts)
+        for alignments in spread.map(align_chunk, tasks):
+            yield from alignments
+
+    def close(self) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end)."""
+        if self._spread is not None:
+            self._spread.close()
+
+    def __iter__(self):
+        return self.run()

@@ -1,0 +1,149 @@
+"""The CUDA engine: CuPy RawModule kernels for single pairs, with host orchestration.
+
+Importing this package never fails; :func:`available` says whether CuPy and a GPU are usable.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from ..errors import option_error
+
+KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
+           "skewed-lockfree")
+BLOCK_SHAPES = ((8, 8), (16, 16), (32, 32), (8, 128), (16, 64))
+DEFAULT_KERNEL = "wavefront"
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str]:
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a CuPy build that cannot load its CUDA libraries
+        return False, f"CuPy is not installed or cannot load ({type(exc).__name__}: {exc}); " \
+                      "install nwalign[cuda13] or nwalign[cuda12]"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return False, f"no usable CUDA driver/GPU ({exc})"
+    if count == 0:
+        return False, "CuPy sees no GPU"
+    return True, f"{count} GPU(s) visible to CuPy"
+
+
+def device_numbers() -> list[int]:
+    """The visible GPUs' numbers (empty without CuPy or a GPU)."""
+    if not available():
+        return []
+    import cupy
+
+    return list(range(cupy.cuda.runtime.getDeviceCount()))
+
+
+def available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    return _probe()[0]
+
+
+def why_unavailable() -> str:
+    return _probe()[1]
+
+
+def require(device: int = 0):
+    """Import CuPy and select ``device``; raise NwalignError with the reason when that is impossible."""
+    ok, reason = _probe()
+    if not ok:
+        raise option_error("backend", "--backend", f"cuda: {reason}")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if not 0 <= device < count:
+        raise option_error("device", "--device", f"{device}: only {count} GPU(s) (numbered 0..{count - 1})")
+    cupy.cuda.Device(device).use()
+    return cupy
+
+
+def pinned_empty(shape, dtype):
+    """A C-ordered NumPy array in page-locked host memory (for asynchronous copies from the GPU), made
+    as ``cupyx.empty_pinned`` makes it, without importing cupyx and the modules it loads."""
+    import cupy
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    mem = cupy.cuda.alloc_pinned_memory(max(1, int(np.prod(shape)) * dtype.itemsize))
+    return np.ndarray(shape, dtype=dtype, buffer=mem)
+
+
+def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
+    """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
+    while the caller reads its input (context creation takes a few tenths of a second). ``kernels``: a
+    function of the GPU's compute capability (an int, 90 for 9.0) giving {source: mangled kernel names}
+    to load now (the driver otherwise loads each at its first launch). Returns the thread; errors are
+    left for the caller's own first CUDA call to raise."""
+
+    def run():
+        import logging
+
+        log = logging.getLogger("nwalign")
+        try:
+            cupy = require(device)
+            log.debug("cuda: CuPy imported (warm-up thread)")
+            cupy.empty(1, dtype=cupy.uint8)  # the context exists once memory is allocated
+            log.debug("cuda: GPU %d's context made", device)
+            from . import modules
+
+            for name in sources:
+                modules.prebuilt_module(name)
+            capability = int(cupy.cuda.Device().compute_capability)
+            for name, names in (kernels(capability) if kernels else {}).items():
+                for mangled in names:
+                    func = modules.prebuilt_function(name, mangled)
+                    if func is not None:
+                        func.max_threads_per_block  # an attribute query loads the kernel's code
+            log.debug("cuda: cubins loaded")
+        except Exception:  # the main thread's own call reports it in one line
+            pass
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+_SEARCH_WARM_UPS: dict = {}
+_SEARCH_WARM_UPS_LOCK = threading.Lock()
+
+
+def warm_up_search(device: int = 0):
+    """:func:`warm_up` for a search on ``device`` (the scan and batch-alignment kernels it may launch),
+    started once per process: the command's entry point (:mod:`nwalign.launch`) and the search itself
+    both ask for it."""
+    with _SEARCH_WARM_UPS_LOCK:
+        if device not in _SEARCH_WARM_UPS:
+            def kernels(capability):
+                from .batch import KERNEL_NAMES
+                from .search import kernel_names
+
+                return {"sw_search": kernel_names(capability >= 90), "batch_align": KERNEL_NAMES}
+
+            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "batch_align"), kernels)
+    return _SEARCH_WARM_UPS[device]
+
+
+def device_info() -> list[dict]:
+    """Name, memory, compute capability and versions of every visible GPU (empty without CuPy/GPU)."""
+    if not available():
+        return []
+    import cupy
+
+    out = []
+    for k in range(cupy.cuda.runtime.getDeviceCount()):
+        props = cupy.cuda.runtime.getDeviceProperties(k)
+        with cupy.cuda.Device(k):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        out.append(dict(index=k, name=name, compute_capability=f"{props['major']}.{props['minor']}",
+                        multiprocessors=props["multiProcessorCount"], memory_total=total, memory_free=free,
+                        cupy=cupy.__version__, cuda_runtime=cupy.cuda.runtime.runtimeGetVersion(),
+                        cuda_driver=cupy.cuda.runtime.driverGetVersion()))
+    return out

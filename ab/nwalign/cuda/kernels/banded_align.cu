@@ -1,0 +1,218 @@
+// Global alignments (with traceback) of many pairs in one launch, each restricted to a diagonal band
+// lo <= j - i <= hi (see nwalign/cpu/banded.py: the all-pairs identity filter's band). Host side:
+// nwalign/cuda/banded.py.
+//
+// batch_align.cu's sweep (one warp per pair; bands of 32 lanes x 8 query rows; the target streamed left to
+// right, lane k computing column c0 + s - k + 1 at step s), with three changes: (1) each band of 256 rows
+// sweeps only the columns its rows' diagonal band reaches, [jmin, jmax], (2) a cell outside the diagonal
+// band is minus infinity (H, E and F), as in the CPU engine's fill_banded, and (3) the direction words are
+// stored per band over those columns only ([band][lane][column - jmin] words of 8 nibbles, W columns per
+// lane row), so a 30 kb genome pair in a band of half-width 32 keeps ~5 MB instead of ~450 MB. Same
+// recurrence and tie rules as the CPU engine (nw_cell), so every in-band cell that an alignment can reach
+// has the CPU's direction byte, and the traceback returns the CPU banded engine's path. With no direction
+// words (BandArgs.dirs null) it gives the banded optimum alone: allpairs' banded score pass.
+#include "common.cuh"
+
+#define BAND_ROWS 8              // rows per lane per band (one word of 8 nibbles)
+#define BAND_H (32 * BAND_ROWS)  // rows per band
+#define BANDED_OUT 6             // per pair: score, end row, end column, start row, start column, columns
+
+struct BandJob {
+    long long q, t;   // offsets of the query's and the target's codes
+    long long dirs;   // offset of the pair's direction words: ceil(m / 256) * 32 * W
+    long long row;    // offset of the pair's row buffer: 2 * (n + 1) ints
+    long long ops;    // offset of the pair's columns: m + n bytes
+    int m, n;         // lengths, >= 1
+    int lo, hi;       // the band: lo <= j - i <= hi, lo <= min(0, n - m), hi >= max(0, n - m)
+    int W;            // columns stored per lane and band: min(n, 256 + hi - lo)
+};
+
+struct BandArgs {
+    const BandJob *jobs; int njobs;
+    const u8 *q; const u8 *t; const int *S; int A; int go; int ge;
+    int *rows; unsigned *dirs; u8 *ops; int *out;
+};
+
+// The first column that band b's rows reach (rows b * 256 + 1 ..).
+__device__ __forceinline__ int band_jmin(int b, int lo) { return max(1, b * BAND_H + 1 + lo); }
+
+// The last column that band b's rows reach.
+__device__ __forceinline__ int band_jmax(int b, int m, int n, int hi) { return min(n, min(m, (b + 1) * BAND_H) + hi); }
+
+// H on row 0 or column 0 (a leading gap of length k), minus infinity where the diagonal band excludes it.
+__device__ __forceinline__ int band_border(int k, bool inside, int go, int ge) {
+    return inside ? nw_border(k, NW_GLOBAL, go, ge) : NW_NEG;
+}
+
+// Lane 0's input for column jc of band b: H and F of the row above the band (row 0, or the previous band's
+// last row, stored up to its last column jprev).
+__device__ __forceinline__ void band_fetch(const BandArgs &a, const u8 *t, int n, int hi, const int *rowH,
+                                           const int *rowF, int b, int jc, int jprev, int &h, int &f, int &tc) {
+    if (jc <= n) {
+        if (b == 0) {
+            h = band_border(jc, jc <= hi, a.go, a.ge);
+            f = NW_NEG;
+        } else if (jc <= jprev) {
+            h = rowH[jc];
+            f = rowF[jc];
+        } else {
+            h = NW_NEG;
+            f = NW_NEG;
+        }
+        tc = t[jc - 1];
+    }
+}
+
+// The direction nibble of cell (i, j), 1 <= i <= m, of a pair's banded words; 0 outside the stored columns
+// (the traceback's look-ahead may step there; the path itself never leaves the band).
+__device__ __forceinline__ int band_dir(const unsigned *dirs, int i, int j, int W, int lo) {
+    const int li = i - 1, b = li / BAND_H;
+    const int col = j - band_jmin(b, lo);
+    if (col < 0 || col >= W) return 0;
+    const unsigned w = dirs[((size_t)b * 32 + (li / BAND_ROWS) % 32) * W + col];
+    return (w >> (4 * (li % BAND_ROWS))) & 15;
+}
+
+// trace.cuh's nw_trace_warp (global mode) over banded words: lane k reads the k-th cell ahead along the
+// current run, a ballot finds where it ends, up to 32 columns are emitted at once.
+__device__ __forceinline__ void band_trace_warp(const unsigned *dirs, int W, int lo, int lane, u8 *ops, int &i,
+                                                int &j, int &nops) {
+    int state = 0;
+    while (i > 0 && j > 0) {
+        const int ik = state == 1 ? i : i - lane, jk = state == 2 ? j : j - lane;
+        const bool valid = ik > 0 && jk > 0;
+        const int d = valid ? band_dir(dirs, ik, jk, W, lo) : 0;
+        if (state == 0) {
+            const unsigned diag = __ballot_sync(0xffffffffu, valid && (d & 3) == 0);
+            const int run = diag == 0xffffffffu ? 32 : __ffs(~diag) - 1;
+            if (lane < run) ops[nops + lane] = 0;
+            nops += run; i -= run; j -= run;
+            if (run == 32 || !(i > 0 && j > 0)) continue;
+            const int src = __shfl_sync(0xffffffffu, d, run) & 3;  // cell (i, j): not a diagonal step
+            state = src == 1 ? 1 : 2;
+        } else {
+            const unsigned ext = __ballot_sync(0xffffffffu, valid && (d & (state == 1 ? 4 : 8)));
+            const int z = ext == 0xffffffffu ? 32 : __ffs(~ext) - 1;  // cells 0 .. z - 1 extend the gap
+            const int left = state == 1 ? j : i;
+            const int emit = min(z < 32 ? z + 1 : 32, left);
+            if (lane < emit) ops[nops + lane] = state == 1 ? 2 : 1;
+            nops += emit;
+            if (state == 1) j -= emit; else i -= emit;
+            if (z < min(left, 32)) state = 0;  // cell z opened the gap: H above / left of it
+        }
+    }
+}
+
+__device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, int lane, int *out) {
+    constexpr int R = BAND_ROWS;
+    const u8 *q = a.q + J.q, *t = a.t + J.t;
+    const int m = J.m, n = J.n, lo = J.lo, hi = J.hi, W = J.W;
+    int *rowH = a.rows + J.row, *rowF = rowH + (n + 1);
+    unsigned *dirs = a.dirs ? a.dirs + J.dirs : nullptr;  // a.dirs null: the banded score alone
+    int corner = NW_NEG;
+    const int nbands = (m + BAND_H - 1) / BAND_H;
+    int jprev = 0;  // the previous band's last column
+    for (int b = 0; b < nbands; ++b) {
+        const int jmin = band_jmin(b, lo), jmax = band_jmax(b, m, n, hi);
+        const int c0 = jmin - 1, width = jmax - c0;
+        const int row0 = b * BAND_H + lane * R;  // this lane's rows: row0 + 1 .. row0 + R
+        int qa[R], H[R], E[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = row0 + r + 1;
+            qa[r] = i <= m ? q[i - 1] * a.A : 0;
+            // H(i, c0): column 0 where the band holds it, else a cell left of the band
+            H[r] = c0 == 0 ? band_border(i, i <= -lo, a.go, a.ge) : NW_NEG;
+            E[r] = NW_NEG;
+        }
+        // H(row0, c0): column 0, or for lane 0 the row above the band (in the band at column c0 > 0)
+        int diag = c0 == 0 ? band_border(row0, row0 <= -lo, a.go, a.ge)
+                           : (lane == 0 && b > 0 ? rowH[c0] : NW_NEG);
+        int up_h = 0, up_f = NW_NEG, up_t = 0;  // what this lane hands to the next
+        int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
+        int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it, fetched 32 steps early
+        int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
+        unsigned *dword = dirs ? dirs + ((size_t)b * 32 + lane) * W : nullptr;
+        for (int s = 0; s < width + 31; ++s) {
+            if ((s & 31) == 0) {
+                if (s == 0) band_fetch(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
+                in_h = nx_h; in_f = nx_f; in_t = nx_t;
+                if (s + 32 < width)
+                    band_fetch(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
+            }
+            int h_in = __shfl_up_sync(0xffffffffu, up_h, 1);
+            int f_in = __shfl_up_sync(0xffffffffu, up_f, 1);
+            int t_in = __shfl_up_sync(0xffffffffu, up_t, 1);
+            const int h0 = __shfl_sync(0xffffffffu, in_h, s & 31);
+            const int f0 = __shfl_sync(0xffffffffu, in_f, s & 31);
+            const int t0 = __shfl_sync(0xffffffffu, in_t, s & 31);
+            if (lane == 0) { h_in = h0; f_in = f0; t_in = t0; }
+            const int j = c0 + s - lane + 1;
+            if (j > c0 && j <= jmax) {
+                int hu = h_in, fu = f_in, hd = diag;
+                unsigned word = 0;
+                const int *srow = sS + t_in;
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const int i = row0 + r + 1;
+                    int h, e, f;
+                    u8 dir = nw_cell(hd, hu, fu, H[r], E[r], srow[qa[r]], a.go, a.ge, NW_GLOBAL, h, e, f);
+                    if (j - i < lo || j - i > hi) { h = NW_NEG; e = NW_NEG; f = NW_NEG; dir = 0; }
+                    word |= (unsigned)dir << (4 * r);
+                    hd = H[r];
+                    H[r] = h;
+                    E[r] = e;
+                    hu = h;
+                    fu = f;
+                }
+                if (dirs) dword[j - c0 - 1] = word;  // none when only the score is asked
+                up_h = hu;
+                up_f = fu;
+                diag = h_in;
+                up_t = t_in;
+            }
+            // Lane 31 finished column c0 + s - 30: collect it, and store every 32 columns for the next band.
+            const int oh = __shfl_sync(0xffffffffu, up_h, 31);
+            const int of = __shfl_sync(0xffffffffu, up_f, 31);
+            const int k31 = s - 30;  // its column's place in this band's sweep, 1-based
+            if (k31 >= 1 && k31 <= width && b + 1 < nbands) {
+                if (lane == ((k31 - 1) & 31)) { out_h = oh; out_f = of; }
+                if ((k31 & 31) == 0 || k31 == width) {
+                    const int kc = ((k31 - 1) & ~31) + 1 + lane;
+                    if (kc <= k31) { rowH[c0 + kc] = out_h; rowF[c0 + kc] = out_f; }
+                }
+            }
+        }
+        jprev = jmax;
+        // The next band's lanes read columns of the row buffer that other lanes wrote (the sweep starts at
+        // another column): make the writes visible to the whole warp first.
+        __syncwarp();
+        if (b + 1 == nbands) {  // H holds column jmax = n: the lane with row m has H(m, n)
+            int hm = 0;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (row0 + r + 1 == m) hm = H[r];
+            corner = __shfl_sync(0xffffffffu, hm, ((m - 1) % BAND_H) / R);
+        }
+    }
+    if (!dirs) {  // score only: no traceback
+        if (lane == 0) out[0] = corner;
+        return;
+    }
+    __syncwarp();  // the direction words of every lane are written before any lane reads them
+    int i = m, j = n, nops = 0;
+    band_trace_warp(dirs, W, lo, lane, a.ops + J.ops, i, j, nops);
+    if (lane == 0) {
+        out[0] = corner; out[1] = m; out[2] = n; out[3] = i; out[4] = j; out[5] = nops;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) banded_align_global(BandArgs a) {
+    __shared__ int sS[32 * 32];
+    for (int k = threadIdx.x; k < a.A * a.A; k += blockDim.x) sS[k] = a.S[k];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int nwarps = (gridDim.x * blockDim.x) >> 5;
+    for (int k = warp; k < a.njobs; k += nwarps) banded_pair(a, a.jobs[k], sS, lane, a.out + BANDED_OUT * k);
+}

@@ -1,0 +1,484 @@
+"""Sequence databases: residues of many sequences in one array plus offsets, read from FASTA or from a
+``.nwdb`` file (written by ``nwalign makedb``: memory-mapped, pre-encoded, checksummed), and encoded once
+for a scoring alphabet."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .background import in_background
+from .errors import NwalignError
+from .scoring import Scoring
+from .sequences import Record, read_fasta_arrays
+
+MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
+MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
+
+
+@dataclass
+class Database:
+    """A sequence database: offsets (int64, shape (count + 1,)), ids and descriptions, and the residues
+    either as ``residues`` (uint8 ASCII upper case, shape (total,): FASTA and version-1 .nwdb files) or as
+    ``codes`` (uint8, shape (total,)) indexing the string ``letters`` (version-2 .nwdb files, written in the
+    order of the default scoring alphabet, so that a search with that alphabet uses them as they are)."""
+
+    residues: np.ndarray | None
+    offsets: np.ndarray
+    ids: Sequence[str]  # a list, or (version-2 .nwdb) a read-only sequence parsed on first use
+    descriptions: Sequence[str]
+    source: str
+    codes: np.ndarray | None = None
+    letters: str | None = None
+    #: How often each letter occurs (from a version-2 header; None: counted on demand).
+    counts: dict[str, int] | None = None
+    #: True when no two sequences share an id (from a version-2 header; None: not known).
+    ids_unique: bool | None = None
+    #: The residues' checksum test still running (``load_database(..., check_later=True)``); see :meth:`verify`.
+    pending_check: Future | None = field(default=None, repr=False, compare=False)
+
+    def verify(self) -> None:
+        """Wait for a checksum test left running by ``load_database(..., check_later=True)``.
+
+        Raises:
+            NwalignError: the residues' CRC-32 differs from the one written by makedb.
+        """
+        check, self.pending_check = self.pending_check, None
+        if check is not None:
+            try:
+                check.result()
+            except ValueError as exc:
+                raise NwalignError(f"{self.source}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") \
+                    from None
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def total_length(self) -> int:
+        return int(self.offsets[-1])
+
+    def _letter_bytes(self) -> np.ndarray:
+        return np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
+
+    def ascii(self) -> np.ndarray:
+        """All residues as uint8 ASCII letters (decoded from the codes of a version-2 file)."""
+        if self.residues is not None:
+            return np.asarray(self.residues)
+        return _take_chunked(self._letter_bytes(), np.asarray(self.codes))
+
+    def record(self, k: int) -> Record:
+        """Sequence ``k`` (0-based, in file order) as a :class:`~nwalign.sequences.Record`."""
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        raw = self.residues[a:b] if self.residues is not None else self._letter_bytes()[self.codes[a:b]]
+        return Record(self.ids[k], self.descriptions[k], raw.tobytes().decode())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def letter_counts(self) -> np.ndarray:
+        """How often each letter (byte) occurs in all residues (int64, shape (256,)), as
+        :func:`nwalign.sequences.letter_counts` gives it for records."""
+        if self.counts is not None:  # written by makedb: no pass over the residues
+            out = np.zeros(256, dtype=np.int64)
+            for letter, n in self.counts.items():
+                out[ord(letter)] = n
+            return out
+        counts = byte_counts(np.asarray(self.residues if self.residues is not None else self.codes))
+        if self.residues is not None:
+            return counts
+        out = np.zeros(256, dtype=np.int64)
+        np.add.at(out, self._letter_bytes(), counts[:len(self.letters)])
+        return out
+
+    @classmethod
+    def from_records(cls, records, source: str = "<records>") -> "Database":
+        """A database of :class:`~nwalign.sequences.Record` objects (or anything
+        :func:`nwalign.sequences.as_records` takes), in their order."""
+        from .sequences import as_records
+
+        return database_from_records(as_records(records), source)
+
+    @classmethod
+    def from_fasta(cls, path: str) -> "Database":
+        """A FASTA file (plain or compressed), read straight into arrays."""
+        return database_from_fasta(path)
+
+    @classmethod
+    def load(cls, path: str) -> "Database":
+        """A ``.nwdb`` (checked, memory-mapped) or a FASTA file: :func:`load_database`."""
+        return load_database(path)
+
+    def save(self, path: str) -> None:
+        """Write a version-2 ``.nwdb``: :func:`write_database`."""
+        write_database(self, path)
+
+    def alphabet_counts(self, sample: int = 1 << 24) -> np.ndarray:
+        """Letter counts that decide the alphabet as :func:`nwalign.sequences.kind_of` does (int64, shape
+        (256,)): those of the first ``sample`` residues when they already hold a letter that is no nucleotide
+        code (the database is then protein whatever the rest holds; a 205 Mb FASTA file needs no count of
+        every residue, ~0.4 s), else :meth:`letter_counts`."""
+        if self.counts is None and self.residues is not None and self.total_length > sample:
+            from .sequences import NUCLEOTIDE_LETTERS
+
+            counts = byte_counts(np.asarray(self.residues[:sample]))
+            if any(chr(c) not in NUCLEOTIDE_LETTERS for c in np.flatnonzero(counts)):
+                return counts
+        return self.letter_counts()
+
+    def encode(self, scoring: Scoring) -> np.ndarray:
+        """All residues as ``scoring``'s codes: :func:`encode_database`."""
+        return encode_database(self, scoring)
+
+
+def byte_counts(data: np.ndarray) -> np.ndarray:
+    """How often each value occurs in a uint8 array (int64, shape (256,)). Counted two bytes at a time
+    (a 65,536-bin count of the uint16 view, folded back): half the elements of a byte count, which
+    converts every element to a 64-bit index; in chunks, so that memory stays small."""
+    pairs = np.zeros(65536, dtype=np.int64)
+    even = data.size // 2 * 2
+    view = np.ascontiguousarray(data[:even]).view(np.uint16)
+    for k in range(0, view.size, 1 << 22):
+        pairs += np.bincount(view[k:k + (1 << 22)], minlength=65536)
+    table = pairs.reshape(256, 256)
+    counts = table.sum(axis=0) + table.sum(axis=1)
+    if data.size % 2:
+        counts[data[-1]] += 1
+    return counts
+
+
+def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
+    the index array, 8 bytes per element), on up to 8 threads for large arrays (205 Mb: 0.45 -> 0.25 s on
+    two cores)."""
+    out = np.empty(index.size, dtype=table.dtype)
+    step = 1 << 18
+
+    def part(k):
+        np.take(table, index[k:k + step], out=out[k:k + step])
+
+    threads = min(8, os.cpu_count() or 1, -(-index.size // (1 << 24)))  # np.take releases the GIL
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(part, range(0, index.size, step)))
+    else:
+        for k in range(0, index.size, step):
+            part(k)
+    return out
+
+
+def database_from_records(records: list[Record], source: str) -> Database:
+    lengths = np.array([len(r.seq) for r in records], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    residues = np.frombuffer("".join(r.seq for r in records).encode("ascii"), dtype=np.uint8)
+    return Database(residues, offsets, [r.id for r in records], [r.description for r in records], source)
+
+
+def database_from_fasta(path: str) -> Database:
+    """A FASTA file read straight into arrays (:func:`nwalign.sequences.read_fasta_arrays`)."""
+    ids, descriptions, residues, offsets = read_fasta_arrays(path)
+    return Database(residues, offsets, ids, descriptions, path)
+
+
+def makedb(fasta: str, path: str) -> Database:
+    """Write ``fasta`` as a memory-mappable version-2 .nwdb (see :func:`write_database`); returns the
+    database as read from the FASTA.
+
+    Raises:
+        NwalignError: an unreadable or empty FASTA file, or a record without residues.
+    """
+    db = database_from_fasta(fasta)
+    write_database(db, path)
+    return db
+
+
+def database_letters(counts: np.ndarray) -> str:
+    """The letter order of a version-2 file, from the letter counts (:meth:`Database.letter_counts`): the
+    default scoring alphabet of the letters' kind (DNA, RNA or protein, as ``--alphabet auto`` decides),
+    then any other letters present, sorted."""
+    from .scoring import make_scoring
+    from .sequences import kind_of
+
+    present = "".join(chr(c) for c in np.flatnonzero(counts))
+    alphabet = make_scoring(kind_of(counts), "local").alphabet
+    return alphabet + "".join(c for c in present if c not in alphabet)
+
+
+def write_database(db: Database, path: str, version: int = 2) -> None:
+    """Write a database as a .nwdb file through a unique temporary file and an atomic rename.
+
+    Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
+    count of each letter, whether the ids are distinct, the byte length and format of the names section,
+    CRC-32 of the names, offsets and residues sections), padding to 8 bytes; the names section, padding;
+    offsets (int64, count + 1); residues (uint8 indices into ``letters``, total). The names section
+    (header ``names_format``) is ``indexed``: where each id and then each description starts (int64, 2 *
+    count + 1, the last one the end), then the names in UTF-8, so that one name is read without parsing the
+    others; or ``json`` (an object with lists ``ids`` and ``descriptions``; files written before
+    ``names_format`` existed). Version 1 (still read): JSON header with count, total, ids and descriptions,
+    then offsets and ASCII residues, no checksums.
+
+    Raises:
+        NwalignError: the file cannot be written (the temporary file is removed).
+    """
+    offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
+    if version == 2:
+        ascii_ = db.ascii()
+        present = db.letter_counts()
+        letters = database_letters(present)
+        lut = np.zeros(256, dtype=np.uint8)
+        lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
+        body = _take_chunked(lut, ascii_)
+        names = _names_section(list(db.ids), list(db.descriptions))
+        fields = {"count": db.count, "total": db.total_length, "letters": letters, "names_bytes": len(names),
+                  "names_format": "indexed",
+                  "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)},
+                  "ids_unique": len(set(db.ids)) == db.count,
+                  "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
+                            "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
+        magic = MAGIC2
+    else:
+        body = db.ascii()
+        names = b""
+        fields = {"count": db.count, "total": db.total_length, "ids": list(db.ids),
+                  "descriptions": list(db.descriptions)}
+        magic = MAGIC
+    header = json.dumps(fields).encode()
+    header += b" " * (-(len(magic) + 8 + len(header)) % 8)
+    path = os.path.realpath(path)  # a symbolic link's target is replaced, not the link
+    directory = os.path.dirname(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as out:
+            out.write(magic + np.uint64(len(header)).tobytes() + header + names)
+            out.write(offsets.tobytes())
+            out.write(np.ascontiguousarray(body).tobytes())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp and os.path.exists(tmp):
+            os.remove(tmp)
+        if isinstance(exc, OSError):
+            raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+        raise
+
+
+def load_database(path: str, check_later: bool = False) -> Database:
+    """A FASTA file (plain/gz/bz2/xz, '-') or a .nwdb (memory-mapped), recognised by its first bytes.
+
+    A .nwdb is checked before use: version 2's CRC-32 of every section, and for both versions offsets
+    that start at 0, rise and end at the residue count, and one id per sequence. ``check_later``: the
+    residues' CRC-32 (a pass over the whole file) runs in a background thread while the caller goes on;
+    the caller must call :meth:`Database.verify` before it reports anything (every other test is done).
+
+    Raises:
+        NwalignError: unreadable, empty, a .nwdb of another version, or a damaged .nwdb.
+    """
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+        if head[:4] == MAGIC[:4]:
+            if head[:8] not in (MAGIC, MAGIC2):
+                raise NwalignError(f"{path}: .nwdb version {head[4]} (this nwalign reads versions 1 and 2); "
+                                   "rebuild it with 'nwalign makedb'")
+            try:
+                return _open_nwdb(path, head, check_later)
+            except (ValueError, KeyError, OSError, TypeError, IndexError, AttributeError) as exc:
+                raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
+    return database_from_fasta(path)
+
+
+def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
+    size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
+    if size > os.path.getsize(path):
+        raise ValueError("header longer than the file")
+    with open(path, "rb") as handle:
+        handle.seek(16)
+        header = json.loads(handle.read(size))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        names_raw = handle.read(int(header.get("names_bytes", 0)))
+    count, total = int(header["count"]), int(header["total"])
+    start = 16 + size + len(names_raw)
+    if os.path.getsize(path) != start + 8 * (count + 1) + total:
+        raise ValueError("file size does not match its header")
+    offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
+    body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (count + 1), shape=(total,))
+    pending = None
+    if head[:8] == MAGIC2:
+        crc = header["crc32"]
+        sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
+        if check_later:
+            pending = in_background(lambda: _check_crc(sections[2:], crc))
+            sections = sections[:2]
+        _check_crc(sections, crc)
+        names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used
+        ids, descriptions = names.ids, names.descriptions
+        if total and int(body.max()) >= len(header["letters"]):
+            raise ValueError("residue codes outside the letters")
+    else:
+        ids, descriptions = header["ids"], header["descriptions"]
+    if offsets[0] != 0 or offsets[-1] != total or np.any(np.diff(offsets) < 1):
+        raise ValueError("sequence offsets do not rise from 0 to the residue count")
+    if len(ids) != count or len(descriptions) != count:
+        raise ValueError(f"{len(ids)} ids for {count} sequences")
+    if head[:8] == MAGIC:
+        return Database(body, offsets, ids, descriptions, path)
+    counts = header.get("counts")  # files written before it existed are counted on demand
+    if counts is not None and sum(counts.values()) != total:
+        raise ValueError("letter counts do not add up to the residue count")
+    return Database(None, offsets, ids, descriptions, path, body, header["letters"], counts,
+                    header.get("ids_unique"), pending)
+
+
+def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
+    """A version-2 names section of format ``indexed``, padded to 8 bytes."""
+    text = [name.encode() for name in ids + descriptions]
+    starts = np.zeros(len(text) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in text], out=starts[1:])
+    names = starts.tobytes() + b"".join(text)
+    return names + b" " * (-len(names) % 8)
+
+
+class _Names:
+    """The ids and descriptions of a version-2 .nwdb, read when first used. An ``indexed`` section starts
+    with where each name starts, so a search that reports 200 hits decodes 200 names and parses nothing
+    else; a ``json`` section (files of sessions 10 and 11) is parsed whole (570,000 names: ~0.07-0.09 s
+    holding the GIL, which a GPU search spent while its first hits waited). Thread-safe; :attr:`ids` and
+    :attr:`descriptions` are read-only sequences of ``count`` strings.
+
+    Raises (on first use):
+        NwalignError: the section does not hold ``count`` ids and descriptions, or a name is not UTF-8.
+    """
+
+    def __init__(self, raw: bytes, count: int, source: str, kind: str = "json"):
+        import threading
+
+        if kind not in ("json", "indexed"):
+            raise ValueError(f"unknown names format {kind!r}")
+        self._raw, self._count, self._source, self._kind = raw, count, source, kind
+        self._lists = None  # json: the two lists
+        self._starts = None  # indexed: where each of the 2 * count names starts in self._text, and the end
+        self._lock = threading.Lock()
+        self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
+
+    def _damaged(self, why) -> NwalignError:
+        return NwalignError(f"{self._source}: damaged .nwdb file ({why}); rebuild it with 'nwalign makedb'")
+
+    def _index(self) -> None:
+        with self._lock:
+            if self._kind == "json" and self._lists is None:
+                try:
+                    names = json.loads(self._raw)
+                    lists = names["ids"], names["descriptions"]
+                    if any(not isinstance(x, list) or len(x) != self._count for x in lists):
+                        raise ValueError(f"names for {self._count} sequences expected")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise self._damaged(exc) from None
+                self._lists, self._raw = lists, None
+            elif self._kind == "indexed" and self._starts is None:
+                size = 8 * (2 * self._count + 1)
+                starts = np.frombuffer(self._raw, dtype=np.int64, count=min(len(self._raw), size) // 8)
+                text = memoryview(self._raw)[size:]
+                if (len(starts) != 2 * self._count + 1 or starts[0] != 0 or starts[-1] > len(text)
+                        or bytes(text[starts[-1]:]).strip(b" ")):
+                    raise self._damaged(f"names for {self._count} sequences expected")
+                self._starts, self._text = starts, text  # that they rise is checked where they are read
+
+    def get(self, which: int, k: int) -> str:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which][k]
+        if not -self._count <= k < self._count:
+            raise IndexError("sequence index out of range")
+        at = which * self._count + k % self._count
+        start, stop = int(self._starts[at]), int(self._starts[at + 1])
+        if start > stop:
+            raise self._damaged(f"names for {self._count} sequences expected")
+        return self._decode(start, stop)
+
+    def all(self, which: int) -> list[str]:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which]
+        starts = self._starts[which * self._count:(which + 1) * self._count + 1]
+        if np.any(np.diff(starts) < 0):
+            raise self._damaged(f"names for {self._count} sequences expected")
+        starts = starts.tolist()
+        block = bytes(self._text[starts[0]:starts[-1]])
+        if block.isascii():  # byte offsets are character offsets: one decode
+            text, first = block.decode("ascii"), starts[0]
+            return [text[a - first:b - first] for a, b in zip(starts[:-1], starts[1:])]
+        return [self._decode(a, b) for a, b in zip(starts[:-1], starts[1:])]
+
+    def _decode(self, start: int, stop: int) -> str:
+        try:
+            return str(self._text[start:stop], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._damaged(exc) from None
+
+
+class _LazyList(Sequence):
+    """One of :class:`_Names`' lists, read on first use."""
+
+    def __init__(self, names: _Names, which: int):
+        self._names, self._which = names, which
+
+    def __len__(self) -> int:
+        return self._names._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return self._names.all(self._which)[k]
+        return self._names.get(self._which, int(k))
+
+    def __iter__(self):
+        return iter(self._names.all(self._which))
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+
+def _check_crc(sections, crc: dict) -> None:
+    for section, data in sections:
+        if zlib.crc32(data) != crc[section]:
+            raise ValueError(f"checksum of the {section} section differs")
+
+
+def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
+    """All residues as the scoring's codes (uint8, shape (total,)), either case; a bad letter is reported
+    with its record and position. A version-2 .nwdb written in the scoring's alphabet order is used as it
+    is (memory-mapped, no copy).
+
+    Raises:
+        NwalignError: a letter outside the scoring alphabet.
+    """
+    if db.codes is not None:
+        if db.letters == scoring.alphabet:
+            return np.asarray(db.codes)
+        lut = np.full(256, 255, dtype=np.uint8)
+        letters = db._letter_bytes()
+        lut[:letters.size] = scoring.encode_bytes(letters)
+        source = db.codes
+    else:
+        lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
+        lower = np.arange(ord("a"), ord("z") + 1)
+        lut[lower] = lut[lower - 32]  # lower case reads as upper case
+        source = db.residues
+    codes = _take_chunked(lut, np.asarray(source))
+    if codes.size and int(codes.max()) == 255:  # a letter outside the alphabet (the max: one pass, no copy)
+        pos = int(np.flatnonzero(codes == 255)[0])
+        k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
+        letter = chr(db.residues[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
+        raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "
+                           f"{pos - int(db.offsets[k]) + 1} is not in the alphabet of {scoring.matrix_name}")
+    return codes

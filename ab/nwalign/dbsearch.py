@@ -1,0 +1,579 @@
+"""Database search: every query against every database sequence with Smith-Waterman, top hits per
+query, then full alignments of the reported hits only, with Karlin-Altschul E-values.
+
+The database is one block of residues plus offsets (from FASTA, or memory-mapped from a ``.nwdb``
+file written by ``nwalign makedb``), encoded once for all queries.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cpu
+from .database import Database
+from .engine import Encoded, align_pair, alignment_from_path
+from .errors import NwalignError
+from .formats import field as column_field
+from .formats import needs_alignment
+from .results import Alignment
+from .scaleout import Owned
+from .scoring import Scoring
+from .sequences import Record
+from .statistics import KarlinAltschul
+
+log = logging.getLogger("nwalign")
+
+BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
+                 "evalue", "bitscore")
+JSON_COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")  # --format json's fields
+COLUMNS = JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
+#: Columns known from the scan alone: a search that writes only these aligns nothing.
+SCORE_COLUMNS = tuple(c for c in COLUMNS if not needs_alignment(c))
+
+
+def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring, threads: int = 1) -> np.ndarray:
+    """Optimal local scores of query codes ``q`` against every database sequence on the CPU engine
+    (int64, shape (count,)), ``threads`` threads over chunks balanced by residues (the GPU's counterpart is
+    the ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
+    count = len(offsets) - 1
+    out = np.empty(count, dtype=np.int64)
+    go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+
+    def chunk(lo, hi):
+        for k in range(lo, hi):
+            out[k] = cpu.score_codes(q, codes[offsets[k]:offsets[k + 1]], scoring.matrix, go, ge, mode)
+
+    # Chunks balanced by residues, not by sequence counts.
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], max(1, threads * 4) + 1)).tolist()
+    cuts[0], cuts[-1] = 0, count
+    spans = [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    if threads <= 1:
+        for a, b in spans:
+            chunk(a, b)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(lambda s: chunk(*s), spans))
+    return out
+
+
+@dataclass
+class Hit:
+    query: Record
+    db_index: int
+    aln: Alignment
+    evalue: float | None
+    bitscore: float | None
+    title: str = ""  # the database sequence's FASTA header line (BLAST's stitle)
+
+
+def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
+    """Indices of the best ``top`` scores (int64): score descending, then database order (ties are stable).
+
+    Only the candidates at or above a bound on the top-th best score are sorted. For a large array the
+    bound comes from groups: viewed as 64 rows, each column's maximum is an element, so the top-th best of
+    the column maxima is at most the top-th best score, and only the columns whose maximum reaches it can
+    hold a candidate (one pass over the array instead of a partition of all of it: 0.1 ms instead of
+    1.4 ms for 570,000 int64 scores on the development machine)."""
+    scores = np.asarray(scores)
+    n = scores.size
+    if top <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if top >= n:
+        cand = np.arange(n)
+    elif n < _GROUP_ROWS * max(top, 64):
+        kth = np.partition(scores, n - top)[n - top]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cols = n // _GROUP_ROWS
+        body = scores[:cols * _GROUP_ROWS].reshape(_GROUP_ROWS, cols)
+        maxima = body.max(axis=0)
+        bound = np.partition(maxima, cols - top)[cols - top]
+        hot = np.flatnonzero(maxima >= bound)
+        cand = (np.arange(_GROUP_ROWS, dtype=np.int64)[:, None] * cols + hot).ravel()
+        cand = cand[scores[cand] >= bound]
+        tail = np.flatnonzero(scores[cols * _GROUP_ROWS:] >= bound) + cols * _GROUP_ROWS
+        cand = np.concatenate((cand, tail))
+    order = cand[np.lexsort((cand, -scores[cand].astype(np.int64)))]  # int64: -(-32768) fits
+    if min_score is not None:
+        order = order[scores[order] >= min_score]
+    return order[:top]
+
+
+_GROUP_ROWS = 64
+
+
+def _hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
+
+
+def _hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan_score: int, path, scoring: Scoring,
+                   evalue, bitscore) -> Hit:
+    """A hit from an alignment computed elsewhere (``path``: :func:`nwalign.cpu.align_codes`'s tuple)."""
+    if path[0] != scan_score:  # two engines disagree: never report either
+        raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment scores "
+                           f"{path[0]}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, alignment_from_path(query, target, scoring, path), evalue, bitscore,
+               db.descriptions[k])
+
+
+def _score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    aln = Alignment(query_id=query.record.id, target_id=db.ids[k], mode=scoring.mode, score=score,
+                    query_length=len(query.codes), target_length=int(db.offsets[k + 1] - db.offsets[k]))
+    return Hit(query.record, k, aln, evalue, bitscore, db.descriptions[k])
+
+
+def _reported(query: Encoded, scores, db: Database, stats: KarlinAltschul | None, top: int,
+              max_evalue: float | None, min_score: int | None,
+              ranked: list[int] | None = None) -> list[tuple[int, float | None, float | None]]:
+    """(database index, E-value, bit score) of the hits to report, from the scan's scores alone (they are
+    the alignments' scores): the E-value uses the whole database's length. ``scores``: every database
+    sequence's score, or with ``ranked`` (candidates already ordered by score descending, then index, as
+    merged from shards) a mapping from those candidates to their scores."""
+    if ranked is None:
+        ranked = top_hits(scores, top, min_score).tolist()
+    else:
+        ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
+    out = []
+    for k in ranked:
+        score = int(scores[k])
+        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
+        if max_evalue is not None and evalue is not None and evalue > max_evalue:
+            continue
+        out.append((k, evalue, stats.bit_score(score) if stats else None))
+    return out
+
+
+def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
+                 top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
+                 threads: int = 1, gpu=None, aligner=None) -> list[Hit]:
+    """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.cuda.search.ScanSearcher` or
+    ``GswSearcher``), then align its reported hits (on the CPU engine, or the GPU with ``aligner``: a
+    :class:`nwalign.cuda.batch.BatchAligner`; the same alignments) with statistics."""
+    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
+                              aligner=aligner):
+        return hits
+    return []
+
+
+class Search:
+    """A database search, prepared and ready to run: iterate over it for ``(query, hits)`` in query order.
+
+    Every query is scored against every database sequence with Smith-Waterman (Gotoh's affine gaps;
+    on a GPU the ``scan`` kernel after CUDASW++4.0, Schmidt et al. 2024, or ``gsw`` after Akoglu and
+    Striemer 2009); the best ``top`` per query (score descending, then database order) are aligned in
+    full, with Karlin-Altschul E-values and bit scores from the whole database's length (Altschul et al.
+    1997's published BLOSUM62 parameters; None for scoring without published ones).
+
+    Arguments:
+        queries: records, or anything :func:`nwalign.sequences.as_records` takes (str, bytes, Biopython
+            ``Seq``/``SeqRecord``, or an iterable of them), or a FASTA file as a ``pathlib.Path``.
+        database: a :class:`~nwalign.database.Database`, or the path of a FASTA or ``.nwdb`` file.
+        scoring: a local-mode :class:`~nwalign.scoring.Scoring`; None builds one from ``alphabet``
+            (``auto``: guessed from all letters of the queries and of the database, which must agree;
+            :func:`nwalign.sequences.choose_alphabet`), ``matrix``,
+            ``match``/``mismatch`` and ``gap_open``/``gap_extend`` with the command line's defaults.
+        top: hits reported per query (>= 1).
+        max_evalue, min_score: report only hits with E-value <= max_evalue, raw score >= min_score.
+        align: False reports score-only hits (no columns, coordinates or identity; faster).
+        backend: ``auto`` (the GPU when CuPy sees one), ``cuda`` or ``cpu``.
+        kernel: GPU scan kernel, ``scan`` or ``gsw``.
+        device: GPU number.
+        threads: CPU threads (0: every core).
+        query_source: a name for the queries in error messages (a file name).
+        workers, scheduler, client, shards: spread the scan over Dask workers (:mod:`nwalign.scaleout`):
+            a local cluster of ``workers`` CPU-engine processes, the running cluster at ``scheduler`` (an
+            address or a scheduler file), or ``client`` (a ``distributed.Client``), whose workers run
+            the CPU engine, or with ``backend="cuda"`` the scan kernel on the one GPU each sees; the
+            database cut into ``shards`` (default: one per worker). The hits are those of a
+            one-process search. A FASTA database is written once as a temporary ``.nwdb`` in
+            ``shared_dir`` (default: the system's temporary directory); a running cluster needs a
+            ``.nwdb`` path, or a ``shared_dir``, that every worker can read.
+        devices: the GPUs to scan on (:func:`nwalign.scaleout.resolve_devices`: ``auto``, ``all``, or
+            numbers such as ``"0,1"``): two or more start one worker process per GPU, each holding a
+            shard of the database; the hits are aligned here on the first of them.
+
+    Attributes: ``queries`` (list of Record), ``database``, ``scoring``, ``stats`` (the Karlin-Altschul
+    parameters or None), ``gpu`` (the GPU searcher or None).
+
+    Raises:
+        NwalignError: bad sequences or letters, queries and database of different alphabets (unless
+            ``alphabet`` is given), unknown matrix, a mode other than local, max_evalue without published
+            statistics, or an unusable GPU.
+    """
+
+    def __init__(self, queries, database, scoring: Scoring | None = None, *, alphabet: str = "auto",
+                 matrix: str | None = None, match: int | None = None, mismatch: int | None = None,
+                 gap_open: int | None = None, gap_extend: int | None = None, top: int = 10,
+                 max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
+                 backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
+                 query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
+                 shards: int | None = None, devices=None, shared_dir: str | None = None):
+        import dataclasses
+        import os
+        import time
+
+        from .database import load_database
+        from .engine import choose_backend, encode_all
+        from .scoring import make_scoring
+        from .sequences import as_records, choose_alphabet, letter_counts, unique_ids, unique_records
+        from .statistics import parameters
+
+        started = time.perf_counter()
+        if top < 1:
+            raise NwalignError(f"top must be at least 1 (got {top})")
+        if kernel not in ("scan", "gsw"):
+            raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
+        # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
+        self._spread = workers > 1 or scheduler is not None or client is not None
+        chosen = choose_backend(backend) if backend != "auto" and not self._spread else None
+        gpus, cluster = None, None
+        worker_backend = "cpu"
+        if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
+            if backend == "cuda" and workers > 1:
+                raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU "
+                                   "workers (scheduler or client) with backend 'cuda'",
+                                   cli="--workers runs the CPU engine: for GPUs use --devices, or --scheduler "
+                                       "with --backend cuda")
+            if devices not in (None, "auto"):
+                raise NwalignError("devices and workers/scheduler/client: choose one",
+                                   cli="--devices and --workers/--scheduler: choose one")
+            worker_backend, backend = backend if backend == "cuda" else "cpu", "cpu"  # hits aligned here on the CPU
+        try:
+            if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
+                from .cuda import warm_up_search
+
+                warm_up_search(device)
+            if isinstance(queries, os.PathLike):
+                from .scoring import max_sequence_length
+                from .sequences import read_fasta
+
+                query_source = os.fspath(queries)
+                limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) \
+                    if scoring is None else None
+                queries = read_fasta(query_source, limit)  # an over-long record is refused while it streams
+            self.queries = as_records(queries, "query")
+            log.debug("search: %d queries read", len(self.queries))
+            self.database = db = database if isinstance(database, Database) else \
+                load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
+            log.debug("search: database loaded")
+            order = None
+            if backend != "cpu" and kernel == "scan" and db.codes is not None and not self._spread:
+                # The scan's length order, sorted while CuPy is imported (NumPy's sort releases the GIL).
+                from .background import in_background
+                from .cuda.search import length_order
+
+                offsets = db.offsets
+                order = in_background(lambda: length_order(offsets))
+            if not self._spread and kernel == "scan":  # here: counting GPUs waits for CuPy's import
+                from .scaleout import resolve_devices
+
+                gpus = resolve_devices(devices, backend, device)
+                if gpus is not None and len(gpus) == 1:
+                    device, gpus = gpus[0], None
+                elif gpus is not None:  # one worker process per GPU, started while the input is encoded
+                    from .background import in_background
+                    from .scaleout import client_for
+
+                    self._spread, backend, worker_backend = True, "cuda", "cuda"
+                    cluster = in_background(lambda: client_for(devices=gpus))
+            upload = None
+            if backend != "cpu" and kernel == "scan" and db.codes is not None and gpus is None:
+                # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
+                # the file's; see below).
+                from .background import in_background
+
+                codes, offsets = db.codes, db.offsets
+                upload = in_background(lambda: _device_database(codes, offsets, device, order))
+            if scoring is None:
+                kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.alphabet_counts())],
+                                       alphabet)
+                scoring = make_scoring(kind, "local", matrix, match, mismatch, gap_open, gap_extend)
+            elif scoring.mode != "local":
+                raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
+            self.scoring = scoring
+            self.stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+            if self.stats is None and max_evalue is not None:
+                raise NwalignError(f"E-value filter: no published statistics for {scoring.matrix_name} with gaps "
+                                   f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
+            # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
+            self.queries = unique_records(self.queries, query_source)
+            if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
+                ids = unique_ids(db.ids, db.source)
+                self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
+            self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
+            self.threads = threads or os.cpu_count() or 1
+            self._encoded = encode_all(self.queries, scoring, query_source)
+            self._codes = db.encode(scoring)
+            log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
+            use_gpu = (chosen or choose_backend(backend)) == "cuda"
+            self.gpu = self._aligner = None
+            if gpus is not None:  # the workers scan; the hits are aligned here, on the first of their GPUs
+                if align:
+                    from .cuda.batch import BatchAligner
+
+                    self._aligner = BatchAligner(scoring, gpus[0])
+            elif use_gpu:
+                from .cuda.batch import BatchAligner
+                from .cuda.search import GswSearcher, ScanSearcher
+
+                t0 = time.perf_counter()
+                uploaded = None
+                if upload is not None and db.letters == scoring.alphabet:
+                    uploaded = upload.result()
+                elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
+                    upload.exception()
+                self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
+                    ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
+                if align:  # the reported hits, one batch per query, while the GPU scans the next query
+                    self._aligner = BatchAligner(scoring, device)
+                log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
+                         time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
+                if hasattr(self.gpu, "describe"):
+                    log.info("search: %s", self.gpu.describe())
+            log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
+                     db.count, db.total_length, scoring.matrix_name, self.threads)
+            self._scaleout = None
+            if self._spread:
+                self._scaleout = _ScaleOut(database, db, workers, scheduler, client, shards, cluster, shared_dir,
+                                           worker_backend)
+        except BaseException:  # the GPU workers started above must not outlive a failed set-up
+            if cluster is not None:
+                _close_cluster(cluster)
+            raise
+
+
+    def run(self, progress=None):
+        """Yield ``(query, hits)`` per query, in query order: ``query`` a Record, ``hits`` a list of
+        :class:`Hit` (score descending, then database order). ``progress(cells)`` is called after each
+        query's scan with its DP cells (query length x the database's residues).
+
+        Raises:
+            nwalign.scaleout.WorkerLost: (spread over workers) a task kept killing its workers.
+        """
+        if self._scaleout is not None:
+            yield from self._scaleout.run(self, progress)
+            return
+        for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
+                                  self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
+                                  self._aligner):
+            self.database.verify()  # a checksum left running by the load (the first scans ran meanwhile)
+            log.debug("search: query %s done", q.record.id)
+            yield q.record, hits
+
+    def __iter__(self):
+        return self.run()
+
+
+def _close_cluster(started) -> None:
+    """Close a cluster that :func:`nwalign.scaleout.client_for` is starting or has started."""
+    try:
+        client, cluster = started.result()
+    except BaseException:
+        return
+    client.close()
+    cluster.close()
+
+
+def _device_database(codes, offsets, device, order=None):
+    """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
+    from .cuda.search import DeviceDatabase
+
+    return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
+
+
+class _ScaleOut(Owned):
+    """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
+
+    BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
+    IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
+
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
+                 backend: str = "cpu"):
+        import os
+        import tempfile
+
+        from .scaleout import check_gpus, client_for, worker_gpus
+
+        path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
+        self.tmp = None
+        self.client = self.cluster = None
+        try:
+            if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
+                if scheduler is not None and shared_dir is None:
+                    raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
+                                       "(nwalign makedb, or shared_dir)", cli="--scheduler needs a .nwdb database "
+                                       "that every worker can read (nwalign makedb), or --shared-dir")
+                if shared_dir is not None and not os.path.isdir(shared_dir):
+                    raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                       cli=f"--shared-dir {shared_dir}: no such directory")
+                from .database import write_database
+
+                self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+                path = os.path.join(self.tmp, "database.nwdb")
+                write_database(db, path)
+            self.path = os.path.abspath(path)
+            self.backend = backend
+            if cluster is not None:  # GPU workers, started in the background by Search
+                self.client, self.cluster = cluster.result()
+            elif client is not None:
+                self.client = client
+            else:
+                self.client, self.cluster = client_for(workers, scheduler)
+            gpus = worker_gpus(self.client) if backend == "cuda" and (cluster is None or log.isEnabledFor(
+                logging.INFO)) else {}
+            if backend == "cuda" and cluster is None:
+                check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+        except BaseException:
+            self.close()
+            raise
+        workers = len(self.client.scheduler_info()["workers"])
+        log.debug("search: %d Dask workers ready", workers)
+        self.shards = shards or max(1, workers)
+        log.info("search: %d shards on %d Dask workers (%s engine)", self.shards, workers, self.backend)
+        for name, (_, gpu) in sorted(gpus.items()):
+            log.info("search: worker %s: %s", name, gpu)
+
+    def run(self, job: Search, progress):
+        from collections import deque
+
+        from .scaleout import gather_shards, submit_shards
+
+        db = job.database
+        batches = [job._encoded[lo:lo + self.BATCH] for lo in range(0, len(job._encoded), self.BATCH)]
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
+                flying: deque = deque()
+                first = True
+                for k in range(len(batches)):
+                    while len(flying) < self.IN_FLIGHT and k + len(flying) < len(batches):
+                        batch = batches[k + len(flying)]
+                        flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
+                                                    job.top, self.shards, backend=self.backend))
+                    batch = batches[k]
+                    found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
+                    if first:
+                        db.verify()
+                        first = False
+                    collected = []
+                    for q, (idx, sc) in zip(batch, found):
+                        if progress:
+                            progress(len(q.codes) * db.total_length)
+                        scores = dict(zip(idx.tolist(), sc.tolist()))
+                        reported = _reported(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
+                                             idx.tolist())
+                        collected.append((q, _collect(q, reported, scores, db, job._codes, job.scoring, job.align,
+                                                      job._aligner, pool)))
+                    for q, collect in collected:
+                        yield q.record, collect()
+                    log.debug("search: round %d written", k + 1)
+        finally:
+            self.close()
+
+
+
+def search(queries, database, scoring: Scoring | None = None, **options) -> Search:
+    """Search ``queries`` against ``database`` (see :class:`Search` for the arguments); iterate over the
+    result for ``(query, hits)``.
+
+    >>> from nwalign import search
+    >>> db = ["MKTAYIAKQRQISFVKSHFSRQ", "GGGGSGGGGS", "MKTAYIAKQRQ"]
+    >>> for query, hits in search("KTAYIAKQRQISF", db, top=2, backend="cpu"):
+    ...     for hit in hits:
+    ...         print(query.id, hit.aln.target_id, hit.aln.score, hit.aln.cigar())
+    query1 seq1 63 13=
+    query1 seq3 49 10=
+
+    Raises:
+        NwalignError: as :class:`Search`.
+    """
+    if not isinstance(database, Database) and not isinstance(database, (str, bytes)) and \
+            not hasattr(database, "__fspath__"):
+        database = Database.from_records(database, "database")
+    elif isinstance(database, bytes):
+        database = Database.from_records(database, "database")
+    return Search(queries, database, scoring, **options)
+
+
+def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
+               stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
+               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True,
+               aligner=None):
+    """Search every query; yields (query, hits) in query order.
+
+    With ``gpu``, the next query's scan is queued on the GPU before this query's scores are read back
+    (a searcher with ``submit_query``), and the reported hits of one query are aligned while the GPU scans the next: on the
+    GPU by ``aligner`` (a :class:`nwalign.cuda.batch.BatchAligner`, all hits of a query in one launch), else
+    on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
+    score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(cells)`` is called after
+    each scan with its DP cells (query length x the database's residues).
+    """
+    from collections import deque
+
+    if gpu is not None and hasattr(gpu, "submit_query"):  # queries in flight: the GPU scans the next ones
+        submit, result, depth = gpu.submit_query, gpu.result, gpu.slots - 1  # while the host takes top hits
+    elif gpu is not None:
+        submit, result, depth = gpu.score_query, (lambda scores: scores), 0
+    else:
+        submit, result, depth = (lambda q: cpu_scan(q.codes, codes, db.offsets, scoring, threads)), \
+            (lambda scores: scores), 0
+    keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
+    pending = iter(queries)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        scanning: deque = deque()
+        aligning: deque = deque()
+
+        def fill():  # queries in flight up to depth + 1
+            while len(scanning) <= depth:
+                q = next(pending, None)
+                if q is None:
+                    return
+                scanning.append((q, submit(q)))
+
+        fill()
+        while scanning:
+            q, ticket = scanning.popleft()
+            scores = result(ticket)
+            log.debug("search: scan of %s done", q.record.id)
+            if depth:
+                fill()  # the freed slot scans the next query while this one's hits are chosen (the queries
+                # in flight share the GPU's streams: the other one is often nearly done by now)
+            if progress:
+                progress(len(q.codes) * db.total_length)
+            reported = _reported(q, scores, db, stats, top, max_evalue, min_score)
+            aligning.append((q, _collect(q, reported, scores, db, codes, scoring, align, aligner, pool)))
+            if not depth:
+                fill()
+            while len(aligning) > keep:
+                q0, collect = aligning.popleft()
+                yield q0, collect()
+        while aligning:
+            q0, collect = aligning.popleft()
+            yield q0, collect()
+
+
+def _collect(q: Encoded, reported, scores, db: Database, codes: np.ndarray, scoring: Scoring, align: bool, aligner,
+             pool):
+    """Start the reported hits' alignments (one GPU batch, or CPU threads) and return a callable that
+    waits for them and gives the hits in report order."""
+    if not align:
+        hits = [_score_hit(q, db, k, int(scores[k]), scoring, ev, bits) for k, ev, bits in reported]
+        return lambda: hits
+    if aligner is not None:
+        batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
+        return lambda: [_hit_from_path(q, db, codes, k, int(scores[k]), path, scoring, ev, bits)
+                        for (k, ev, bits), path in zip(reported, batch.result())]
+    futures = [pool.submit(_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
+    return lambda: [f.result() for f in futures]
+
+
+def field(hit: Hit, column: str) -> str:
+    """One BLAST tabular field of a hit (:data:`nwalign.formats.COLUMNS`: coordinates 1-based inclusive,
+    pident a percentage)."""
+    return column_field(hit.aln, column, hit)

@@ -1,0 +1,196 @@
+"""Alignment records and the statistics derived from an alignment's columns.
+
+Definitions (BLAST's, see docs/scoring.md): ``length`` counts alignment columns including gap columns;
+``identity = nident / length``; ``similarity`` counts columns whose substitution score is positive;
+``gaps`` counts gap columns; ``gap_opens`` counts gap runs; ``mismatch = length - nident - gaps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import sys
+
+import numpy as np
+
+from .ops import OP_DEL, OP_INS, OP_MATCH
+
+_CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One pairwise alignment (or score only); immutable: :func:`finish` returns a new record with the
+    statistics.
+
+    Coordinates are 0-based half-open in the API (``query[query_start:query_end]`` is aligned);
+    writers print them 1-based inclusive. ``ops`` is None for score-only results, else uint8 column
+    codes of shape (length,): 0 residue pair, 1 query residue against a gap (I), 2 target residue
+    against a gap (D).
+    """
+
+    query_id: str
+    target_id: str
+    mode: str
+    score: int
+    query_length: int
+    target_length: int
+    query_start: int = 0
+    query_end: int = 0
+    target_start: int = 0
+    target_end: int = 0
+    ops: np.ndarray | None = None
+    query_seq: str = field(default="", repr=False)
+    target_seq: str = field(default="", repr=False)
+    # Derived statistics, filled by :func:`finish`.
+    length: int = 0
+    nident: int = 0
+    npositive: int = 0
+    gaps: int = 0
+    gap_opens: int = 0
+    columns: np.ndarray | None = field(default=None, repr=False)  # 0 '=', 1 'X', 2 'I', 3 'D'
+    positive: np.ndarray | None = field(default=None, repr=False)  # bool: residue pair scoring > 0
+
+    @property
+    def score_only(self) -> bool:
+        return self.ops is None
+
+    @property
+    def identity(self) -> float:
+        return self.nident / self.length if self.length else 0.0
+
+    @property
+    def similarity(self) -> float:
+        return self.npositive / self.length if self.length else 0.0
+
+    @property
+    def mismatch(self) -> int:
+        return self.length - self.nident - self.gaps
+
+    def cigar(self) -> str:
+        """Extended CIGAR (``=``, ``X``, ``I``, ``D``) of the aligned region; ``""`` when empty."""
+        if self.columns is None or self.columns.size == 0:
+            return ""
+        cols = self.columns
+        change = np.flatnonzero(np.diff(cols)) + 1
+        starts = np.concatenate(([0], change))
+        ends = np.concatenate((change, [cols.size]))
+        return "".join(f"{e - s}{_CIGAR_SYMBOL[int(cols[s])]}" for s, e in zip(starts, ends))
+
+    def match_line(self) -> str:
+        """EMBOSS symbols per column: '|' identical, ':' positive score, '.' other pair, ' ' gap."""
+        sym = np.full(self.length, ord(" "), dtype=np.uint8)
+        sym[self.columns == 1] = ord(".")
+        sym[(self.columns == 1) & self.positive] = ord(":")
+        sym[self.columns == 0] = ord("|")
+        return sym.tobytes().decode()
+
+    def gapped(self) -> tuple[str, str]:
+        """The aligned region as two equal-length strings with ``-`` for gaps."""
+        if self.ops is None:
+            raise ValueError("a score-only result has no alignment")
+        q = np.frombuffer(self.query_seq[self.query_start:self.query_end].encode(), dtype=np.uint8)
+        t = np.frombuffer(self.target_seq[self.target_start:self.target_end].encode(), dtype=np.uint8)
+        ops = self.ops
+        qrow = np.full(ops.size, ord("-"), dtype=np.uint8)
+        trow = np.full(ops.size, ord("-"), dtype=np.uint8)
+        qmask = ops != OP_DEL
+        tmask = ops != OP_INS
+        qrow[qmask] = q
+        trow[tmask] = t
+        return qrow.tobytes().decode(), trow.tobytes().decode()
+
+    def to_biopython(self):
+        """The alignment as a Biopython ``Bio.Align.Alignment`` (sequences: the whole query, then the whole
+        target, as ``SeqRecord``s named by their ids; ``coordinates`` of shape (2, runs + 1), 0-based;
+        ``score`` set), so that Biopython's writers and tools take nwalign's results.
+
+        >>> import nwalign
+        >>> print(nwalign.align("GATTACA", "GATCACA").to_biopython())  # doctest: +NORMALIZE_WHITESPACE
+        query             0 GATTACA 7
+                          0 |||.||| 7
+        target            0 GATCACA 7
+        <BLANKLINE>
+
+        Raises:
+            ValueError: a score-only result (no columns).
+        """
+        from Bio.Align import Alignment as BioAlignment
+        from Bio.Seq import Seq
+        from Bio.SeqRecord import SeqRecord
+
+        if self.ops is None:
+            raise ValueError("a score-only result has no alignment")
+        ops = self.ops
+        change = np.flatnonzero(np.diff(ops)) + 1
+        starts = np.concatenate(([0], change)).astype(np.int64)
+        lengths = np.diff(np.concatenate((starts, [ops.size])))
+        kinds = ops[starts] if ops.size else ops
+        steps_q = np.where(kinds != OP_DEL, lengths, 0)
+        steps_t = np.where(kinds != OP_INS, lengths, 0)
+        coordinates = np.array([self.query_start + np.concatenate(([0], np.cumsum(steps_q))),
+                                self.target_start + np.concatenate(([0], np.cumsum(steps_t)))], dtype=np.int64)
+        records = [SeqRecord(Seq(self.query_seq), id=self.query_id, description=""),
+                   SeqRecord(Seq(self.target_seq), id=self.target_id, description="")]
+        out = BioAlignment(records, coordinates)
+        out.score = self.score
+        return out
+
+
+_COMPILED_FROM = 4096  # columns from which finish() uses nwalign.cpu.columns when Numba is loaded
+
+
+def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) -> Alignment:
+    """The alignment with its derived statistics, from its columns, the encoded sequences and the
+    :class:`~nwalign.scoring.Scoring` (its matrix, and which codes count as identities: a column of
+    two equal ambiguity codes, such as N against N, or X against X, is not an identity, as in BLAST).
+    Returns a new (complete) record; a score-only one is returned as it is."""
+    matrix = scoring.matrix
+    if aln.ops is None:
+        return aln
+    ops = aln.ops
+    n = ops.size
+    if n >= _COMPILED_FROM and "numba" in sys.modules:
+        # Genome-length alignments, where Numba is loaded already (never imported for this alone: a GPU
+        # search would pay its import): one compiled pass that releases the GIL instead of ~10 NumPy ones.
+        from .cpu.columns import alignment_columns
+
+        cols, positive, nident, npositive, gaps, opens = alignment_columns(
+            np.ascontiguousarray(ops), q_codes, t_codes, aln.query_start, aln.target_start,
+            np.ascontiguousarray(matrix), np.ascontiguousarray(scoring.identical))
+        return replace(aln, columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
+                       gaps=int(gaps), gap_opens=int(opens))
+    qi = aln.query_start + np.cumsum(ops != OP_DEL) - 1
+    ti = aln.target_start + np.cumsum(ops != OP_INS) - 1
+    pair = ops == OP_MATCH
+    cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
+    qa = q_codes[qi[pair]]
+    ta = t_codes[ti[pair]]
+    same = (qa == ta) & scoring.identical[qa]
+    cols[pair] = np.where(same, 0, 1)
+    positive = np.zeros(n, dtype=bool)
+    positive[pair] = matrix[qa, ta] > 0
+    gap = ~pair
+    # A gap run starts where the column type changes to I or D.
+    starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
+    return replace(aln, columns=cols, length=n, nident=int(same.sum()), positive=positive,
+                   npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
+
+
+def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,
+            gap_open: int, gap_extend: int) -> int:
+    """Score of the reported columns with every gap penalised (the test oracle for tracebacks)."""
+    i, j, total, prev = aln.query_start, aln.target_start, 0, -1
+    for op in aln.ops.tolist():
+        if op == OP_MATCH:
+            total += int(matrix[q_codes[i], t_codes[j]])
+            i += 1
+            j += 1
+        elif op == OP_INS:
+            total -= gap_extend if prev == OP_INS else gap_open
+            i += 1
+        else:
+            total -= gap_extend if prev == OP_DEL else gap_open
+            j += 1
+        prev = op
+    return total

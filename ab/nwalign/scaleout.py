@@ -1,0 +1,597 @@
+"""Searches and all-pairs jobs spread over worker processes through Dask (``distributed``).
+
+Search: the database cut into shards balanced by residues, one task per shard scoring every query
+against it and keeping the shard's best hits, merged exactly on the client, which alone aligns, formats
+and writes. All pairs: the pair order cut into blocks of nearly equal DP cells
+(:func:`nwalign.allvsall.blocks`, at least four per worker), each task aligning and formatting one block
+(the rows and the distances), gathered in order by the client, which alone writes. Pairs of the pair
+command: chunks of the plan balanced by DP cells (a pair is never split), aligned on the workers, their
+alignments written in order by the client. Both through :class:`Spread`.
+
+Shards: the sequences in a stable longest-first order, dealt round-robin (shard s takes positions s,
+s + K, s + 2K, ...), so each holds about 1/K of the residues. A task is a pure function of a small spec
+(the database's path, the shard's number, the queries' codes, the scoring's parameters, ``top``): no
+database travels with it, workers memory-map the ``.nwdb`` themselves and keep their shard between tasks.
+It returns, per query, the shard's best ``top`` hits ordered by score descending, then database index;
+the client's merge keeps the best ``top`` of all shards in the same order, so the hits, their E-values
+(from the whole database's length) and the output are those of a one-process search, whatever the
+number of shards or workers, and after a worker dies (Dask runs its task again elsewhere).
+
+Dask is optional (``pip install nwalign[dask]``) and imported only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import NwalignError, WorkerLost
+
+log = logging.getLogger("nwalign")
+
+__all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
+           "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
+           "shards", "submit_shards", "worker_gpus"]
+
+
+def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
+    """Database indices of each of ``count`` shards (int64 arrays, ascending): a stable longest-first
+    order of ``lengths`` dealt round-robin, so that the shards' residues are nearly equal."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [np.sort(order[s::count]) for s in range(count)]
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """What a worker needs for one shard: small and picklable (no sequences of the database)."""
+
+    database: str                 # a .nwdb path every worker can read
+    shard: int
+    shards: int
+    queries: tuple[bytes, ...]    # the queries' residue codes (uint8 bytes)
+    scoring: object               # the Scoring (a small matrix and its parameters)
+    top: int
+    threads: int = 1
+    backend: str = "cpu"          # "cuda": the worker's one visible GPU scans (the scan kernel)
+
+
+_SHARDS: dict = {}  # a worker's shards (and on a GPU worker their searchers), kept between tasks
+
+
+def _load_shard(path: str, shard: int, count: int, scoring):
+    """The shard's database indices (ascending) and its sequences' codes and offsets."""
+    from .database import load_database
+
+    db = load_database(path)
+    codes = db.encode(scoring)
+    lengths = np.diff(db.offsets)
+    index = shards(lengths, count)[shard]
+    member = np.zeros(lengths.size, dtype=bool)
+    member[index] = True
+    sub = np.asarray(codes)[np.repeat(member, lengths)]  # the shard's residues in database order
+    offsets = np.concatenate(([0], np.cumsum(lengths[index]))).astype(np.int64)
+    return index, sub, offsets
+
+
+def _cached(key, make):
+    """A worker's cache of shards (and searchers) between tasks: at most :data:`_KEEP` entries."""
+    if key not in _SHARDS:
+        if len(_SHARDS) >= _KEEP:
+            _SHARDS.clear()
+        _SHARDS[key] = make()
+    return _SHARDS[key]
+
+
+_KEEP = 4
+
+
+def _shard_database(path: str, shard: int, count: int, scoring):
+    """:func:`_load_shard`, kept by the worker process between tasks (keyed by the file, its modification
+    time and the scoring alphabet)."""
+    key = (path, os.path.getmtime(path), shard, count, scoring.alphabet)
+    return _cached(key, lambda: _load_shard(path, shard, count, scoring))
+
+
+def _shard_searcher(task: ShardTask):
+    """The shard's indices and a :class:`nwalign.cuda.search.ScanSearcher` holding its sequences on the
+    worker's GPU, kept between tasks (a worker that takes over a lost worker's shard holds both)."""
+    sc = task.scoring
+    key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
+           sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
+
+    def make():
+        from .cuda.search import ScanSearcher
+
+        index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
+        return index, ScanSearcher(sub, offsets, sc, 0) if index.size else None
+
+    return _cached(key, make)
+
+
+def best_of_shard(task: ShardTask) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query: (database indices, scores) of the shard's best ``task.top`` hits, score descending then
+    index ascending (int64 arrays). Runs on a worker: the CPU engine, or (``backend`` cuda) the scan
+    kernel on the one GPU the worker sees, two queries in flight."""
+    from .dbsearch import cpu_scan, top_hits
+
+    sc = task.scoring
+    queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
+    if task.backend == "cuda":
+        index, searcher = _shard_searcher(task)
+        if searcher is None:
+            return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
+        flying = [searcher.submit(q) for q in queries[:searcher.slots]]
+        out, left = [], iter(queries[searcher.slots:])
+        while flying:
+            scores = searcher.result(flying.pop(0))
+            q = next(left, None)
+            if q is not None:  # the freed slot scans on while this query's best are chosen
+                flying.append(searcher.submit(q))
+            best = top_hits(scores, task.top, None)
+            out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
+        return out
+    index, sub, offsets = _shard_database(task.database, task.shard, task.shards, sc)
+    out = []
+    for q in queries:
+        if index.size == 0:
+            out.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            continue
+        scores = cpu_scan(q, sub, offsets, sc, task.threads)
+        best = top_hits(scores, task.top, None)  # ties by shard position = by database index
+        out.append((index[best], scores[best]))
+    return out
+
+
+def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``top`` of the shards' candidates for one query: (indices, scores), score descending then
+    index ascending."""
+    idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    sc = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    order = np.lexsort((idx, -sc))[:top]
+    return idx[order], sc[order]
+
+
+AUTO_MIN_CELLS = 10**12  # allpairs and pair: less work than this stays in one process under devices=auto
+# (about a second on one GPU; starting the workers takes about two)
+
+
+def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None) -> list[int] | None:
+    """The GPUs a job spreads over (two or more, one worker process each), one GPU named alone (the
+    caller runs on it in its own process), or None for one process as the other options say.
+
+    Arguments:
+        devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed,
+            ``device`` is 0 (a job told to use another GPU uses that one alone) and the job has at least
+            :data:`AUTO_MIN_CELLS` DP cells (``cells``; None: a search, always); ``"all"``: every
+            visible GPU; ``"N[,N...]"`` or a list of ints: those GPUs (one: in this process on it).
+        backend: ``cpu`` never spreads over GPUs.
+        cells: the job's DP cells (allpairs, pair), or None.
+
+    Raises:
+        NwalignError: a malformed list, a GPU number out of range, a repeated GPU, GPUs with backend cpu,
+            or (all, or a list of two or more) no Dask.
+    """
+    import importlib.util
+
+    spec = "auto" if devices is None else devices
+    have_dask = importlib.util.find_spec("distributed") is not None
+    if backend == "cpu":
+        if spec != "auto":
+            raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
+        return None
+    if spec == "auto" and (not have_dask or (cells is not None and cells < AUTO_MIN_CELLS)):
+        return None  # one process, without waiting for CuPy to count the GPUs
+    from . import cuda
+
+    count = len(cuda.device_numbers()) if cuda.available() else 0
+    if spec in ("auto", "all"):
+        if count < 2 or (spec == "auto" and device != 0):
+            return None
+        chosen = list(range(count))
+    else:
+        try:
+            chosen = [int(x) for x in spec.split(",")] if isinstance(spec, str) else [int(x) for x in spec]
+        except (TypeError, ValueError):
+            raise NwalignError(f"devices {spec!r}: give auto, all or GPU numbers such as 0,1",
+                               cli=f"--devices {spec}: give auto, all or GPU numbers such as 0,1") from None
+        bad = [d for d in chosen if not 0 <= d < count]
+        if not chosen or bad or len(set(chosen)) != len(chosen):
+            what = f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
+            raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
+        if len(chosen) == 1:
+            return chosen  # one GPU: the caller runs in its own process on it
+    if not have_dask:  # "all" or a list of two or more
+        raise NwalignError(f"devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'",
+                           cli=f"--devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'")
+    return chosen
+
+
+def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,
+               gpu_tasks: int = 1):
+    """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
+    cluster of one process per GPU in ``devices`` (each sees only its GPU and runs ``gpu_tasks`` tasks at
+    a time), or the running cluster at
+    ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
+    Returns (client, cluster or None: what to close).
+
+    Raises:
+        NwalignError: Dask's ``distributed`` is not installed.
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
+                           cli="--workers/--scheduler/--devices need Dask: pip install 'nwalign[dask]'") from None
+    if scheduler:
+        import dask
+
+        wait = dask.config.get("distributed.comm.timeouts.connect")  # Dask's setting (30 s by default)
+        try:
+            client = Client(scheduler_file=scheduler, timeout=wait) if scheduler.endswith(".json") else \
+                Client(scheduler, timeout=wait)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise NwalignError(f"scheduler {scheduler}: cannot connect ({exc})",
+                               cli=f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        try:
+            check_versions(client)
+        except NwalignError:
+            client.close()
+            raise
+        return client, None
+    if devices:
+        cluster = gpu_cluster(devices, gpu_tasks)
+        client = Client(cluster)
+        client.run(_warm_gpu_worker)  # CuPy, the context and the kernels, while the client reads its input
+        return client, cluster
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+    return Client(cluster), cluster
+
+
+def gpu_cluster(devices: list[int], tasks: int = 1):
+    """A local Dask cluster of one worker process per GPU of ``devices`` (numbers as this process sees
+    them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
+    ``tasks`` tasks at a time (2 for allpairs: one block formats its rows while the next one's kernels
+    run); worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
+    with more machinery (and pinned dependencies) than a scan needs."""
+    import logging as logs
+
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [x.strip() for x in visible.split(",")] if visible else None
+    spec = {}
+    for d in devices:
+        physical = names[d] if names and d < len(names) else str(d)
+        spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": tasks, "env": {"CUDA_VISIBLE_DEVICES": physical},
+                                                      "silence_logs": logs.WARNING}}
+    return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
+                       name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
+
+
+def _warm_gpu_worker() -> None:
+    """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does)."""
+    from . import cuda
+
+    cuda.warm_up_search(0).join()
+
+
+def _worker_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def check_versions(client) -> None:
+    """Refuse a cluster whose workers run another nwalign version (or none): their shards' results would
+    not be this version's.
+
+    Raises:
+        NwalignError: naming the first worker that differs.
+    """
+    from . import __version__
+
+    try:
+        found = client.run(_worker_version)
+    except Exception as exc:  # a worker without nwalign cannot even unpickle the function
+        raise NwalignError(f"a worker of the cluster cannot run nwalign ({type(exc).__name__}: {exc})") from None
+    for address, version in sorted(found.items()):
+        if version != __version__:
+            raise NwalignError(f"worker {address} runs nwalign {version}, this is {__version__}: "
+                               "install the same version on every worker")
+
+
+def worker_gpus(client) -> dict[str, tuple[str | None, str]]:
+    """Each worker's name -> (UUID, description) of the GPU it scans on ((None, ``"none"``) without one)."""
+    workers = client.scheduler_info()["workers"]
+    return {str(workers.get(address, {}).get("name", address)): gpu
+            for address, gpu in client.run(_worker_gpu).items()}
+
+
+def _worker_gpu() -> tuple[str | None, str]:
+    """(UUID, description) of the GPU a worker scans on (its first visible one), or (None, "none")."""
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        uuid = bytes(props.get("uuid", b"")).hex() or name
+        return uuid, f"{name} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})"
+    except Exception:
+        return None, "none"
+
+
+def check_gpus(gpus: dict[str, tuple[str | None, str]]) -> None:
+    """Refuse a cluster for GPU scans (``gpus``: :func:`worker_gpus`) whose workers lack a GPU or share
+    one (two workers on one GPU would halve each other's speed and double its memory).
+
+    Raises:
+        NwalignError: naming the worker.
+    """
+    seen: dict = {}
+    for address, (uuid, text) in sorted(gpus.items()):
+        if uuid is None:
+            raise NwalignError(f"worker {address} sees no GPU: start GPU workers (one per GPU, e.g. dask cuda "
+                               "worker) or use backend cpu", cli=f"worker {address} sees no GPU: start GPU workers "
+                               "(one per GPU, e.g. dask cuda worker) or use --backend cpu")
+        if uuid in seen:
+            raise NwalignError(f"workers {seen[uuid]} and {address} share one GPU ({text}): give each worker its "
+                               "own GPU (CUDA_VISIBLE_DEVICES)")
+        seen[uuid] = address
+
+
+def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,
+                  threads: int = 1, backend: str = "cpu") -> list:
+    """Start one task per shard of ``database`` (a .nwdb path) for ``queries``; returns their futures.
+
+    Dask places the tasks (no restrictions: a task whose worker died must be free to run anywhere,
+    and Dask's loose restrictions left such tasks waiting); a worker keeps every shard it has loaded
+    (at most 4), so each worker loads a shard at most once."""
+    codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
+    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, backend),
+                          pure=False) for s in range(count)]
+
+
+def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query, the merged best ``top`` (indices, scores) of :func:`submit_shards`' tasks.
+
+    Raises:
+        WorkerLost: a task kept killing workers.
+    """
+    from distributed import KilledWorker
+
+    try:
+        results = client.gather(futures)
+    except KilledWorker as exc:
+        raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
+    return [merge([r[k] for r in results], top) for k in range(queries)]
+
+
+# -- all pairs ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PairsTask:
+    """One block of an all-pairs job: small and picklable (the sequences stay in the .nwdb files)."""
+
+    sets: tuple                   # (.nwdb path of the set, of the second set or None)
+    scoring: object
+    columns: tuple
+    min_identity: float | None
+    distances: bool
+    backend: str                  # the worker's engine: cpu, or cuda on its one visible GPU
+    kernel: str
+    slice_k: int | None
+    block: int | None
+    threads: int
+    span: tuple                   # (start, stop) positions in the pair order
+
+
+def _pair_sets(paths: tuple, scoring):
+    """The encoded records of the .nwdb files, kept by the worker between tasks."""
+    key = ("sets",) + tuple((p, os.path.getmtime(p)) for p in paths if p) + (scoring.alphabet,)
+
+    def make():
+        from .database import load_database
+        from .engine import encode_all
+
+        out = []
+        for path in paths:
+            if path is None:
+                out.append(None)
+                continue
+            db = load_database(path)
+            out.append(encode_all([db.record(k) for k in range(db.count)], scoring, path))
+        return out
+
+    return _cached(key, make)
+
+
+def pair_block(task: PairsTask):
+    """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
+    stats as :func:`nwalign.allvsall.run` fills them)."""
+    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
+
+    a, b = _pair_sets(task.sets, task.scoring)
+    stats: dict = {}
+    if not needs_traceback(task.columns, task.min_identity, task.distances):
+        parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
+                                  task.block, 0, task.threads, task.span))
+        text = "".join(p.text for p in parts)
+        return Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts)), stats
+    results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
+                       task.backend, task.kernel, task.slice_k, task.block, 0, task.span))
+    return format_results(results, task.columns, task.distances, task.span[0]), stats
+
+
+def gpu_wave(task: PairsTask) -> int:
+    """On a GPU worker: how many pairs the all-pairs score kernel for the whole job runs at once
+    (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
+    from .cuda.allpairs import AllPairsScorer
+
+    a, b = _pair_sets(task.sets, task.scoring)
+    codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
+    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, 0)
+    total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
+    return scorer.wave(scorer.kernel_for(total))
+
+
+@dataclass(frozen=True)
+class AlignTask:
+    """A chunk of the pair command's plan: (query, target) indices into the two .nwdb files."""
+
+    sets: tuple                   # (.nwdb of the queries, of the targets)
+    scoring: object
+    plan: tuple                   # ((query index, target index), ...)
+    score_only: bool
+    backend: str
+    threads: int
+    max_memory: int               # bytes for this task's CPU tracebacks
+    options: object = None        # nwalign.cuda.pair.Options (device 0: the worker's GPU) or None
+
+
+def align_chunk(task: AlignTask) -> list:
+    """Align a chunk of pairs on a worker: their :class:`~nwalign.results.Alignment` objects, in order."""
+    from .aligner import Aligner
+
+    queries, targets = _pair_sets(task.sets, task.scoring)
+    aligner = Aligner(task.scoring, task.backend, 0, task.threads, task.max_memory, task.options, announce=False)
+    return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))
+
+
+def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """Cut a list of pairs (their DP cells, in order) into at most ``count`` consecutive (start, stop)
+    ranges of nearly equal cells; a pair is never split."""
+    total = np.cumsum(np.asarray(cells, dtype=np.float64))
+    if total.size == 0:
+        return []
+    cuts = {0, int(total.size)}
+    for k in range(1, count):
+        cuts.add(int(np.searchsorted(total, total[-1] * k / count, side="left")) + 1)
+    cuts = sorted(c for c in cuts if 0 <= c <= total.size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+class Owned:
+    """What a job spread over workers must release: the client and the local cluster it started
+    (``cluster`` None: a cluster it joined, left running) and its temporary directory."""
+
+    client = cluster = tmp = None
+
+    def close(self) -> None:
+        """Stop the workers started here and remove the temporary files (again: nothing happens)."""
+        import shutil
+
+        if self.cluster is not None:
+            self.client.close()
+            self.cluster.close()
+            self.cluster = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+class Spread(Owned):
+    """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
+    read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
+
+    Arguments:
+        label: the command, for messages (``allpairs``, ``pair``).
+        sets: encoded record lists (or None), written in this order.
+        backend: the workers' engine (``cuda``: each worker's one visible GPU).
+        workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
+        gpus: GPUs for one worker process each (a local cluster), or None.
+        shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
+        gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
+
+    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``.
+
+    Raises:
+        NwalignError: no Dask, a missing ``shared_dir``, a cluster that cannot be joined or runs another
+            version, or (backend cuda) workers without a GPU of their own.
+    """
+
+    def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
+                 client=None, gpus: list[int] | None = None, shared_dir: str | None = None, gpu_tasks: int = 1):
+        import tempfile
+
+        from .database import database_from_records, write_database
+
+        self.label, self.backend = label, backend
+        self.client = self.cluster = self.tmp = None
+        started = None
+        try:
+            if shared_dir is not None and not os.path.isdir(shared_dir):
+                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                   cli=f"--shared-dir {shared_dir}: no such directory")
+            if gpus:  # the workers start while the sets are written
+                from .background import in_background
+
+                started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks))
+            self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+            paths = []
+            for k, encoded in enumerate(sets):
+                if encoded is None:
+                    paths.append(None)
+                    continue
+                path = os.path.join(self.tmp, f"set{k}.nwdb")
+                write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
+                paths.append(path)
+            self.paths = tuple(paths)
+            if started is not None:
+                self.client, self.cluster = started.result()
+                started = None
+            elif client is not None:
+                self.client = client
+            else:
+                self.client, self.cluster = client_for(workers, scheduler)
+            gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
+            if backend == "cuda" and not gpus:
+                check_gpus(gpus_seen)
+        except BaseException:
+            if started is not None:
+                try:
+                    c, cl = started.result()
+                    c.close()
+                    cl.close()
+                except BaseException:
+                    pass
+            self.close()
+            raise
+        self.workers = max(1, len(self.client.scheduler_info()["workers"]))
+        log.info("%s: %d Dask workers (%s engine)", label, self.workers, backend)
+        for name, (_, gpu) in sorted(gpus_seen.items()):
+            log.info("%s: worker %s: %s", label, name, gpu)
+
+    def map(self, function, tasks):
+        """``function(task)`` for each task on the workers, results yielded in task order; up to
+        2 x workers + 1 tasks run or wait ahead of the one yielded. Closes the workers at the end.
+
+        Raises:
+            WorkerLost: a task kept killing workers.
+        """
+        from collections import deque
+
+        from distributed import KilledWorker
+
+        try:
+            todo = iter(tasks)
+            flying: deque = deque()
+            while True:
+                while len(flying) < 2 * self.workers + 1:
+                    task = next(todo, None)
+                    if task is None:
+                        break
+                    flying.append(self.client.submit(function, task, pure=False))
+                if not flying:
+                    break
+                try:
+                    result = flying.popleft().result()
+                except KilledWorker as exc:
+                    raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
+                                     "written") from None
+                yield result
+        finally:
+            self.close()
+
