@@ -299,9 +299,12 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     else:
         on_gpu = False
 
-    def banded_gpu(part):
-        """A TILE of survivors aligned in their bands on the GPU (:class:`nwalign.cuda.banded.BandedAligner`,
-        the CPU engine's doubling bands and alignments)."""
+    def banded_paths(part):
+        """(part, paths): a tile of survivors aligned in their bands on the GPU
+        (:class:`nwalign.cuda.banded.BandedAligner`, the CPU engine's doubling bands and paths)."""
+        from .cuda import require
+
+        require(device)  # this runs in a thread of its own (see aligned): CuPy's current device is per thread
         if not gpu_banded:
             from .cuda.banded import BandedAligner
 
@@ -313,21 +316,25 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         stats["banded_seconds"] = stats.get("banded_seconds", 0.0) + time.perf_counter() - clock
         stats["banded_gpu_seconds"] = gpu_banded[0].kernel_seconds
         stats["banded_pairs"] = stats.get("banded_pairs", 0) + len(part)
+        return part, paths
 
-        def result(item):
-            (i, j, score), path = item
-            return i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
-
-        yield from mapper(result, zip(part, paths))
+    def result(item):
+        (i, j, score), path = item
+        return i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
 
     def aligned(todo):
         """(i, j, alignment) of the pairs to align, in order: banded under the identity bound (on the GPU
         with backend cuda, else on the CPU engine), else every pair in full by the aligner's batches (the
         GPU's batch kernel where it has one)."""
+        if use_bound and on_gpu:  # the GPU aligns the next tile while this one's alignments are built
+            from .background import ahead
+
+            for part, paths in ahead(banded_paths(todo[lo:lo + GPU_TILE]) for lo in range(0, len(todo), GPU_TILE)):
+                yield from mapper(result, zip(part, paths))
+            return
         if use_bound:
-            tile = GPU_TILE if on_gpu else TILE  # bounded: a tile's results wait in order
-            for lo in range(0, len(todo), tile):
-                yield from (banded_gpu if on_gpu else lambda part: mapper(banded, part))(todo[lo:lo + tile])
+            for lo in range(0, len(todo), TILE):  # bounded: a tile's results wait in order
+                yield from mapper(banded, todo[lo:lo + TILE])
             return
         alns = aligner.align_batch([(a[i], targets[j]) for i, j, _ in todo])
         for (i, j, _), aln in zip(todo, alns):
