@@ -223,21 +223,60 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     assert "".join(p.text for p in part) == "".join(want.text.splitlines(keepends=True)[3:want.stop - 2])
 
 
-def test_path_score_checks_a_global_path():
-    """The guard on banded GPU paths (nwalign.cuda.banded.path_score): the CPU engine's optimal paths
-    score their optimum, a path that does not consume both sequences is refused (None)."""
+def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
+    """The guard on banded GPU paths (nwalign.cpu.banded.kernel_paths_scores): paths laid out as the kernel
+    returns them (columns walked back from (m, n) to the border, the rest along row/column 0) are rescored
+    to the CPU engine's optimum, in pieces; a path over the wrong sequence, or with a bad column, fails."""
     from nwalign.cpu import align_codes
-    from nwalign.cuda.banded import path_score
+    from nwalign.cpu.banded import global_path_score, kernel_paths_scores
 
     rng = np.random.default_rng(8)
     for alphabet, letters in (("dna", 4), ("protein", 20)):
         s = make_scoring(alphabet, "global")
-        for _ in range(100):
+        S = np.ascontiguousarray(s.matrix, dtype=np.int64)
+        seqs, lay, want = [], [], []
+        for _ in range(60):
             q = rng.integers(0, letters, size=int(rng.integers(1, 60))).astype(np.uint8)
             t = rng.integers(0, letters, size=int(rng.integers(1, 60))).astype(np.uint8)
-            path = align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)
-            assert path_score(q, t, path[5], s.matrix, s.gap_open, s.gap_extend) == path[0]
-            assert path_score(q, np.concatenate((t, t[:1])), path[5], s.matrix, s.gap_open, s.gap_extend) is None
+            if rng.random() < 0.3:
+                t = np.concatenate((rng.integers(0, letters, 5).astype(np.uint8), q))  # a leading gap run
+            ops = align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)[5]
+            i = j = cut = 0
+            for x, op in enumerate(ops):  # the last point on row or column 0: where the kernel's walk stops
+                if i == 0 or j == 0:
+                    cut, i0, j0 = x, i, j
+                i += op != 2
+                j += op != 1
+            if i == 0 or j == 0:
+                cut, i0, j0 = len(ops), i, j
+            lay.append((len(seqs), q.size, t.size, ops[cut:][::-1].copy(), i0, j0))
+            seqs += [q, t]
+            want.append(align_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0)[0])
+        at = np.concatenate(([0], np.cumsum([x.size for x in seqs])))
+        seq = np.concatenate(seqs)
+        ops = np.concatenate([x[3] for x in lay] + [np.zeros(1, np.uint8)])
+        op_start = np.concatenate(([0], np.cumsum([x[3].size for x in lay])))[:-1]
+        q_at, t_at = at[[x[0] for x in lay]], at[[x[0] + 1 for x in lay]]
+        m, n = np.array([x[1] for x in lay]), np.array([x[2] for x in lay])
+        i0, j0 = (np.array([x[k] for x in lay]) for k in (4, 5))
+        nops = np.array([x[3].size for x in lay])
+
+        def rescore(m=m, n=n, ops=ops):
+            score, ok = np.zeros(len(lay), np.int64), np.zeros(len(lay), bool)
+            for lo in range(0, len(lay), 7):  # in pieces, as the aligner's threads call it
+                kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, s.gap_open, s.gap_extend,
+                                    lo, min(len(lay), lo + 7), score, ok)
+            return score, ok
+
+        score, ok = rescore()
+        assert ok.all() and score.tolist() == want
+        assert score[0] == global_path_score(seqs[0], seqs[1], align_codes(seqs[0], seqs[1], s.matrix, s.gap_open,
+                                                                           s.gap_extend, 0)[5], S, s.gap_open, s.gap_extend)[0]
+        assert not rescore(n=n + 1)[1].any()  # every path one target residue short
+        bad = ops.copy()
+        bad[op_start[3]] = 7  # a column that is no column
+        got = rescore(ops=bad)[1]
+        assert not got[3] and got[np.arange(len(lay)) != 3].all()
 
 
 @pytest.mark.parametrize("against", [False, True])

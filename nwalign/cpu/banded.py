@@ -238,7 +238,7 @@ def global_path_score(q, t, ops, S, go, ge):
     """(score, ok) of a global alignment's columns ``ops`` (uint8, alignment order: 0 a residue pair, 1 a
     query residue against a gap, 2 the reverse): ``ok`` false when they do not consume exactly ``q`` and
     ``t``. Gap runs cost ``go`` for their first column and ``ge`` for each further one. The GPU's banded
-    paths are checked with it (:func:`nwalign.cuda.banded.path_score`)."""
+    paths are checked with :func:`kernel_paths_scores`, which walks their columns as this does)."""
     i = 0
     j = 0
     score = np.int64(0)
@@ -266,3 +266,51 @@ def global_path_score(q, t, ops, S, go, ge):
             return score, False
         prev = op
     return score, i == m and j == n
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, go, ge, lo, hi, score, ok):
+    """:func:`global_path_score` of pairs lo .. hi - 1 of a banded GPU launch at once, as the kernel leaves
+    them: pair k's sequences at ``q_at[k]``/``t_at[k]`` of ``seq`` (lengths ``m[k]``, ``n[k]``), its columns
+    walked backwards in ``ops[op_start[k]:op_start[k] + nops[k]]`` from (m, n) to (i0[k], j0[k]), the path
+    going on to the origin along column 0 (j0 deletions first, then i0 insertions: as
+    :func:`nwalign.cuda.batch.kernel_path` rebuilds it). Fills ``score`` (int64) and ``ok`` (bool)."""
+    for k in range(lo, hi):
+        qa, ta = q_at[k], t_at[k]
+        i = 0
+        j = 0
+        total = np.int64(0)
+        prev = np.uint8(255)
+        good = True
+        for x in range(j0[k] + i0[k] + nops[k]):
+            if x < j0[k]:
+                op = np.uint8(2)
+            elif x < j0[k] + i0[k]:
+                op = np.uint8(1)
+            else:
+                op = ops[op_start[k] + nops[k] - 1 - (x - j0[k] - i0[k])]
+            if op == 0:
+                if i >= m[k] or j >= n[k]:
+                    good = False
+                    break
+                total += S[seq[qa + i], seq[ta + j]]
+                i += 1
+                j += 1
+            elif op == 1 or op == 2:
+                if op == 1:
+                    if i >= m[k]:
+                        good = False
+                        break
+                    i += 1
+                else:
+                    if j >= n[k]:
+                        good = False
+                        break
+                    j += 1
+                total -= ge if op == prev else go
+            else:
+                good = False
+                break
+            prev = op
+        score[k] = total
+        ok[k] = good and i == m[k] and j == n[k]

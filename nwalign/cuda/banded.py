@@ -58,17 +58,6 @@ def _distinct(arrays: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     return seqs, at
 
 
-def path_score(q: np.ndarray, t: np.ndarray, ops: np.ndarray, matrix: np.ndarray, go: int, ge: int) -> int | None:
-    """The score of a global alignment's columns (``ops`` in alignment order), or None when they do not
-    consume exactly both sequences: substitution scores of the residue pairs, minus ``go`` per gap run
-    and ``ge`` per further gap column (one compiled pass, ~0.1 ms for a 30 kb genome pair)."""
-    from ..cpu.banded import global_path_score
-
-    score, ok = global_path_score(np.ascontiguousarray(q), np.ascontiguousarray(t), np.ascontiguousarray(ops),
-                                  np.ascontiguousarray(matrix, dtype=np.int64), int(go), int(ge))
-    return int(score) if ok else None
-
-
 class BandedAligner:
     """Global alignments inside doubling diagonal bands of many pairs at once on the GPU.
 
@@ -200,7 +189,7 @@ class BandedAligner:
         return out
 
     def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False, optima=None):
-        """One launch over the pairs ``ks``: {k: path} (checked by :func:`path_score`), or with
+        """One launch over the pairs ``ks``: {k: path} (checked by :meth:`_check`), or with
         ``score_only`` the int64 array of their banded scores in order of ``ks``. With ``optima``, a pair
         whose banded score is not ``optima[k]`` gets (score, None, None, None, None, None): the caller
         widens its band, and its path is never rebuilt nor checked on the host."""
@@ -224,8 +213,9 @@ class BandedAligner:
         d_off, r_off, o_off = (int(sizes[f].sum()) for f in ("dirs", "row", "ops"))
         self.cells += int((-(-m // BAND) * BAND * np.minimum(n, BAND + hi - lo)).sum())
         self.launches += 1
+        seq = np.concatenate(seqs).astype(np.uint8, copy=False)
         with self.stream:
-            d_q = d_t = cp.asarray(np.concatenate(seqs).astype(np.uint8, copy=False))
+            d_q = d_t = cp.asarray(seq)
             d_jobs = cp.asarray(jobs.view(np.uint8))
             dirs = None if score_only else cp.empty(max(1, d_off), dtype=cp.uint32)
             rows = cp.empty(max(1, r_off), dtype=cp.int32)
@@ -247,19 +237,40 @@ class BandedAligner:
             h_out = h_out.tolist()
             h_ops = pinned_empty((max(1, o_off),), np.uint8)  # page-locked: ~1 GB/s -> ~20 GB/s for GBs of paths
             ops.get(out=h_ops)
+        self._check(seq, jobs, h_out, h_ops, m, n)
         starts = jobs["ops"].tolist()
+        paths = {}
+        for x, k in enumerate(ks):
+            if optima is not None and h_out[x][0] != optima[k]:  # widened and launched again: no path needed
+                paths[k] = (h_out[x][0],) + (None,) * 5
+            else:
+                paths[k] = kernel_path(h_out[x], h_ops, starts[x], True)
+        return paths
 
-        def path(x):  # the columns in order, from the origin, checked against the kernel's score
-            if optima is not None and h_out[x][0] != optima[ks[x]]:
-                return (h_out[x][0],) + (None,) * 5
-            got = kernel_path(h_out[x], h_ops, starts[x], True)
-            q, t = pairs[ks[x]]
-            if path_score(q, t, got[5], self.scoring.matrix, self.scoring.gap_open, self.scoring.gap_extend) != got[0]:
-                raise NwalignError(f"internal error: a banded GPU alignment ({len(q)} x {len(t)}) does not score "
-                                   f"{got[0]}; please report this (use --backend cpu meanwhile)")
-            return got
+    def _check(self, seq, jobs, h_out, h_ops, m, n) -> None:
+        """Every path of a launch rescored from its columns on the CPU (one compiled pass a pair, releasing
+        the GIL, in pieces over ``threads`` threads) against the kernel's score.
 
-        if self.threads > 1 and len(ks) > 1:  # the checks are compiled and release the GIL
-            with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                return dict(zip(ks, pool.map(path, range(len(ks)))))
-        return {k: path(x) for x, k in enumerate(ks)}
+        Raises:
+            NwalignError: a path that does not consume both sequences or does not score what the kernel says.
+        """
+        from ..cpu.banded import kernel_paths_scores
+
+        rows = np.asarray(h_out, dtype=np.int64).reshape(-1, OUT)
+        count = rows.shape[0]
+        score, ok = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=bool)
+        S = np.ascontiguousarray(self.scoring.matrix, dtype=np.int64)
+        args = (seq, jobs["q"].copy(), jobs["t"].copy(), m, n, h_ops, jobs["ops"].copy(), rows[:, 5].copy(),
+                rows[:, 3].copy(), rows[:, 4].copy(), S, int(self.scoring.gap_open), int(self.scoring.gap_extend))
+        step = max(64, -(-count // self.threads))
+        pieces = [(lo, min(count, lo + step)) for lo in range(0, count, step)]
+        if len(pieces) > 1:
+            with ThreadPoolExecutor(max_workers=len(pieces)) as pool:
+                list(pool.map(lambda p: kernel_paths_scores(*args, p[0], p[1], score, ok), pieces))
+        else:
+            kernel_paths_scores(*args, 0, count, score, ok)
+        bad = np.flatnonzero(~ok | (score != rows[:, 0]))
+        if bad.size:
+            x = int(bad[0])
+            raise NwalignError(f"internal error: a banded GPU alignment ({m[x]} x {n[x]}) does not score "
+                               f"{rows[x, 0]}; please report this (use --backend cpu meanwhile)")
