@@ -308,7 +308,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         if not gpu_banded:
             from .cuda.banded import BandedAligner
 
-            gpu_banded.append(BandedAligner(scoring, device, threads=threads))
+            gpu_banded.append(BandedAligner(scoring, device, threads=threads, urgent=band_first))
         clock = time.perf_counter()
         paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
                                     [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])

@@ -58,6 +58,17 @@ def _distinct(arrays: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     return seqs, at
 
 
+def _stream(cp, urgent: bool):
+    """A non-blocking stream; ``urgent``: of the device's highest priority (the value is clamped to its
+    range), so that its kernels' blocks are scheduled before those of streams of default priority."""
+    if urgent:
+        try:
+            return cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
+        except TypeError:  # a CuPy without stream priorities
+            pass
+    return cp.cuda.Stream(non_blocking=True)
+
+
 class BandedAligner:
     """Global alignments inside doubling diagonal bands of many pairs at once on the GPU.
 
@@ -67,12 +78,15 @@ class BandedAligner:
         threads: CPU threads checking the returned paths (0: every core).
         max_memory: device bytes per launch (default 16 GiB, so that a launch keeps every SM busy with
             genome pairs; capped by half the free memory).
+        urgent: launch on a stream of the highest priority (allpairs' tracebacks, which the next batch's
+            banded scores must not hold up).
 
     Raises:
         NwalignError: no usable GPU, a mode other than global, or a matrix of more than 32 letters.
     """
 
-    def __init__(self, scoring, device: int = 0, max_memory: int = 16 << 30, threads: int = 0):
+    def __init__(self, scoring, device: int = 0, max_memory: int = 16 << 30, threads: int = 0,
+                 urgent: bool = False):
         from .batch import device_matrix
 
         cp = require(device)
@@ -83,7 +97,7 @@ class BandedAligner:
         self._max_abs = scoring.max_abs_score()
         self.func = modules.function("banded_align", "banded_align_global")
         self.blocks = modules.resident_blocks(self.func, THREADS)
-        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream = _stream(cp, urgent)
         self.threads = threads or os.cpu_count() or 1
         self.cells = 0  # band cells swept (the kernel's work), summed over calls
         self.launches, self.kernel_seconds = 0, 0.0  # summed over calls (kernel time by CUDA events)
@@ -225,7 +239,9 @@ class BandedAligner:
             args = np.array([(d_jobs.data.ptr, len(ks), d_q.data.ptr, d_t.data.ptr, self.matrix.data.ptr, self.A,
                               self.scoring.gap_open, self.scoring.gap_extend, rows.data.ptr, ptr(dirs), ptr(ops),
                               out.data.ptr)], dtype=_ARGS)[0]
-            blocks = min(-(-len(ks) * 32 // THREADS), self.blocks)
+            # One warp a pair. Score-only launches get a block per four pairs rather than a grid of resident
+            # blocks looping over them, so that an urgent aligner's launch gets SMs as those blocks retire.
+            blocks = -(-len(ks) * 32 // THREADS) if score_only else min(-(-len(ks) * 32 // THREADS), self.blocks)
             start, stop = cp.cuda.Event(), cp.cuda.Event()
             start.record()
             self.func((blocks,), (THREADS,), (args,))
