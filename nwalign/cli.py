@@ -480,13 +480,14 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                     fill_distances(dist, block, len(a), len(b) if b else None)
     finally:
         job.close()
+    unit = "G band cells/s" if stats["kernel"] == "banded" else "GCUPS"  # bands: cells swept, not the matrices'
     if stats["cells"] and stats["score_seconds"] > 0:
-        log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f GCUPS, %.0f pairs/s, output included)",
+        log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f %s, %.0f pairs/s, output included)",
                  stats["pairs"], stats["kernel"], stats["score_seconds"], stats["cells"] / stats["score_seconds"] / 1e9,
-                 stats["pairs"] / stats["score_seconds"])
+                 unit, stats["pairs"] / stats["score_seconds"])
     if stats.get("gpu_seconds"):
-        log.info("allpairs: GPU kernel time %.2f s: %.1f GCUPS, %.0f pairs/s", stats["gpu_seconds"],
-                 stats["cells"] / stats["gpu_seconds"] / 1e9, stats["pairs"] / stats["gpu_seconds"])
+        log.info("allpairs: GPU kernel time %.2f s: %.1f %s, %.0f pairs/s", stats["gpu_seconds"],
+                 stats["cells"] / stats["gpu_seconds"] / 1e9, unit, stats["pairs"] / stats["gpu_seconds"])
     if stats.get("banded_pairs"):
         log.info("allpairs: %d pairs aligned in their bands on the GPU in %.2f s (kernel %.2f s)",
                  stats["banded_pairs"], stats["banded_seconds"], stats["banded_gpu_seconds"])
