@@ -190,8 +190,6 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
         _fasta_text(data, name)  # raises the empty / not-FASTA error
     buf, space = buf[first:], space[first:] - first
     newlines = space[buf[space] == 10]
-    keep = np.empty(buf.size, dtype=bool)                                     # not whitespace ...
-    _chunks(buf.size, lambda a, b: np.greater(buf[a:b], 32, out=keep[a:b]))
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < buf.size]
     starts = line_starts[buf[line_starts] == ord(">")]                        # header lines
@@ -199,13 +197,18 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     lengths = ends - starts
     in_header = np.repeat(starts - np.cumsum(np.concatenate(([0], lengths[:-1]))), lengths) + \
         np.arange(int(lengths.sum()))
-    keep[in_header] = False                                                   # ... nor in a header line
+
+    def keep(a, b):  # which bytes of buf[a:b] are residues: not whitespace, not in a header line (a mask per
+        k = buf[a:b] > 32  # piece: one of the whole file would take as many bytes as the file)
+        k[in_header[np.searchsorted(in_header, a):np.searchsorted(in_header, b)] - a] = False
+        return k
+
     # Residues of record k: the bytes between its header's newline and the next header, less whitespace.
     nexts = np.append(starts[1:], buf.size)
     counts = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
-    kept = np.cumsum([0] + _chunks(buf.size, lambda a, b: np.count_nonzero(keep[a:b])))
+    kept = np.cumsum([0] + _chunks(buf.size, lambda a, b: np.count_nonzero(keep(a, b))))
     residues = np.empty(int(kept[-1]), dtype=np.uint8)
-    _chunks(buf.size, lambda a, b: np.compress(keep[a:b], buf[a:b], out=residues[kept[a // _CHUNK]:kept[a // _CHUNK + 1]]))
+    _chunks(buf.size, lambda a, b: np.compress(keep(a, b), buf[a:b], out=residues[kept[a // _CHUNK]:kept[a // _CHUNK + 1]]))
     if residues.size and residues.max() >= ord("a"):  # lower case is rare: test first (a masked subtract of
         lower = (residues >= ord("a")) & (residues <= ord("z"))  # every byte took 1.6 s for 205 Mb)
         residues[lower] -= 32
