@@ -33,12 +33,24 @@ class Record:
         return len(self.seq)
 
 
-def _read_bytes(path: str) -> bytes:
+def _read_bytes(path: str) -> bytes | bytearray:
+    """The file's bytes; a regular file's in a bytearray read in place (no second copy, and writable: the
+    FASTA reader compacts the residues into it)."""
     if path == "-":
         return sys.stdin.buffer.read()
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            import os
+            import stat
+
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return handle.read()
+            data = bytearray(info.st_size)
+            got = handle.readinto(data)
+            del data[got:]
+            data += handle.read()  # a file that grew since fstat
+            return data
     except FileNotFoundError:
         raise NwalignError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -100,7 +112,7 @@ def _inflate(data: bytes, make, name: str, limit: int | None) -> bytes:
         rest = engine.unused_data
         if not rest.strip(b"\x00"):
             break  # nothing or padding after the last member
-    return bytes(out)
+    return out
 
 
 def _check_spans(buf: np.ndarray, span: int, line_start: bool, name: str, limit: int) -> int:
@@ -206,17 +218,29 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     # Residues of record k: the bytes between its header's newline and the next header, less whitespace.
     nexts = np.append(starts[1:], buf.size)
     counts = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
+    # The header lines without their '>', gathered before the residues may overwrite them: each line's
+    # bytes and then a newline, decoded at once below.
+    text = buf[np.minimum(in_header + 1, buf.size - 1)]
+    text[np.cumsum(lengths) - 1] = 10
     kept = np.cumsum([0] + _chunks(buf.size, lambda a, b: np.count_nonzero(keep(a, b))))
-    residues = np.empty(int(kept[-1]), dtype=np.uint8)
-    _chunks(buf.size, lambda a, b: np.compress(keep(a, b), buf[a:b], out=residues[kept[a // _CHUNK]:kept[a // _CHUNK + 1]]))
+    if buf.flags.writeable:  # compacted into the file's own buffer: no second array of the file's size
+        def pack(a, b):  # a piece's residues to its own start (only its own bytes are touched)
+            got = buf[a:b][keep(a, b)]
+            buf[a:a + got.size] = got
+
+        _chunks(buf.size, pack)
+        for k, (a, _) in enumerate(_chunks(buf.size)):  # then left, in order: each lands before the next
+            buf[kept[k]:kept[k + 1]] = buf[a:a + kept[k + 1] - kept[k]]  # piece's bytes (overlaps copy safely)
+        residues = buf[:int(kept[-1])]
+    else:
+        residues = np.empty(int(kept[-1]), dtype=np.uint8)
+        _chunks(buf.size, lambda a, b: np.compress(keep(a, b), buf[a:b],
+                                                   out=residues[kept[a // _CHUNK]:kept[a // _CHUNK + 1]]))
     if residues.size and residues.max() >= ord("a"):  # lower case is rare: test first (a masked subtract of
         lower = (residues >= ord("a")) & (residues <= ord("z"))  # every byte took 1.6 s for 205 Mb)
         residues[lower] -= 32
     offsets = np.zeros(starts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    # The header lines without their '>', decoded at once: each line's bytes and then a newline.
-    text = buf[np.minimum(in_header + 1, buf.size - 1)]
-    text[np.cumsum(lengths) - 1] = 10
     descriptions = [line.rstrip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]  # as Biopython
     ids = [line.split(None, 1)[0] if line.strip() else f"record{k}" for k, line in enumerate(descriptions, start=1)]
     empty = np.flatnonzero(counts == 0)

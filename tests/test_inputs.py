@@ -163,6 +163,44 @@ def test_read_fasta_matches_biopython(tmp_path):
             [r.seq for r in recs] == ["ACGTGGTT", "MKV", "N", "WW", "*-X", "AA"]
 
 
+def test_read_fasta_arrays_in_pieces(tmp_path, monkeypatch):
+    """The vectorised reader cut into pieces of a few bytes (headers, line ends and records across piece
+    borders), on a plain file (residues compacted into the file's own buffer), gzip, and a read-only
+    buffer (the separate array): Biopython's records every time, and the same arrays for all three."""
+    import io
+
+    from Bio import SeqIO
+
+    import nwalign.sequences as seqs
+
+    rng = np.random.default_rng(4)
+    parts = []
+    for k in range(60):
+        seq = "".join(rng.choice(list("ACGTNacgt"), int(rng.integers(1, 90))))
+        lines = [seq[x:x + int(rng.integers(3, 20))] for x in range(0, len(seq), 7)]
+        parts.append(f">r{k} some description {k}\n" + ("\r\n" if k % 3 == 0 else "\n").join(lines) + "\n")
+    text = "".join(parts)
+    bio = list(SeqIO.parse(io.StringIO(text), "fasta"))
+    want = [(r.id, r.description, "".join(str(r.seq).split()).upper()) for r in bio]
+    plain, packed = tmp_path / "x.fa", tmp_path / "x.fa.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    for chunk in (5, 64, 1 << 21):
+        monkeypatch.setattr(seqs, "_CHUNK", chunk)
+        got = []
+        for path in (plain, packed, "read-only"):
+            if path == "read-only":  # bytes, as standard input gives them
+                monkeypatch.setattr(seqs, "_read_bytes", lambda p: text.encode())
+                path = plain
+            ids, desc, residues, offsets = seqs.read_fasta_arrays(str(path))
+            got.append((ids, desc, residues.tobytes(), offsets.tolist()))
+            records = [(i, d, residues[offsets[k]:offsets[k + 1]].tobytes().decode())
+                       for k, (i, d) in enumerate(zip(ids, desc))]
+            assert records == want, (chunk, path)
+        monkeypatch.undo()
+        assert got[0] == got[1] == got[2]
+
+
 def test_read_fasta_arrays_errors(tmp_path):
     from nwalign.sequences import read_fasta_arrays
 
