@@ -302,10 +302,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     def banded_paths(part):
         """(part, paths): a tile of survivors aligned in their bands on the GPU
         (:class:`nwalign.cuda.banded.BandedAligner`, the CPU engine's doubling bands and paths)."""
-        from .cuda import require
-
-        require(device)  # this runs in a thread of its own (see aligned): CuPy's current device is per thread
-        if not gpu_banded:
+        if not gpu_banded:  # (this runs in a thread of its own, see aligned: the aligner launches on its device)
             from .cuda.banded import BandedAligner
 
             gpu_banded.append(BandedAligner(scoring, device, threads=threads, urgent=band_first))

@@ -90,7 +90,7 @@ class BandedAligner:
         from .batch import device_matrix
 
         cp = require(device)
-        self.cp, self.scoring = cp, scoring
+        self.cp, self.scoring, self.device = cp, scoring, device
         if scoring.mode != "global":
             raise NwalignError(f"banded GPU alignment: mode {scoring.mode}; the band is for global alignments")
         self.A, self.matrix, self.budget = device_matrix(cp, scoring, max_memory)
@@ -129,7 +129,7 @@ class BandedAligner:
                 todo.append(k)
         while todo:
             later = []
-            for k, path in zip(todo, self._run(pairs, todo, w, optima)):
+            for k, path in zip(todo, self._run(pairs, todo, w)):
                 m, n = len(pairs[k][0]), len(pairs[k][1])
                 lo, hi = band_limits(m, n, w[k])
                 if path is not None and path[0] == optima[k]:
@@ -147,10 +147,9 @@ class BandedAligner:
                                          w_start=w[k])
         return out
 
-    def _run(self, pairs, ks: list[int], w: list[int], optima=None) -> list:
+    def _run(self, pairs, ks: list[int], w: list[int]) -> list:
         """Each pair of ``ks`` aligned in its current band (where the band is the whole matrix: the CPU
-        engine's full alignment, as align_global_banded does), in order of ``ks``; with ``optima``, a pair
-        whose banded score misses its optimum gets its score alone (see :meth:`_launch`)."""
+        engine's full alignment, as align_global_banded does), in order of ``ks``."""
         from ..cpu import align_codes
 
         s = self.scoring
@@ -164,7 +163,7 @@ class BandedAligner:
             else:
                 need[k] = pair_bytes(m, n, lo, hi)
         for launch in self._groups(pairs, list(need), need):
-            got.update(self._launch(pairs, launch, w, optima=optima))
+            got.update(self._launch(pairs, launch, w))
         return [got[k] for k in ks]
 
     def _groups(self, pairs, ks: list[int], need: dict) -> list[list[int]]:
@@ -202,11 +201,9 @@ class BandedAligner:
             out[launch] = self._launch(pairs, launch, w, score_only=True)
         return out
 
-    def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False, optima=None):
+    def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
         """One launch over the pairs ``ks``: {k: path} (checked by :meth:`_check`), or with
-        ``score_only`` the int64 array of their banded scores in order of ``ks``. With ``optima``, a pair
-        whose banded score is not ``optima[k]`` gets (score, None, None, None, None, None): the caller
-        widens its band, and its path is never rebuilt nor checked on the host."""
+        ``score_only`` the int64 array of their banded scores in order of ``ks``."""
         from .batch import kernel_path
 
         cp = self.cp
@@ -228,7 +225,7 @@ class BandedAligner:
         self.cells += int((-(-m // BAND) * BAND * np.minimum(n, BAND + hi - lo)).sum())
         self.launches += 1
         seq = np.concatenate(seqs).astype(np.uint8, copy=False)
-        with self.stream:
+        with cp.cuda.Device(self.device), self.stream:  # its device, from whichever thread calls
             d_q = d_t = cp.asarray(seq)
             d_jobs = cp.asarray(jobs.view(np.uint8))
             dirs = None if score_only else cp.empty(max(1, d_off), dtype=cp.uint32)
@@ -255,13 +252,7 @@ class BandedAligner:
             ops.get(out=h_ops)
         self._check(seq, jobs, h_out, h_ops, m, n)
         starts = jobs["ops"].tolist()
-        paths = {}
-        for x, k in enumerate(ks):
-            if optima is not None and h_out[x][0] != optima[k]:  # widened and launched again: no path needed
-                paths[k] = (h_out[x][0],) + (None,) * 5
-            else:
-                paths[k] = kernel_path(h_out[x], h_ops, starts[x], True)
-        return paths
+        return {k: kernel_path(h_out[x], h_ops, starts[x], True) for x, k in enumerate(ks)}
 
     def _check(self, seq, jobs, h_out, h_ops, m, n) -> None:
         """Every path of a launch rescored from its columns on the CPU (one compiled pass a pair, releasing
