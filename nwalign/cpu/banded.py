@@ -233,48 +233,32 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
         w = min(max(1, 2 * w), w_max)
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
 def global_path_score(q, t, ops, S, go, ge):
     """(score, ok) of a global alignment's columns ``ops`` (uint8, alignment order: 0 a residue pair, 1 a
     query residue against a gap, 2 the reverse): ``ok`` false when they do not consume exactly ``q`` and
-    ``t``. Gap runs cost ``go`` for their first column and ``ge`` for each further one. The GPU's banded
-    paths are checked with :func:`kernel_paths_scores`, which walks their columns as this does)."""
-    i = 0
-    j = 0
-    score = np.int64(0)
-    prev = np.uint8(255)
-    m, n = q.shape[0], t.shape[0]
-    for k in range(ops.shape[0]):
-        op = ops[k]
-        if op == 0:
-            if i >= m or j >= n:
-                return score, False
-            score += S[q[i], t[j]]
-            i += 1
-            j += 1
-        elif op == 1 or op == 2:
-            if op == 1:
-                if i >= m:
-                    return score, False
-                i += 1
-            else:
-                if j >= n:
-                    return score, False
-                j += 1
-            score -= ge if op == prev else go
-        else:
-            return score, False
-        prev = op
-    return score, i == m and j == n
+    ``t``. Gap runs cost ``go`` for their first column and ``ge`` for each further one. One pair through
+    :func:`kernel_paths_scores` (which checks the GPU's banded paths): the columns walked backwards."""
+    q, t = np.asarray(q, dtype=np.uint8), np.asarray(t, dtype=np.uint8)
+    back = np.ascontiguousarray(np.asarray(ops, dtype=np.uint8)[::-1])
+
+    def one(v):
+        return np.array([v], dtype=np.int64)
+
+    score, ok = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+    kernel_paths_scores(np.concatenate((q, t)), one(0), one(q.size), one(q.size), one(t.size), back, one(0),
+                        one(back.size), one(0), one(0), np.ascontiguousarray(S, dtype=np.int64), int(go), int(ge),
+                        0, 1, score, ok)
+    return int(score[0]), bool(ok[0])
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
 def kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, go, ge, lo, hi, score, ok):
-    """:func:`global_path_score` of pairs lo .. hi - 1 of a banded GPU launch at once, as the kernel leaves
-    them: pair k's sequences at ``q_at[k]``/``t_at[k]`` of ``seq`` (lengths ``m[k]``, ``n[k]``), its columns
+    """The score of the global path of pairs lo .. hi - 1 of a banded GPU launch, as the kernel leaves
+    them (gap runs cost ``go`` for their first column, ``ge`` for each further one): pair k's sequences at ``q_at[k]``/``t_at[k]`` of ``seq`` (lengths ``m[k]``, ``n[k]``), its columns
     walked backwards in ``ops[op_start[k]:op_start[k] + nops[k]]`` from (m, n) to (i0[k], j0[k]), the path
     going on to the origin along column 0 (j0 deletions first, then i0 insertions: as
-    :func:`nwalign.cuda.batch.kernel_path` rebuilds it). Fills ``score`` (int64) and ``ok`` (bool)."""
+    :func:`nwalign.cuda.batch.kernel_path` rebuilds it). Fills ``score`` (int64) and ``ok`` (bool: the
+    columns consume exactly both sequences)."""
     for k in range(lo, hi):
         qa, ta = q_at[k], t_at[k]
         i = 0
