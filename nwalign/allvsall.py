@@ -47,10 +47,16 @@ BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one lau
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
+def lengths_allow(m, n, min_identity: float):
+    """Whether lengths m x n allow identity >= ``min_identity`` at all: nident <= min(m, n) and length >=
+    max(m, n). Ints or arrays (then an array of bools)."""
+    return np.minimum(m, n) >= min_identity * np.maximum(m, n)
+
+
 def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
     """The lower bound L on the optimal global score of an m x n pair whose alignment has identity
     >= ``min_identity`` (see the module docstring)."""
-    if min(m, n) < min_identity * max(m, n):  # nident <= min(m, n) and length >= max(m, n)
+    if not lengths_allow(m, n, min_identity):
         return math.inf
     s_id = float(np.diag(scoring.matrix)[scoring.identical].min())
     c = float(max(scoring.gap_open, -int(scoring.matrix.min())))
@@ -363,7 +369,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
             m, n = la[i], lb[j]
             scores = np.full(len(pairs), np.iinfo(np.int64).min, dtype=np.int64)
-            fill = np.flatnonzero(np.minimum(m, n) >= min_identity * np.maximum(m, n))  # identity_bound's test
+            fill = np.flatnonzero(lengths_allow(m, n, min_identity))
 
             def banded_scores(ks, w, fill=fill, i=i, j=j):
                 return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())
