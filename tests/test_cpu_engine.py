@@ -170,3 +170,23 @@ def test_progress_reporting_changes_nothing(mode, band_rows):
     shown = align_codes(q, t, s.matrix, 10, 1, mode, band_rows=band_rows, progress=seen.append)
     assert plain[:5] == shown[:5] and np.array_equal(plain[5], shown[5])
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) > 2
+
+
+def test_columns_score_equals_rescore():
+    """ops.columns_score (the GPU windowed traceback's check) agrees with the loop oracle, and refuses
+    columns that run past a sequence."""
+    from nwalign.ops import columns_score
+    from nwalign.results import rescore
+
+    rng = np.random.default_rng(5)
+    scoring = make_scoring("dna")
+    for m, n in [(1, 1), (40, 3), (300, 280), (1000, 1100)]:
+        a = random_seq(rng, DNA, m)
+        b = (mutate(rng, a, DNA, rate=0.2) + random_seq(rng, DNA, n))[:n]
+        q, t = scoring.encode_str(a), scoring.encode_str(b)
+        enc = [Encoded(Record(x, x, s), scoring.encode(Record(x, x, s))) for x, s in (("q", a), ("t", b))]
+        aln = align_pair(enc[0], enc[1], scoring)
+        assert columns_score(aln.ops, q, t, scoring.matrix, 10, 1) == aln.score
+        assert columns_score(aln.ops, q, t, scoring.matrix, 10, 1) == rescore(aln, q, t, scoring.matrix, 10, 1)
+    with pytest.raises(ValueError, match="past the end"):
+        columns_score(np.zeros(3, dtype=np.uint8), q[:2], t, scoring.matrix, 10, 1)

@@ -100,6 +100,46 @@ def test_wavefront_linear_space_traceback(mode, m, n):
         assert trow.replace("-", "") == b[aln.target_start:aln.target_end]
 
 
+@pytest.mark.parametrize("m, n, rate, rows", [(3000, 2950, 0.05, 6), (5000, 5200, 0.15, 16), (2600, 2400, 0.3, 12)])
+def test_wavefront_windowed_linear_space(monkeypatch, caplog, m, n, rate, rows):
+    """Linear space with each block recomputed over a window of columns (global mode): the same alignment
+    as the blocks over whole rows and as the CPU engine's score; with no margin the windows miss the path
+    and the traceback is done again over whole rows, still optimal."""
+    import cupy
+    from nwalign.cuda import wavefront
+    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+
+    rng = np.random.default_rng(m + n)
+    a = random_seq(rng, DNA, m)
+    b = (mutate(rng, a, DNA, rate=rate) + random_seq(rng, DNA, n))[:n]
+    scoring = make_scoring("dna")
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    expected = score_codes(q, t, scoring.matrix, 10, 1, 0)
+    monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
+    monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
+    budget = dirs_bytes(m, n) // 3  # not every cell's directions: linear space
+    wf = Wavefront(cupy, q, t, scoring, rows_per_lane=rows, packed=rows == 16)
+    whole = wf.align(budget, windowed=False)
+    windowed = wf.align(budget)
+    assert whole[0] == windowed[0] == expected
+    assert np.array_equal(whole[5], windowed[5])
+    aln = align_pair(_enc(scoring, a, "q"), _enc(scoring, b, "t"), scoring, backend="cuda",
+                     cuda_options=_wave_options(budget))
+    assert aln.score == expected and np.array_equal(aln.ops, whole[5])
+    monkeypatch.setattr(Wavefront, "_margin", staticmethod(lambda rows: 0))
+    with caplog.at_level("INFO", logger="nwalign"):
+        missed = wf.align(budget)
+    assert missed[0] == expected and np.array_equal(missed[5], whole[5])
+    if rate >= 0.3:  # windows of exactly the block's slope cannot hold a path with this many gaps
+        assert "again over whole rows" in caplog.text
+
+
+def _wave_options(budget):
+    from nwalign.cuda.pair import Options
+
+    return Options(kernel="wavefront", max_memory=budget)
+
+
 WAVE_ROWS = (4, 6, 8, 12, 16)
 PACKED_ROWS = (8, 12, 16)
 

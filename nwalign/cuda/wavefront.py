@@ -21,6 +21,7 @@ import numpy as np
 
 from ..cpu.dp import GLOBAL, LOCAL, NEG
 from ..cpu.pair import finish_path, format_bytes
+from ..ops import columns_score
 from ..errors import NwalignError
 from . import modules
 from .structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
@@ -39,11 +40,17 @@ SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 # Every instantiation of the two sources, named in one module each: one NVRTC compilation per source
 # (a module per name compiled the whole source once per name on a fresh machine).
+_WINDOW_NAME = f"wave_score<0, {STORE_R}, true, true>"  # the direction-storing pass over a window of columns
 _WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}>" for mode in range(3)
-                          for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")])
+                          for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")]) + (_WINDOW_NAME,)
 _WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
                          for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
 _RING_BYTES = 2 << 30  # cap on the band hand-off ring
+# Linear space, global mode: each block of checkpointed rows is recomputed only over a window of columns
+# around where the path can cross it: from its exit column back by the block's height (scaled by n / m)
+# and a margin, at least WINDOW_MARGIN or half the block's height. Blocks of about WINDOW_ROWS rows.
+WINDOW_ROWS = 16384
+WINDOW_MARGIN = 4096
 _WAVE_SCORE16_NAMES = tuple(f"wave_score16<{rows // 2}>" for rows in PACKED_ROWS)
 
 
@@ -137,6 +144,7 @@ class Wavefront:
         log.info("wavefront: score passes in %s arithmetic, %d query rows per lane",
                  "packed 16-bit" if packed else "32-bit", self.rows_per_lane)
         self.max_blocks = None  # tests: a smaller grid, so warps take several bands each
+        self.host_q, self.host_t, self.matrix = q, t, scoring.matrix  # rescoring windowed tracebacks
         self.q = cp.asarray(q)
         self.t = cp.asarray(np.concatenate([t, np.zeros(32, dtype=np.uint8)]))  # wave_score reads past n
         self.A = scoring.matrix.shape[0]
@@ -157,9 +165,9 @@ class Wavefront:
                                 name_expressions=_WAVEFRONT_NAMES)
 
     def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int,
-                      ckH, ckF, packed: bool = False):
+                      ckH, ckF, packed: bool = False, lo: int = 0):
         """A pass of wave_score.cu (or with ``packed`` wave_score16.cu): rows r0+1..r1 over columns 1..ncols
-        (see ``launch``). Returns (dirs, band_best, overflowed)."""
+        (see ``launch``; ``lo``: the window's offset). Returns (dirs, band_best, overflowed)."""
         cp = self.cp
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))
@@ -168,7 +176,7 @@ class Wavefront:
             words = 2 if rows <= 8 else 4
             overflow = cp.zeros(1, dtype=cp.int32)
         else:
-            name = f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
+            name = _WINDOW_NAME if lo else f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
             func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
             words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
             overflow = None
@@ -185,8 +193,8 @@ class Wavefront:
         band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
         ld = ncols + 1
         dirs = cp.empty(nbands * 32 * ld, dtype=cp.uint32) if store else None
-        args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
-                          r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
+        args = np.array([(_ptr(self.q), _ptr(self.t) + lo, _ptr(self.S), self.A, self.m, self.n - lo, self.go, self.ge,
+                          r0, r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
                           _ptr(self.corner), _ptr(band_best), _ptr(dirs), ld)], dtype=_SCORE_ARGS)[0]
         if packed:
             args = np.array([(args, self.limit16, _ptr(overflow))], dtype=_SCORE16_ARGS)[0]
@@ -195,11 +203,18 @@ class Wavefront:
         return dirs, (band_best.get().reshape(-1, 3) if track else None), overflowed
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int = 0,
-               ckH=None, ckF=None):
+               ckH=None, ckF=None, lo: int = 0):
         """Run rows r0+1..r1 over columns 1..ncols from row r0 = (topH, topF).
+
+        ``lo`` > 0 (global mode, stored directions, byte scores): a window, the columns lo+1..lo+ncols of
+        the matrix with -inf left of them below row r0 (topH/topF start at column lo): every cell then
+        holds the best score of the paths that stay in the window, at most its true value.
 
         Returns (dirs or None, band_best host array of shape (nbands, 3) or None).
         """
+        if lo:
+            assert store and self.fast and self.mode == GLOBAL
+            return self._score_launch(r0, r1, ncols, topH, topF, True, False, 0, None, None, lo=lo)[:2]
         if self.packed and not store and not track:
             dirs, band_best, overflowed = self._score_launch(r0, r1, ncols, topH, topF, False, False, ck_every,
                                                              ckH, ckF, packed=True)
@@ -258,8 +273,16 @@ class Wavefront:
         _, band_best = self.launch(0, self.m, self.n, self.border_row, self.neg_row, False, self.mode != GLOBAL)
         return self.end_cell(band_best)[0]
 
-    def align(self, budget: int):
+    def align(self, budget: int, windowed: bool | None = None):
         """Alignment with traceback in about ``budget`` bytes of GPU memory for directions.
+
+        When the directions of all cells do not fit, linear space: the forward pass keeps checkpoint rows
+        and the traceback recomputes one block of rows at a time, bottom up, storing its directions. In
+        global mode with byte scores (``windowed`` None or True) a block is recomputed only over a window
+        of columns left of where the path leaves it (:data:`WINDOW_MARGIN`); the alignment is then rescored
+        from its columns, and if it misses the optimum (the path left a window) the traceback is done
+        again over whole rows, so the result is always optimal. Along a path inside every window the
+        recomputed cells hold their true values, so the tie rules pick the same alignment as whole rows.
 
         Returns the CPU engine's ``align_codes`` tuple.
         """
@@ -272,15 +295,25 @@ class Wavefront:
         per_band = fwd_band * (n + 1) // 2  # direction bytes to recompute one forward band
         if dirs_bytes(m, n) <= budget:
             dirs, band_best = self.launch(0, m, n, self.border_row, self.neg_row, True, self.mode != GLOBAL)
-            score, i, j = self.end_cell(band_best)
+            score, end_i, end_j = self.end_cell(band_best)
             log.info("wavefront traceback: directions of all %d x %d cells on the GPU (%s)", m, n,
                      format_bytes(dirs_bytes(m, n)))
-            blocks = [(0, None, None)]
+            i, j, nops = self._trace_blocks([(0, None, None)], dirs, end_i, end_j, io, ops, False)
+            windowed = False
         else:
-            k = budget // per_band
-            if k < 1:
-                raise NwalignError(f"wavefront traceback of {m} x {n} needs at least {format_bytes(per_band)} "
-                                   f"of GPU memory for one band of directions; raise --max-memory")
+            if windowed is None:
+                windowed = self.fast and self.mode == GLOBAL
+            if windowed:
+                # Checkpoint rows in half the budget, blocks of about WINDOW_ROWS rows.
+                cap = max(1, (budget // 2) // (8 * (n + 1)))
+                k = max(-(-WINDOW_ROWS // fwd_band), -(-nbands // cap))
+                rows = k * fwd_band
+                windowed = dirs_bytes(rows, -(-rows * n // m) + self._margin(rows)) <= budget // 2
+            if not windowed:
+                k = budget // per_band
+                if k < 1:
+                    raise NwalignError(f"wavefront traceback of {m} x {n} needs at least {format_bytes(per_band)} "
+                                       f"of GPU memory for one band of directions; raise --max-memory")
             count = nbands // k
             ckH = cp.empty((count + 1, n + 1), dtype=cp.int32)
             ckF = cp.empty((count + 1, n + 1), dtype=cp.int32)
@@ -288,25 +321,55 @@ class Wavefront:
             ckF[0] = self.neg_row
             _, band_best = self.launch(0, m, n, self.border_row, self.neg_row, False, self.mode != GLOBAL, k,
                                        ckH, ckF)
-            score, i, j = self.end_cell(band_best)
-            log.info("wavefront traceback: linear space, checkpoints every %d rows, blocks of %s of directions",
-                     k * fwd_band, format_bytes(k * per_band))
+            score, end_i, end_j = self.end_cell(band_best)
+            log.info("wavefront traceback: linear space, checkpoints every %d rows, %s", k * fwd_band,
+                     "each block recomputed over a window of columns around the path" if windowed else
+                     f"blocks of {format_bytes(k * per_band)} of directions")
             blocks = [(c * k * fwd_band, ckH[c], ckF[c]) for c in range(count + 1)]
-            dirs = None
-        end_i, end_j = i, j
+            got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, windowed)
+            del ckH, ckF, blocks
+            if got is None:
+                log.info("wavefront traceback: the path left a block's window; again over whole rows")
+                return self.align(budget, windowed=False)
+            i, j, nops = got
+        host_ops = np.empty(m + n, dtype=np.uint8)
+        host_ops[:nops] = ops[:nops].get()
+        path = finish_path(self.mode, score, i, end_i, j, end_j, host_ops, nops)
+        if windowed and columns_score(path[5], self.host_q, self.host_t, self.matrix, self.go, self.ge) != score:
+            log.info("wavefront traceback: a window missed the optimum; again over whole rows")
+            return self.align(budget, windowed=False)
+        return path
+
+    @staticmethod
+    def _margin(rows: int) -> int:
+        """Columns a block's window reaches left of the path's expected entry (see WINDOW_MARGIN)."""
+        return max(WINDOW_MARGIN, rows // 2)
+
+    def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops, windowed: bool):
+        """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F) or (0, None, None)
+        with ``dirs`` holding every cell's directions]; with ``windowed`` each block is recomputed over a
+        window of columns (see :meth:`align`). Returns (i, j, columns written to ``ops``), or None when the
+        path reached a window's left edge below its top row."""
+        cp, m, n = self.cp, self.m, self.n
         state, nops, stopped = 0, 0, 0
         for top, topH, topF in reversed(blocks):
             if i <= top:
                 continue
             if j == 0 or stopped:
                 break
+            lo, width = 0, n
             if topH is not None:  # recompute this block's directions up to column j
-                cp.get_default_memory_pool().free_all_blocks()
-                dirs, _ = self.launch(top, i, j, topH, topF, True, False)
-            io.set(np.array([i, j, state, nops, 0], dtype=np.int32))
-            self.trace(dirs, top, j if topH is not None else n, io, ops)
+                if windowed:
+                    lo = max(0, j - (-(-(i - top) * n // m)) - self._margin(i - top))
+                else:
+                    cp.get_default_memory_pool().free_all_blocks()  # whole rows: GBs a block
+                width = j - lo
+                dirs, _ = self.launch(top, i, width, topH[lo:], topF[lo:], True, False, lo=lo)
+            io.set(np.array([i, j - lo, state, nops, 0], dtype=np.int32))
+            self.trace(dirs, top, width, io, ops)
             i, j, state, nops, stopped = (int(v) for v in io.get())
+            if lo and j == 0 and i > top:
+                return None
+            j += lo
             dirs = None
-        host_ops = np.empty(m + n, dtype=np.uint8)
-        host_ops[:nops] = ops[:nops].get()
-        return finish_path(self.mode, score, i, end_i, j, end_j, host_ops, nops)
+        return i, j, nops

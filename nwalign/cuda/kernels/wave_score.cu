@@ -30,7 +30,7 @@
 // column); the band's best over rows follows the CPU engine's order (score, then row, then column).
 #include "wave_common.cuh"
 
-template <int MODE, int R, bool STORE>
+template <int MODE, int R, bool STORE, bool WINDOW>
 __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, unsigned *ring, int b, int lane) {
     static_assert(!STORE || R == 8, "stored directions are 8 nibbles per lane and column");
     constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);  // profile words per letter and lane
@@ -58,12 +58,15 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
     int H[R], E[R], bs[R], bj[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        H[r] = nw_border(row0 + r + 1, MODE, a.go, a.ge);
+        H[r] = WINDOW ? NW_NEG : nw_border(row0 + r + 1, MODE, a.go, a.ge);
         E[r] = H[r] - a.go;  // E(i, 1): a gap opened from H(i, 0)
         bs[r] = NW_NEG;
         bj[r] = 0;
     }
-    int diag = nw_border(row0, MODE, a.go, a.ge);  // H(row0, j - 1)
+    // WINDOW: column 0 is a window's left edge inside the matrix: only the top row's cell there is known
+    // (band 0 reads row r0 from the hand-off words before writing any), the cells below it are -inf.
+    int diag = !WINDOW ? nw_border(row0, MODE, a.go, a.ge)  // H(row0, j - 1)
+                       : (row0 == a.r0 ? (int)(unsigned)a.row[0] : NW_NEG);
     // Lanes carry F + go (fg): then F(i + 1, j) + go = max(F(i, j) + go - ge, max(H(i-1, j-1) + s, E(i, j)))
     // and H(i, j) = max(that inner max, F(i, j)) are one DPX operation each.
     int up_h = 0, up_f = NW_NEG;                     // H of the last row and F + go of the row below, to lane + 1
@@ -245,7 +248,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
 // blocks of one warp can land several bands on one scheduler (measured: ~4% slower at 100k x 100k).
 // Occupancy: 16 warps per SM (at most 128 registers), 8 where the band's registers need more: from 12
 // rows per lane, and from 6 in local and semiglobal mode (each row's best cell too).
-template <int MODE, int R, bool STORE>
+template <int MODE, int R, bool STORE, bool WINDOW = false>
 __global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R >= 6 && MODE != NW_GLOBAL) ? 8 : 16) / WAVE_WARPS)
     wave_score(ScoreArgs a) {
     constexpr int RP = R <= 4 ? 1 : (R <= 8 ? 2 : 4);
@@ -253,7 +256,7 @@ __global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R >= 6 && MODE !
     const int w = threadIdx.x >> 5;
     unsigned *ring = prof + WAVE_WARPS * a.A * 32 * RP + w * 32 * 64;  // STORE: 32 x 64 words per warp
     for (int b = blockIdx.x * WAVE_WARPS + w; b < a.nbands; b += gridDim.x * WAVE_WARPS)
-        score_band<MODE, R, STORE>(a, prof + w * a.A * 32 * RP, ring, b, threadIdx.x & 31);
+        score_band<MODE, R, STORE, WINDOW>(a, prof + w * a.A * 32 * RP, ring, b, threadIdx.x & 31);
 }
 
 // Every mode for every height that wavefront.py's SCORE_ROWS offers (also what the no-spill test compiles),
@@ -268,3 +271,6 @@ WAVE_SCORE_MODES(8, false)
 WAVE_SCORE_MODES(12, false)
 WAVE_SCORE_MODES(16, false)
 WAVE_SCORE_MODES(8, true)
+// The direction-storing pass over a window of columns (global mode): the linear-space traceback's blocks
+// recompute only the columns around the path (wavefront.py, Wavefront.align).
+template __global__ void wave_score<0, 8, true, true>(ScoreArgs);
