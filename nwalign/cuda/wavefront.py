@@ -9,7 +9,9 @@ Traceback memory: the packed directions take half a byte per cell. When they fit
 the alignment's columns come back. Otherwise the forward pass keeps the H/F rows at every K-th band
 boundary (checkpoints), and the traceback recomputes blocks of K bands in reverse, each only up to the
 column where the path leaves it, storing and walking that block's directions on the GPU (the
-checkpoint-and-recompute scheme of CUDAlign; about twice the work of the score).
+checkpoint-and-recompute scheme of CUDAlign). In global mode each block is recomputed only over a window
+of columns around the path, checked by rescoring (see :meth:`Wavefront.align`): a small fraction of the
+score pass's work instead of about as much again.
 """
 
 from __future__ import annotations
