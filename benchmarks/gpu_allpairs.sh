@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The allpairs measurements of docs/performance.md, on a GPU machine from the repository root:
-#   bash benchmarks/gpu_allpairs.sh [kernels|table4|auto|real|genomes|all] [OUTDIR]
+#   bash benchmarks/gpu_allpairs.sh [kernels|table4|auto|real|genomes|matrix|all] [OUTDIR]
 set -uo pipefail
 WHAT=${1:-all}
 OUTDIR=${2:-${OUT:-allpairs-out}}
@@ -58,5 +58,27 @@ if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
     else
         echo "DIFFERS from the recorded result"; status=1
     fi
+fi
+if [ "$WHAT" = matrix ] || [ "$WHAT" = all ]; then
+    # The full 87,153-pair distance matrix of the 418 SARS-CoV-2 genomes (every pair aligned: optimal scores
+    # from proved bands, then each pair aligned in doubling bands up to its optimum on the GPU), with each
+    # pair's alignment columns; the pairs at >= 99 % compared with the recorded --min-identity result.
+    /usr/bin/time -v python3 -m nwalign allpairs data/sars-cov-2_418_nextstrain.fasta.gz --backend cuda --devices 0 -v \
+        --columns qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen --matrix-out "$OUTDIR/sars2_418.npy" \
+        -o "$OUTDIR/sars2_418_all.tsv" 2> "$OUTDIR/sars2_418_matrix.log" || status=1
+    tail -n 30 "$OUTDIR/sars2_418_matrix.log"; wc -l "$OUTDIR/sars2_418_all.tsv"
+    python3 - "$OUTDIR" <<'PY' || status=1
+import gzip, sys
+import numpy as np
+d = sys.argv[1]
+rows = [l.split("\t") for l in open(f"{d}/sars2_418_all.tsv").read().splitlines()[1:]]
+close = {(r[0], r[1]): r for r in rows if 100 * int(r[5]) >= 99 * int(r[4])}  # nident / length >= 0.99
+recorded = [l.split("\t") for l in gzip.open("benchmarks/results/allpairs_sars2_418_099.tsv.gz", "rt").read().splitlines()[1:]]
+same = len(close) == len(recorded) and all(close.get((r[0], r[1])) == r for r in recorded)
+mat = np.load(f"{d}/sars2_418.npy")
+print(f"{len(rows)} pairs aligned, matrix {mat.shape}, pairs >= 99 %: {len(close)}, "
+      f"{'identical to' if same else 'DIFFER from'} the recorded --min-identity 0.99 rows ({len(recorded)})")
+sys.exit(0 if same else 1)
+PY
 fi
 exit $status

@@ -281,8 +281,10 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
                          query_length=len(q.codes), target_length=len(t.codes))
 
     def w_max(i, j):
-        """The widest band half-width worth trying (nwalign.cpu.banded's module docstring)."""
-        return widest_band(len(a[i].codes), len(targets[j].codes), min_identity)
+        """The widest band half-width worth trying (nwalign.cpu.banded's module docstring); every pair
+        aligned in bands (``band_all``): the whole matrix."""
+        m, n = len(a[i].codes), len(targets[j].codes)
+        return max(m, n) if band_all else widest_band(m, n, min_identity)
 
     def banded(item):
         """A survivor of the identity bound, aligned inside the band that any alignment reaching
@@ -298,12 +300,19 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         return i, j, alignment_from_path(q, t, scoring, path)
 
     gpu_banded = []  # the GPU's banded aligner, made at first use
-    if aligner.gpu and use_bound:
+    if aligner.gpu and scoring.mode == "global" and traceback:
         from .cuda import banded as gpu_band
 
         on_gpu = gpu_band.ENABLED
     else:
         on_gpu = False
+    long_pairs = on_gpu and kernel == "auto" and _long(a) and (b is None or _long(b))
+    # Every pair aligned (alignment columns or a distance matrix, no score filter) of long sequences on the
+    # GPU: optimal scores from proved bands, then each pair's alignment in doubling bands up to the one
+    # that reaches its optimum (the band sequence of the identity filter, so the same alignments).
+    band_all = long_pairs and not use_bound
+    on_gpu = on_gpu and use_bound
+    need_scores = need_scores or band_all
 
     def banded_paths(part):
         """(part, paths): a tile of survivors aligned in their bands on the GPU
@@ -329,7 +338,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         """(i, j, alignment) of the pairs to align, in order: banded under the identity bound (on the GPU
         with backend cuda, else on the CPU engine), else every pair in full by the aligner's batches (the
         GPU's batch kernel where it has one)."""
-        if use_bound and on_gpu:  # the GPU aligns the next tile while this one's alignments are built
+        if (use_bound and on_gpu) or band_all:  # the GPU aligns the next tile while this one's are built
             from .background import ahead
 
             for part, paths in ahead(banded_paths(todo[lo:lo + GPU_TILE]) for lo in range(0, len(todo), GPU_TILE)):
@@ -343,7 +352,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         for (i, j, _), aln in zip(todo, alns):
             yield i, j, aln
 
-    band_first = on_gpu and kernel == "auto" and _long(a) and (b is None or _long(b))
+    band_first = long_pairs
 
     def optimal_from_bands():
         """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
@@ -364,12 +373,13 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         scorer = BandedAligner(scoring, device, threads=threads)
         stats["kernel"] = "banded"
         log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
-                 "of nwalign.bands (median length >= %d)", BAND_FIRST_LENGTH)
+                 "of nwalign.bands (median length >= %d)%s", BAND_FIRST_LENGTH,
+                 "; every pair then aligned in doubling bands up to its optimum" if band_all else "")
         for pairs in pair_batches(len(a), None if b is None else len(b), BAND_BATCH, span):
             i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
             m, n = la[i], lb[j]
             scores = np.full(len(pairs), np.iinfo(np.int64).min, dtype=np.int64)
-            fill = np.flatnonzero(lengths_allow(m, n, min_identity))
+            fill = np.arange(len(pairs)) if band_all else np.flatnonzero(lengths_allow(m, n, min_identity))
 
             def banded_scores(ks, w, fill=fill, i=i, j=j):
                 return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())

@@ -151,3 +151,35 @@ def test_allpairs_scores_from_bands_equal_cpu(tmp_path, monkeypatch, case, capsy
         err = capsys.readouterr().err
         assert ("optimal scores from banded fills" in err) == (backend == "cuda")
     assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
+
+
+@pytest.mark.parametrize("case", ["16S", "genomes"])
+def test_allpairs_every_pair_in_bands_equals_cpu(tmp_path, monkeypatch, case, capsys):
+    """allpairs of long sequences on the GPU that aligns every pair (alignment columns, no identity filter;
+    a distance matrix with and without --min-identity): optimal scores from proved bands, each pair then
+    aligned in doubling bands up to its optimum. The same rows and matrix as the CPU engine's full
+    alignments (16S genes made to take this path by lowering its length threshold; 6 SARS-CoV-2 genomes
+    with runs of N take it by themselves)."""
+    import nwalign.allvsall
+    from nwalign.cli import main
+
+    if case == "16S":
+        monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+        recs = read_fasta(SIXTEEN_S)[:30]
+    else:
+        recs = read_fasta(SARS2)[:6]
+    fasta = tmp_path / "g.fa"
+    fasta.write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    cols = "qseqid,sseqid,score,pident,length,nident,mismatch,gaps,gapopen,qstart,qend,sstart,send"
+    for extra in ([], ["--min-identity", "0.95"]):
+        outs, mats = [], []
+        for backend in ("cpu", "cuda"):
+            out, mat = tmp_path / f"{backend}.tsv", tmp_path / f"{backend}.npy"
+            assert main(["allpairs", str(fasta), "--backend", backend, "-o", str(out), "-v", "--columns", cols,
+                         "--matrix-out", str(mat)] + extra) == 0
+            outs.append(out.read_bytes())
+            mats.append(np.load(mat))
+            err = capsys.readouterr().err
+            assert ("every pair then aligned in doubling bands" in err) == (backend == "cuda")
+        assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
+        assert np.array_equal(mats[0], mats[1])
