@@ -75,6 +75,17 @@ def pinned_empty(shape, dtype):
     return np.ndarray(shape, dtype=dtype, buffer=mem)
 
 
+def copy_to_host_async(array, out, stream) -> None:
+    """Queue the copy of a CuPy ``array`` into ``out`` (a page-locked NumPy array of its shape and dtype,
+    :func:`pinned_empty`) on ``stream`` and return at once; record an event after it to know when it is
+    done. (CuPy's ``get`` waits for the copy unless told not to: a search's next query was queued only
+    once this one's scan had finished.)"""
+    try:
+        array.get(stream=stream, out=out, blocking=False)
+    except TypeError:  # a CuPy before 13 has no `blocking`: its copy into pinned memory returns at once
+        array.get(stream=stream, out=out)
+
+
 def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
     """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
     while the caller reads its input (context creation takes a few tenths of a second). ``kernels``: a

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from ..errors import NwalignError, option_error
-from . import modules, require
+from . import copy_to_host_async, modules, require
 
 log = logging.getLogger("nwalign")
 
@@ -274,7 +274,7 @@ class AllPairsScorer:
                 start = stream.record()
                 self._launch(name, d_pairs, n, d_scores, scratch, int(q_len.max()), int(t_len.max()))
                 event = stream.record()
-                d_scores.get(stream=stream, out=pinned_scores)
+                copy_to_host_async(d_scores, pinned_scores, stream)
                 done = stream.record()
             slots[s] = (pairs, order, pinned_scores, (start, event, done), (d_pairs, d_scores, scratch, pinned_pairs))
             k += 1

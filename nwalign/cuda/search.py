@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..errors import NwalignError
-from . import modules, require
+from . import copy_to_host_async, modules, require
 
 log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
@@ -265,7 +265,7 @@ class ScanSearcher:
         returns the event that marks the copy done."""
         with stream:
             slot.d_out[self.d_order] = slot.d_scores
-            slot.d_out.get(stream=stream, out=slot.h_out)
+            copy_to_host_async(slot.d_out, slot.h_out, stream)
             return stream.record()
 
     @staticmethod
