@@ -299,20 +299,21 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             return i, j, base(i, j, score)
         return i, j, alignment_from_path(q, t, scoring, path)
 
+    # Every pair aligned (alignment columns or a distance matrix, no score filter) of long sequences
+    # (median length >= BAND_FIRST_LENGTH), global mode, on either backend: optimal scores first, then each
+    # pair aligned in doubling bands up to the one that reaches its optimum (the identity filter's band
+    # sequence: the same alignments with or without --min-identity, on the GPU and the CPU engine), instead
+    # of a full matrix of directions per pair.
+    long_pairs = scoring.mode == "global" and _long(a) and (b is None or _long(b))
+    band_all = traceback and not use_bound and long_pairs
+    need_scores = need_scores or band_all
     gpu_banded = []  # the GPU's banded aligner, made at first use
-    if aligner.gpu and scoring.mode == "global" and traceback:
+    if aligner.gpu and (use_bound or band_all):
         from .cuda import banded as gpu_band
 
         on_gpu = gpu_band.ENABLED
     else:
         on_gpu = False
-    long_pairs = on_gpu and kernel == "auto" and _long(a) and (b is None or _long(b))
-    # Every pair aligned (alignment columns or a distance matrix, no score filter) of long sequences on the
-    # GPU: optimal scores from proved bands, then each pair's alignment in doubling bands up to the one
-    # that reaches its optimum (the band sequence of the identity filter, so the same alignments).
-    band_all = long_pairs and not use_bound
-    on_gpu = on_gpu and use_bound
-    need_scores = need_scores or band_all
 
     def banded_paths(part):
         """(part, paths): a tile of survivors aligned in their bands on the GPU
@@ -335,16 +336,16 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         return i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
 
     def aligned(todo):
-        """(i, j, alignment) of the pairs to align, in order: banded under the identity bound (on the GPU
-        with backend cuda, else on the CPU engine), else every pair in full by the aligner's batches (the
-        GPU's batch kernel where it has one)."""
-        if (use_bound and on_gpu) or band_all:  # the GPU aligns the next tile while this one's are built
+        """(i, j, alignment) of the pairs to align, in order: banded under the identity bound or for
+        ``band_all`` (on the GPU with backend cuda, else on the CPU engine), else every pair in full by the
+        aligner's batches (the GPU's batch kernel where it has one)."""
+        if on_gpu:  # the GPU aligns the next tile while this one's alignments are built
             from .background import ahead
 
             for part, paths in ahead(banded_paths(todo[lo:lo + GPU_TILE]) for lo in range(0, len(todo), GPU_TILE)):
                 yield from mapper(result, zip(part, paths))
             return
-        if use_bound:
+        if use_bound or band_all:
             for lo in range(0, len(todo), TILE):  # bounded: a tile's results wait in order
                 yield from mapper(banded, todo[lo:lo + TILE])
             return
@@ -352,7 +353,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         for (i, j, _), aln in zip(todo, alns):
             yield i, j, aln
 
-    band_first = long_pairs
+    band_first = on_gpu and kernel == "auto" and long_pairs
 
     def optimal_from_bands():
         """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
@@ -374,7 +375,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
         stats["kernel"] = "banded"
         log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
                  "of nwalign.bands (median length >= %d)%s", BAND_FIRST_LENGTH,
-                 "; every pair then aligned in doubling bands up to its optimum" if band_all else "")
+                 "" if not band_all else "; every pair then aligned in doubling bands up to its optimum")
         for pairs in pair_batches(len(a), None if b is None else len(b), BAND_BATCH, span):
             i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
             m, n = la[i], lb[j]

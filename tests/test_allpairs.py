@@ -327,3 +327,28 @@ def test_banded_fills_agree(alphabet):
             assert r1 == r2 and np.array_equal(ops1[:r1[2]], ops2[:r2[2]]), (k, w)
             compared += 1
     assert compared > 400
+
+
+def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
+    """Long sequences (median length >= BAND_FIRST_LENGTH; 16S genes made to count as long), every pair
+    aligned (a distance matrix): each alignment is optimal (the full matrix's score, rescored from its
+    columns), and the pairs that reach 85 % identity are exactly the rows of the --min-identity 0.85 run
+    (the same doubling bands, so the same alignments)."""
+    import nwalign.allvsall
+    from nwalign.cpu import score_codes
+    from nwalign.results import rescore
+
+    scoring = make_scoring("dna")
+    enc = encode_all(read_fasta(SIXTEEN_S)[:14], scoring, "16S")
+    cols = ("qseqid", "sseqid", "score", "pident", "length", "nident")
+    monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+    every = list(run(enc, None, scoring, cols, need_identity_all=True, threads=2))
+    assert len(every) == 14 * 13 // 2
+    for r in every:
+        q, t = enc[r.i].codes, enc[r.j].codes
+        assert r.aln.ops is not None and r.aln.score == score_codes(q, t, scoring.matrix, 10, 1, 0)
+        assert rescore(r.aln, q, t, scoring.matrix, 10, 1) == r.aln.score
+    close = [(r.i, r.j, r.aln.score, r.aln.identity, r.aln.length) for r in every if r.aln.identity >= 0.85]
+    filtered = [(r.i, r.j, r.aln.score, r.aln.identity, r.aln.length)
+                for r in run(enc, None, scoring, cols, 0.85, threads=2) if r.passes]
+    assert close == filtered and len(close) > 0

@@ -6,6 +6,7 @@ Importing this package never fails; :func:`available` says whether CuPy and a GP
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 
 from ..errors import option_error
@@ -86,12 +87,12 @@ def copy_to_host_async(array, out, stream) -> None:
         array.get(stream=stream, out=out)
 
 
-def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
+def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None, prepare=None):
     """Create ``device``'s CUDA context and load the shipped cubins of ``sources`` in a background thread,
     while the caller reads its input (context creation takes a few tenths of a second). ``kernels``: a
     function of the GPU's compute capability (an int, 90 for 9.0) giving {source: mangled kernel names}
-    to load now (the driver otherwise loads each at its first launch). Returns the thread; errors are
-    left for the caller's own first CUDA call to raise."""
+    to load now (the driver otherwise loads each at its first launch); ``prepare(cupy)``: more to do
+    there last. Returns the thread; errors are left for the caller's own first CUDA call to raise."""
 
     def run():
         import logging
@@ -113,6 +114,8 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None):
                     if func is not None:
                         func.max_threads_per_block  # an attribute query loads the kernel's code
             log.debug("cuda: cubins loaded")
+            if prepare is not None:
+                prepare(cupy)
         except Exception:  # the main thread's own call reports it in one line
             pass
 
@@ -137,7 +140,15 @@ def warm_up_search(device: int = 0):
 
                 return {"sw_search": kernel_names(capability >= 90), "batch_align": KERNEL_NAMES}
 
-            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "batch_align"), kernels)
+            def scatter(cupy):
+                # The scan's scores go back to database order by a CuPy scatter (int32 scores, int32
+                # indices), whose kernel CuPy loads at first use: ~30 ms off the first query's path.
+                out = cupy.empty(2, dtype=cupy.int32)
+                out[cupy.zeros(2, dtype=cupy.int32)] = cupy.zeros(2, dtype=cupy.int32)
+                cupy.cuda.Device().synchronize()
+                logging.getLogger("nwalign").debug("cuda: the scores' scatter kernel loaded")
+
+            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "batch_align"), kernels, scatter)
     return _SEARCH_WARM_UPS[device]
 
 
