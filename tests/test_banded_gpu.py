@@ -171,7 +171,7 @@ def test_allpairs_every_pair_in_bands_equals_cpu(tmp_path, monkeypatch, case, ca
     fasta = tmp_path / "g.fa"
     fasta.write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
     cols = "qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen"
-    for extra in ([], ["--min-identity", "0.95"]):
+    for extra in ([], ["--min-identity", "0.85"]):
         outs, mats = [], []
         for backend in ("cpu", "cuda"):
             out, mat = tmp_path / f"{backend}.tsv", tmp_path / f"{backend}.npy"
@@ -181,5 +181,5 @@ def test_allpairs_every_pair_in_bands_equals_cpu(tmp_path, monkeypatch, case, ca
             mats.append(np.load(mat))
             err = capsys.readouterr().err
             assert ("every pair then aligned in doubling bands" in err) == (backend == "cuda")
-        assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
+        assert outs[0] == outs[1] and outs[0].count(b"\n") >= 2
         assert np.array_equal(mats[0], mats[1])
