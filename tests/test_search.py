@@ -494,3 +494,17 @@ def test_progress_counts_dp_cells():
     seen: list = []
     assert len(list(job.run(seen.append))) == len(job.queries)
     assert seen == [len(q.seq) * job.database.total_length for q in job.queries]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [1, 999, 1000, 1001, 4000, 10_500])
+def test_database_upload_through_staging_buffers(monkeypatch, size):
+    """The database upload in pieces through the pinned staging buffers (pieces of 1,000 bytes here):
+    every byte arrives, whatever the number of pieces and the last one's size."""
+    import cupy
+
+    from nwalign.cuda import search
+
+    monkeypatch.setattr(search, "_CHUNK", 1000)
+    host = np.random.default_rng(size).integers(0, 256, size=size, dtype=np.uint8)
+    assert np.array_equal(search._upload(cupy, host).get(), host)
