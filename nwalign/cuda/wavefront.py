@@ -303,8 +303,7 @@ class Wavefront:
             i, j, nops = self._trace_blocks([(0, None, None)], dirs, end_i, end_j, io, ops, False)
             windowed = False
         else:
-            if windowed is None:
-                windowed = self.fast and self.mode == GLOBAL
+            windowed = windowed is not False and self.fast and self.mode == GLOBAL  # what the window pass takes
             if windowed:
                 # Checkpoint rows in half the budget, blocks of about WINDOW_ROWS rows.
                 cap = max(1, (budget // 2) // (8 * (n + 1)))
