@@ -242,6 +242,9 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     its score reaches :func:`identity_bound`. Those survivors are aligned inside a diagonal band: on the
     GPU with backend ``cuda`` (:mod:`nwalign.cuda.banded`, launches of up to :data:`GPU_TILE` pairs), else
     on the CPU engine (:mod:`nwalign.cpu.banded`), ``threads`` at a time; both give the same alignments.
+    When every pair is aligned (no score filter) and the sequences are long (global mode, median length
+    >= :data:`BAND_FIRST_LENGTH`), each pair is aligned the same way from its optimal score, in doubling
+    bands up to the whole matrix: the alignments of the identity filter, on either backend.
 
     Arguments:
         a, b: encoded records; ``b`` None means all pairs i < j within ``a``.
