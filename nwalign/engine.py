@@ -118,7 +118,8 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
                                scoring.gap_extend, scoring.mode_code)
         return Alignment(score=score, **base)
     if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
-        from .cpu.pair import format_bytes, plan_bands
+        from .cpu.pair import plan_bands
+        from .ops import format_bytes
 
         rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
         if rows >= len(q):

@@ -5,6 +5,15 @@ import numpy as np
 
 OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2  # alignment modes, as every kernel numbers them (NW_GLOBAL.. in common.cuh)
+NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64 (NW_NEG)
+
+
+def format_bytes(size: int) -> str:
+    """A byte count for messages: ``1.5 GiB``, ``12.0 MiB``, ``512 bytes``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
 
 
 def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, ops: np.ndarray,

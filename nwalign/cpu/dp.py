@@ -17,8 +17,7 @@ in reverse (checkpointing, as CUDAlign and Myers-Miller style methods do).
 import numpy as np
 from numba import njit
 
-NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64
-from ..ops import GLOBAL, LOCAL, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
+from ..ops import GLOBAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
 E_EXTENDED, F_EXTENDED = 4, 8
 

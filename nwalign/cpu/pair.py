@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import NwalignError
 from .antidiagonal import fits_float32, score_antidiagonal
-from ..ops import finish_path
+from ..ops import finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
 from .dp import GLOBAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
 
@@ -58,13 +58,6 @@ def score_rows(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, 
     if mode == GLOBAL:
         return int(H[n]), m, n
     return int(best[0]), int(best[1]), int(best[2])
-
-
-def format_bytes(size: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} bytes"
 
 
 def plan_bands(m: int, n: int, max_memory: int) -> int:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cpu.dp import GLOBAL, LOCAL, trace_antidiagonal_major, trace_band
-from ..cpu.pair import finish_path, format_bytes
+from ..ops import GLOBAL, LOCAL, finish_path, format_bytes  # Numba (the CPU tracebacks below) only when used
 from ..errors import NwalignError, option_error
 from . import BLOCK_SHAPES, KERNELS, modules, require
 
@@ -308,6 +307,8 @@ def run_kernel(q: np.ndarray, t: np.ndarray, scoring, traceback: bool, opts: Opt
         score, end_i, end_j = run.result()
         if not traceback:
             return (score, 0, end_i, 0, end_j, None), seconds
+        from ..cpu.dp import trace_antidiagonal_major, trace_band  # the papers' kernels: traceback on the CPU
+
         ops = np.empty(m + n, dtype=np.uint8)
         if host_adm is not None:
             adm_bytes, offsets = host_adm

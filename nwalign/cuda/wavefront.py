@@ -21,9 +21,7 @@ import logging
 
 import numpy as np
 
-from ..cpu.dp import GLOBAL, LOCAL, NEG
-from ..cpu.pair import finish_path, format_bytes
-from ..ops import columns_score
+from ..ops import GLOBAL, LOCAL, NEG, columns_score, finish_path, format_bytes  # not nwalign.cpu: no Numba here
 from ..errors import NwalignError
 from . import modules
 from .structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
