@@ -134,6 +134,30 @@ def test_wavefront_windowed_linear_space(monkeypatch, caplog, m, n, rate, rows):
         assert "again over whole rows" in caplog.text
 
 
+def test_wavefront_windows_widen_around_a_long_deletion(monkeypatch, caplog):
+    """A 1,200-residue deletion inside one block: the first windows miss the path, wider ones (from the same
+    checkpoints) hold it, and the alignment is the one over whole rows, without falling back to them."""
+    import cupy
+    from nwalign.cuda import wavefront
+    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+
+    rng = np.random.default_rng(44)
+    a = random_seq(rng, DNA, 6000)
+    b = mutate(rng, a[:2300] + a[3500:], DNA, rate=0.05)
+    scoring = make_scoring("dna")
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    expected = score_codes(q, t, scoring.matrix, 10, 1, 0)
+    monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
+    monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
+    budget = dirs_bytes(len(q), len(t)) // 3
+    wf = Wavefront(cupy, q, t, scoring)
+    whole = wf.align(budget, windowed=False)
+    with caplog.at_level("INFO", logger="nwalign"):
+        widened = wf.align(budget)
+    assert whole[0] == widened[0] == expected and np.array_equal(whole[5], widened[5])
+    assert "left a block's window" in caplog.text and "again over whole rows" not in caplog.text
+
+
 def _wave_options(budget):
     from nwalign.cuda.pair import Options
 

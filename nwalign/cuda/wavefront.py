@@ -51,6 +51,7 @@ _RING_BYTES = 2 << 30  # cap on the band hand-off ring
 # and a margin, at least WINDOW_MARGIN or half the block's height. Blocks of about WINDOW_ROWS rows.
 WINDOW_ROWS = 16384
 WINDOW_MARGIN = 4096
+WINDOW_WIDEN = (1, 8, 64)  # the margin's factor when a window missed the path, before whole rows
 _WAVE_SCORE16_NAMES = tuple(f"wave_score16<{rows // 2}>" for rows in PACKED_ROWS)
 
 
@@ -280,8 +281,9 @@ class Wavefront:
         and the traceback recomputes one block of rows at a time, bottom up, storing its directions. In
         global mode with byte scores (``windowed`` None or True) a block is recomputed only over a window
         of columns left of where the path leaves it (:data:`WINDOW_MARGIN`); the alignment is then rescored
-        from its columns, and if it misses the optimum (the path left a window) the traceback is done
-        again over whole rows, so the result is always optimal. Along a path inside every window the
+        from its columns, and if it misses the optimum (the path left a window: a long indel) the traceback
+        is done again with wider windows (:data:`WINDOW_WIDEN`), then over whole rows, so the result is
+        always optimal. Along a path inside every window the
         recomputed cells hold their true values, so the tie rules pick the same alignment as whole rows.
 
         Returns the CPU engine's ``align_codes`` tuple.
@@ -299,7 +301,6 @@ class Wavefront:
             log.info("wavefront traceback: directions of all %d x %d cells on the GPU (%s)", m, n,
                      format_bytes(dirs_bytes(m, n)))
             i, j, nops = self._trace_blocks([(0, None, None)], dirs, end_i, end_j, io, ops, False)
-            windowed = False
         else:
             windowed = windowed is not False and self.fast and self.mode == GLOBAL  # what the window pass takes
             if windowed:
@@ -325,26 +326,38 @@ class Wavefront:
                      "each block recomputed over a window of columns around the path" if windowed else
                      f"blocks of {format_bytes(k * per_band)} of directions")
             blocks = [(c * k * fwd_band, ckH[c], ckF[c]) for c in range(count + 1)]
-            got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, windowed)
+            if not windowed:
+                i, j, nops = self._trace_blocks(blocks, None, end_i, end_j, io, ops, False)
+                return self._path(score, i, end_i, j, end_j, ops, nops)
+            # Windows that miss (a path far off the block's slope: a long indel) are tried again wider from
+            # the same checkpoints before whole rows; wider windows cost little beside the score pass.
+            for widen in WINDOW_WIDEN:
+                if dirs_bytes(rows, -(-rows * n // m) + self._margin(rows) * widen) > budget // 2:
+                    break
+                got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, True, widen)
+                if got is not None:
+                    path = self._path(score, got[0], end_i, got[1], end_j, ops, got[2])
+                    if columns_score(path[5], self.host_q, self.host_t, self.matrix, self.go, self.ge) == score:
+                        return path
+                log.info("wavefront traceback: the path left a block's window (margin %d columns)",
+                         self._margin(rows) * widen)
             del ckH, ckF, blocks
-            if got is None:
-                log.info("wavefront traceback: the path left a block's window; again over whole rows")
-                return self.align(budget, windowed=False)
-            i, j, nops = got
-        host_ops = np.empty(m + n, dtype=np.uint8)
-        host_ops[:nops] = ops[:nops].get()
-        path = finish_path(self.mode, score, i, end_i, j, end_j, host_ops, nops)
-        if windowed and columns_score(path[5], self.host_q, self.host_t, self.matrix, self.go, self.ge) != score:
-            log.info("wavefront traceback: a window missed the optimum; again over whole rows")
+            log.info("wavefront traceback: again over whole rows")
             return self.align(budget, windowed=False)
-        return path
+        return self._path(score, i, end_i, j, end_j, ops, nops)
+
+    def _path(self, score: int, i: int, end_i: int, j: int, end_j: int, ops, nops: int):
+        """The path tuple from the columns the traceback left on the GPU (``ops[:nops]``, reversed)."""
+        host_ops = np.empty(self.m + self.n, dtype=np.uint8)
+        host_ops[:nops] = ops[:nops].get()
+        return finish_path(self.mode, score, i, end_i, j, end_j, host_ops, nops)
 
     @staticmethod
     def _margin(rows: int) -> int:
         """Columns a block's window reaches left of the path's expected entry (see WINDOW_MARGIN)."""
         return max(WINDOW_MARGIN, rows // 2)
 
-    def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops, windowed: bool):
+    def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops, windowed: bool, widen: int = 1):
         """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F) or (0, None, None)
         with ``dirs`` holding every cell's directions]; with ``windowed`` each block is recomputed over a
         window of columns (see :meth:`align`). Returns (i, j, columns written to ``ops``), or None when the
@@ -359,7 +372,7 @@ class Wavefront:
             lo, width = 0, n
             if topH is not None:  # recompute this block's directions up to column j
                 if windowed:
-                    lo = max(0, j - (-(-(i - top) * n // m)) - self._margin(i - top))
+                    lo = max(0, j - (-(-(i - top) * n // m)) - self._margin(i - top) * widen)
                 else:
                     cp.get_default_memory_pool().free_all_blocks()  # whole rows: GBs a block
                 width = j - lo
