@@ -134,16 +134,18 @@ def test_wavefront_windowed_linear_space(monkeypatch, caplog, m, n, rate, rows):
         assert "again over whole rows" in caplog.text
 
 
-def test_wavefront_windows_widen_around_a_long_deletion(monkeypatch, caplog):
-    """A 1,200-residue deletion inside one block: the first windows miss the path, wider ones (from the same
-    checkpoints) hold it, and the alignment is the one over whole rows, without falling back to them."""
+def test_wavefront_windows_widen_around_a_long_insertion(monkeypatch, caplog):
+    """1,200 target residues inserted in one row of the path (a gap in the query, inside one block): the
+    first windows miss the path, wider ones (from the same checkpoints) hold it, and the alignment is the
+    one over whole rows, without falling back to them. (A gap in the target runs down a column: windows
+    hold it at any length.)"""
     import cupy
     from nwalign.cuda import wavefront
     from nwalign.cuda.wavefront import Wavefront, dirs_bytes
 
     rng = np.random.default_rng(44)
     a = random_seq(rng, DNA, 6000)
-    b = mutate(rng, a[:2300] + a[3500:], DNA, rate=0.05)
+    b = mutate(rng, a[:2300] + random_seq(rng, DNA, 1200) + a[2300:], DNA, rate=0.05)
     scoring = make_scoring("dna")
     q, t = scoring.encode_str(a), scoring.encode_str(b)
     expected = score_codes(q, t, scoring.matrix, 10, 1, 0)
