@@ -228,7 +228,8 @@ def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
     returns them (columns walked back from (m, n) to the border, the rest along row/column 0) are rescored
     to the CPU engine's optimum, in pieces; a path over the wrong sequence, or with a bad column, fails."""
     from nwalign.cpu import align_codes
-    from nwalign.cpu.banded import global_path_score, kernel_paths_scores
+    from nwalign.cpu.banded import kernel_paths_scores
+    from nwalign.ops import columns_score
 
     rng = np.random.default_rng(8)
     for alphabet, letters in (("dna", 4), ("protein", 20)):
@@ -270,8 +271,8 @@ def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
 
         score, ok = rescore()
         assert ok.all() and score.tolist() == want
-        assert score[0] == global_path_score(seqs[0], seqs[1], align_codes(seqs[0], seqs[1], s.matrix, s.gap_open,
-                                                                           s.gap_extend, 0)[5], S, s.gap_open, s.gap_extend)[0]
+        assert score[0] == columns_score(align_codes(seqs[0], seqs[1], s.matrix, s.gap_open, s.gap_extend, 0)[5],
+                                         seqs[0], seqs[1], S, s.gap_open, s.gap_extend)
         assert not rescore(n=n + 1)[1].any()  # every path one target residue short
         bad = ops.copy()
         bad[op_start[3]] = 7  # a column that is no column

@@ -233,24 +233,6 @@ def align_global_banded(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_op
         w = min(max(1, 2 * w), w_max)
 
 
-def global_path_score(q, t, ops, S, go, ge):
-    """(score, ok) of a global alignment's columns ``ops`` (uint8, alignment order: 0 a residue pair, 1 a
-    query residue against a gap, 2 the reverse): ``ok`` false when they do not consume exactly ``q`` and
-    ``t``. Gap runs cost ``go`` for their first column and ``ge`` for each further one. One pair through
-    :func:`kernel_paths_scores` (which checks the GPU's banded paths): the columns walked backwards."""
-    q, t = np.asarray(q, dtype=np.uint8), np.asarray(t, dtype=np.uint8)
-    back = np.ascontiguousarray(np.asarray(ops, dtype=np.uint8)[::-1])
-
-    def one(v):
-        return np.array([v], dtype=np.int64)
-
-    score, ok = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
-    kernel_paths_scores(np.concatenate((q, t)), one(0), one(q.size), one(q.size), one(t.size), back, one(0),
-                        one(back.size), one(0), one(0), np.ascontiguousarray(S, dtype=np.int64), int(go), int(ge),
-                        0, 1, score, ok)
-    return int(score[0]), bool(ok[0])
-
-
 @njit(cache=True, nogil=True, boundscheck=False)
 def kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, go, ge, lo, hi, score, ok):
     """The score of the global path of pairs lo .. hi - 1 of a banded GPU launch, as the kernel leaves
