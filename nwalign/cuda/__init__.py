@@ -95,8 +95,6 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None, prepar
     there last. Returns the thread; errors are left for the caller's own first CUDA call to raise."""
 
     def run():
-        import logging
-
         log = logging.getLogger("nwalign")
         try:
             cupy = require(device)

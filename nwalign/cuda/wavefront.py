@@ -283,8 +283,8 @@ class Wavefront:
         of columns left of where the path leaves it (:data:`WINDOW_MARGIN`); the alignment is then rescored
         from its columns, and if it misses the optimum (the path left a window: a long indel) the traceback
         is done again with wider windows (:data:`WINDOW_WIDEN`), then over whole rows, so the result is
-        always optimal. Along a path inside every window the
-        recomputed cells hold their true values, so the tie rules pick the same alignment as whole rows.
+        always optimal. Along a path inside every window the recomputed cells hold their true values, so the
+        tie rules pick the same alignment as whole rows.
 
         Returns the CPU engine's ``align_codes`` tuple.
         """
@@ -308,7 +308,7 @@ class Wavefront:
                 cap = max(1, (budget // 2) // (8 * (n + 1)))
                 k = max(-(-WINDOW_ROWS // fwd_band), -(-nbands // cap))
                 rows = k * fwd_band
-                windowed = dirs_bytes(rows, -(-rows * n // m) + self._margin(rows)) <= budget // 2
+                windowed = dirs_bytes(rows, self._reach(rows)) <= budget // 2
             if not windowed:
                 k = budget // per_band
                 if k < 1:
@@ -332,7 +332,7 @@ class Wavefront:
             # Windows that miss (a path far off the block's slope: a long indel) are tried again wider from
             # the same checkpoints before whole rows; wider windows cost little beside the score pass.
             for widen in WINDOW_WIDEN:
-                if dirs_bytes(rows, -(-rows * n // m) + self._margin(rows) * widen) > budget // 2:
+                if dirs_bytes(rows, self._reach(rows, widen)) > budget // 2:
                     break
                 got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, True, widen)
                 if got is not None:
@@ -357,12 +357,17 @@ class Wavefront:
         """Columns a block's window reaches left of the path's expected entry (see WINDOW_MARGIN)."""
         return max(WINDOW_MARGIN, rows // 2)
 
+    def _reach(self, rows: int, widen: int = 1) -> int:
+        """Columns a window over ``rows`` rows reaches left of the path's exit column: the block's height
+        scaled by n / m, and its margin ``widen`` times."""
+        return -(-rows * self.n // self.m) + self._margin(rows) * widen
+
     def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops, windowed: bool, widen: int = 1):
         """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F) or (0, None, None)
         with ``dirs`` holding every cell's directions]; with ``windowed`` each block is recomputed over a
         window of columns (see :meth:`align`). Returns (i, j, columns written to ``ops``), or None when the
         path reached a window's left edge below its top row."""
-        cp, m, n = self.cp, self.m, self.n
+        cp, n = self.cp, self.n
         state, nops, stopped = 0, 0, 0
         for top, topH, topF in reversed(blocks):
             if i <= top:
@@ -372,7 +377,7 @@ class Wavefront:
             lo, width = 0, n
             if topH is not None:  # recompute this block's directions up to column j
                 if windowed:
-                    lo = max(0, j - (-(-(i - top) * n // m)) - self._margin(i - top) * widen)
+                    lo = max(0, j - self._reach(i - top, widen))
                 else:
                     cp.get_default_memory_pool().free_all_blocks()  # whole rows: GBs a block
                 width = j - lo
