@@ -337,7 +337,7 @@ class Wavefront:
                 got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, True, widen)
                 if got is not None:
                     path = self._path(score, got[0], end_i, got[1], end_j, ops, got[2])
-                    if columns_score(path[5], self.host_q, self.host_t, self.matrix, self.go, self.ge) == score:
+                    if self._scores(path[5], score):
                         return path
                 log.info("wavefront traceback: the path left a block's window (margin %d columns)",
                          self._margin(rows) * widen)
@@ -345,6 +345,15 @@ class Wavefront:
             log.info("wavefront traceback: again over whole rows")
             return self.align(budget, windowed=False)
         return self._path(score, i, end_i, j, end_j, ops, nops)
+
+    def _scores(self, ops: np.ndarray, score: int) -> bool:
+        """Whether the columns ``ops`` consume both sequences and score ``score`` (a windowed traceback's
+        check; a path that misses is traced again, never reported)."""
+        try:
+            return bool((ops != 2).sum() == self.m and (ops != 1).sum() == self.n and
+                        columns_score(ops, self.host_q, self.host_t, self.matrix, self.go, self.ge) == score)
+        except ValueError:  # columns past the end of a sequence
+            return False
 
     def _path(self, score: int, i: int, end_i: int, j: int, end_j: int, ops, nops: int):
         """The path tuple from the columns the traceback left on the GPU (``ops[:nops]``, reversed)."""
