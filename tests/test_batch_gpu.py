@@ -85,6 +85,25 @@ def test_ties_low_complexity_equal_cpu(mode):
     _same(got, _cpu(pairs, scoring))
 
 
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_scores_outside_a_byte_and_zero_gap_extend_equal_cpu(mode):
+    """Substitution scores outside [-128, 127] take the kernels that read the int32 matrix per cell; a gap
+    extension of 0 (go >= ge >= 0) and go == ge are edge cases of the F update."""
+    from nwalign.cuda.batch import BatchAligner
+
+    rng = np.random.default_rng(21)
+    for scoring in (make_scoring("dna", mode, match=300, mismatch=-200, gap_open=500, gap_extend=40),
+                    make_scoring("dna", mode, match=2, mismatch=-3, gap_open=4, gap_extend=0),
+                    make_scoring("dna", mode, match=2, mismatch=-3, gap_open=3, gap_extend=3)):
+        pairs = []
+        for m, n in [(1, 1), (5, 300), (257, 256), (400, 380), (600, 33)]:
+            q = rng.integers(4, size=m).astype(np.uint8)
+            pairs.append((q, _mutated(rng, q, 4, 0.2)[:n] if m > 100 else rng.integers(4, size=n).astype(np.uint8)))
+        aligner = BatchAligner(scoring)
+        assert aligner.func is not None
+        _same(aligner.submit(pairs).result(), _cpu(pairs, scoring))
+
+
 def test_real_proteins_and_dna_equal_cpu():
     from nwalign.cuda.batch import BatchAligner
 
@@ -111,7 +130,7 @@ def test_budget_splits_launches_and_falls_back_to_the_cpu():
     aligner = BatchAligner(scoring, max_memory=dirs_bytes(600, 900))
     assert not aligner.fits(1200, 1500) and aligner.fits(600, 900)
     batch = aligner.submit(pairs)
-    assert len(batch.launches) >= 2
+    assert len(batch.prepared) >= 2
     _same(batch.result(), _cpu(pairs, scoring))
 
 

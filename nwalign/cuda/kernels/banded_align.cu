@@ -12,6 +12,7 @@
 // has the CPU's direction byte, and the traceback returns the CPU banded engine's path. With no direction
 // words (BandArgs.dirs null) it gives the banded optimum alone: allpairs' banded score pass.
 #include "common.cuh"
+#include "trace.cuh"
 
 #define BAND_ROWS 8              // rows per lane per band (one word of 8 nibbles)
 #define BAND_H (32 * BAND_ROWS)  // rows per band
@@ -73,34 +74,12 @@ __device__ __forceinline__ int band_dir(const unsigned *dirs, int i, int j, int 
     return (w >> (4 * (li % BAND_ROWS))) & 15;
 }
 
-// trace.cuh's nw_trace_warp (global mode) over banded words: lane k reads the k-th cell ahead along the
-// current run, a ballot finds where it ends, up to 32 columns are emitted at once.
+// trace.cuh's walk (global mode) over banded words.
 __device__ __forceinline__ void band_trace_warp(const unsigned *dirs, int W, int lo, int lane, u8 *ops, int &i,
                                                 int &j, int &nops) {
-    int state = 0;
-    while (i > 0 && j > 0) {
-        const int ik = state == 1 ? i : i - lane, jk = state == 2 ? j : j - lane;
-        const bool valid = ik > 0 && jk > 0;
-        const int d = valid ? band_dir(dirs, ik, jk, W, lo) : 0;
-        if (state == 0) {
-            const unsigned diag = __ballot_sync(0xffffffffu, valid && (d & 3) == 0);
-            const int run = diag == 0xffffffffu ? 32 : __ffs(~diag) - 1;
-            if (lane < run) ops[nops + lane] = 0;
-            nops += run; i -= run; j -= run;
-            if (run == 32 || !(i > 0 && j > 0)) continue;
-            const int src = __shfl_sync(0xffffffffu, d, run) & 3;  // cell (i, j): not a diagonal step
-            state = src == 1 ? 1 : 2;
-        } else {
-            const unsigned ext = __ballot_sync(0xffffffffu, valid && (d & (state == 1 ? 4 : 8)));
-            const int z = ext == 0xffffffffu ? 32 : __ffs(~ext) - 1;  // cells 0 .. z - 1 extend the gap
-            const int left = state == 1 ? j : i;
-            const int emit = min(z < 32 ? z + 1 : 32, left);
-            if (lane < emit) ops[nops + lane] = state == 1 ? 2 : 1;
-            nops += emit;
-            if (state == 1) j -= emit; else i -= emit;
-            if (z < min(left, 32)) state = 0;  // cell z opened the gap: H above / left of it
-        }
-    }
+    int state = 0, stopped = 0;
+    const auto dir = [&](int ik, int jk) { return band_dir(dirs, ik, jk, W, lo); };
+    nw_trace_walk(dir, 0, 0, lane, ops, i, j, state, nops, stopped);
 }
 
 __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, int lane, int *out) {
