@@ -7,8 +7,8 @@ the CPU engine under the ``gpu`` marker):
 
 - :meth:`Aligner.align`: one pair -> :class:`~nwalign.results.Alignment`;
 - :meth:`Aligner.align_many`: pairs one after another (each may be large: genomes), in order;
-- :meth:`Aligner.align_batch`: many small pairs at once (on the GPU, one launch of the batch kernel per
-  512 pairs), in order;
+- :meth:`Aligner.align_batch`: many small pairs at once (on the GPU, the batch kernel, :data:`BATCH` pairs
+  per call), in order;
 - :meth:`Aligner.score_pairs`: optimal scores of batches of index pairs into sequence sets;
 - :meth:`Aligner.score_against`: one query's scores against every sequence of a database (local mode).
 
@@ -31,7 +31,7 @@ from .scoring import Scoring
 
 log = logging.getLogger("nwalign")
 
-BATCH = 512  # pairs per launch of the GPU's batch kernel (one batch aligns while the last is finished)
+BATCH = 4096  # pairs per call of the GPU's batch aligner (one call aligns while the last one's alignments are built)
 
 
 class Aligner:
@@ -116,8 +116,8 @@ class Aligner:
 
     def align_batch(self, pairs: list[tuple[Encoded, Encoded]]) -> Iterator[Alignment]:
         """Many small pairs at once, results in input order. On the GPU in global and local mode: the
-        batch kernel (kernels/batch_align.cu, one warp per pair), :data:`BATCH` pairs per launch, the next
-        launch queued before the last one's alignments are built; pairs over its memory budget, and
+        batch kernel (kernels/batch_align.cu, one warp per pair), :data:`BATCH` pairs per call, the next
+        call queued before the last one's alignments are built; pairs over its memory budget, and
         semiglobal mode, on the CPU engine. On the CPU: ``threads`` threads."""
         pairs = self._pairs(pairs)
         if self.batch_kernel == "batch_align":
@@ -310,7 +310,7 @@ class Pairs:
         self.plan = pair_plan(self.queries, self.targets)
         for qi, ti in self.plan:
             scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
-        self.score_only = score_only
+        self.score_only, self.kernel = score_only, kernel
         spread = workers > 1 or scheduler is not None or client is not None
         if spread and devices not in (None, "auto"):
             raise NwalignError("devices and workers/scheduler/client: choose one",
@@ -361,6 +361,8 @@ class Pairs:
 
     PER_WORKER = 4          # chunks per worker at least (spread)
     MAX_CHUNK_PAIRS = 4096  # pairs per chunk at most: a chunk's alignments wait in memory until written
+    BATCH_CELLS = 1 << 22   # GPU: pairs of at most this many cells go to the batch kernel (one warp each),
+    BATCH_MIN = 32          # when the plan holds at least this many of them; larger pairs take the pair kernel
 
     def run(self, progress=None) -> Iterator[Alignment]:
         """The alignments in plan order. A pair whose traceback cannot fit ``max_memory`` is refused here,
@@ -371,8 +373,25 @@ class Pairs:
         """
         if self._spread is not None:
             return self._spread_run()
-        return self.aligner.align_many(((self.queries[a], self.targets[b]) for a, b in self.plan), self.score_only,
-                                       progress)
+        pairs = [(self.queries[a], self.targets[b]) for a, b in self.plan]
+        small = [k for k in range(len(pairs)) if self.cells(k) <= self.BATCH_CELLS]
+        if self.aligner.batch_kernel == "batch_align" and not self.score_only and self.kernel == "wavefront" \
+                and len(small) >= self.BATCH_MIN:
+            return self._batched_run(pairs, small, progress)
+        return self.aligner.align_many(pairs, self.score_only, progress)
+
+    def _batched_run(self, pairs, small: list[int], progress) -> Iterator[Alignment]:
+        """Many small pairs on the GPU: the batch kernel aligns them (windows of MAX_CHUNK_PAIRS, the next
+        launched before the last one's alignments are built), the pair kernel the others, in plan order.
+        Both follow the CPU engine's recurrence and tie rules: the same alignments as pair by pair."""
+        log.info("pair: %d of %d pairs on the GPU's batch kernel (at most %d cells each)", len(small), len(pairs),
+                 self.BATCH_CELLS)
+        is_small = np.zeros(len(pairs), dtype=bool)
+        is_small[small] = True
+        large = self.aligner.align_many([p for p, s in zip(pairs, is_small) if not s], False, progress)
+        batched = self.aligner.align_batch([pairs[k] for k in small])
+        for k in range(len(pairs)):
+            yield next(batched) if is_small[k] else next(large)
 
     def _spread_run(self) -> Iterator[Alignment]:
         from .scaleout import AlignTask, align_chunk, chunks

@@ -167,7 +167,7 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
     rng = np.random.default_rng(5)
     base = "".join(rng.choice(list("ACGT"), 300))
     seqs = [base] + ["".join(ch if rng.random() > 0.1 else rng.choice(list("ACGT")) for ch in base)
-                     for _ in range(35)]
+                     for _ in range(91)]
     assert len(seqs) * (len(seqs) - 1) // 2 > GPU_BATCH
     cols = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps")
     runs = {b: allpairs(seqs, mode=mode, columns=cols, backend=b) for b in ("cuda", "cpu")}
@@ -187,6 +187,31 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
     assert [r.aln.cigar() for r in semi] == [r.aln.cigar() for r in allpairs(seqs[:4], mode="semiglobal",
                                                                                columns=cols, backend="cpu")]
     assert semi.stats["kernel"] == "cpu"
+
+
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_pair_of_many_records_takes_the_batch_kernel(tmp_path, mode):
+    """`nwalign pair` with one query and many targets: the small pairs on the batch kernel, the large one
+    on the pair kernel, in plan order; the output is the CPU engine's byte for byte."""
+    from nwalign.aligner import Pairs
+    from nwalign.cli import main
+
+    rng = np.random.default_rng(9)
+    base = "".join(rng.choice(list("ACGT"), 400))
+    targets = ["".join(ch if rng.random() > 0.15 else rng.choice(list("ACGT")) for ch in base) for _ in range(40)]
+    targets.insert(17, "".join(rng.choice(list("ACGT"), 12000)))  # 4.8 M cells: over BATCH_CELLS
+    (tmp_path / "q.fa").write_text(f">q\n{base}\n")
+    (tmp_path / "t.fa").write_text("".join(f">t{k}\n{t}\n" for k, t in enumerate(targets)))
+    job = Pairs(tmp_path / "q.fa", tmp_path / "t.fa", mode=mode, backend="cuda")
+    assert job.cells(17) > Pairs.BATCH_CELLS and job.aligner.batch_kernel == "batch_align"
+    outs = {}
+    for backend in ("cuda", "cpu"):
+        out = tmp_path / f"{backend}.tsv"
+        assert main(["pair", str(tmp_path / "q.fa"), str(tmp_path / "t.fa"), "--mode", mode, "--backend", backend,
+                     "--format", "tsv", "--columns", "qseqid,sseqid,score,qstart,qend,sstart,send,cigar",
+                     "-o", str(out)]) == 0
+        outs[backend] = out.read_text()
+    assert outs["cuda"] == outs["cpu"] and outs["cpu"].count("\n") >= 41
 
 
 @pytest.mark.parametrize("mode", ["global", "local"])
