@@ -11,6 +11,7 @@ import argparse
 import os
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -35,9 +36,9 @@ def main() -> None:
     ap.add_argument("--targets", type=int, default=2000)
     args = ap.parse_args()
     rng = np.random.default_rng(5)
-    query = read_fasta("data/16S_100_dada2.fasta.gz")[0].sequence
+    query = read_fasta("data/16S_100_dada2.fasta.gz")[0].seq
     with tempfile.TemporaryDirectory() as tmp:
-        qf, tf = os.path.join(tmp, "q.fa"), os.path.join(tmp, "t.fa")
+        qf, tf = Path(tmp) / "q.fa", Path(tmp) / "t.fa"  # paths (a str is taken as a sequence)
         with open(qf, "w") as f:
             f.write(f">q\n{query}\n")
         with open(tf, "w") as f:

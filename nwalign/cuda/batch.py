@@ -1,8 +1,11 @@
-"""Host side of kernels/batch_align.cu: full alignments (with traceback) of many pairs in one launch.
+"""Host side of kernels/batch_align.cu: full alignments (with traceback) of many pairs, one warp each.
 
-Used for a search's reported hits: the pairs of a query are sent as one batch on their own stream, so
-that they run while the GPU scans the next query, and collected later. Alignments are identical to the
-CPU engine's (same recurrence and tie rules; tested under the ``gpu`` marker).
+Used for a search's reported hits (one batch per query, aligned while the GPU scans the next query),
+for allpairs when every pair needs its columns, and for `nwalign pair` with many small pairs. A batch is
+cut into launches that fill the GPU once; each launch's input is built in page-locked memory and goes up
+in one asynchronous copy, its results come back the same way, and two launches are in flight on two
+streams. Alignments are identical to the CPU engine's (same recurrence and tie rules; tested under the
+``gpu`` marker).
 """
 
 from __future__ import annotations
