@@ -103,16 +103,22 @@ def test_allpairs_min_identity_gpu_equals_cpu(tmp_path, monkeypatch):
     assert outs[0] == outs[1] and outs[0].count(b"\n") > 2
 
 
-@pytest.mark.parametrize("alphabet", ["dna", "protein"])
-def test_banded_scores_alone_equal_cpu(alphabet):
-    """BandedAligner.scores (the kernel without direction words) against the CPU's banded fill, bands from
-    0 to the whole matrix, lengths around the 256-row bands."""
+@pytest.mark.parametrize("alphabet,gaps", [("dna", None), ("protein", None), ("dna", (4, 0)), ("dna", (3, 3)),
+                                           ("dna", "int")])
+def test_banded_scores_alone_equal_cpu(alphabet, gaps):
+    """BandedAligner.scores (banded_score_global: byte profile and DPX cells; with scores outside a byte,
+    banded_align_global without direction words) against the CPU's banded fill, bands from 0 to the whole
+    matrix, lengths around the 256-row bands, gap extension 0 and equal to the opening."""
     from nwalign.bands import band_limits
     from nwalign.cpu.banded import banded_score
     from nwalign.cuda.banded import BandedAligner
 
     rng = np.random.default_rng(5)
-    s = make_scoring(alphabet, "global")
+    if gaps == "int":
+        s = make_scoring(alphabet, "global", match=300, mismatch=-200, gap_open=500, gap_extend=40)
+    else:
+        s = make_scoring(alphabet, "global", gap_open=gaps and gaps[0], gap_extend=gaps and gaps[1])
+    assert (BandedAligner(s).score_func is None) == (gaps == "int")
     letters = DNA if alphabet == "dna" else PROTEIN
     pairs, w = [], []
     for length in (1, 3, 40, 255, 256, 257, 600, 1500):

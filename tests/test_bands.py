@@ -181,9 +181,9 @@ def test_banded_launch_sends_each_sequence_once():
 
 
 def test_kernel_path_from_traceback_results():
-    """cuda.batch.kernel_path (host arithmetic, no GPU): columns reversed, a global path carried on to the
+    """cuda.banded.kernel_path (host arithmetic, no GPU): columns reversed, a global path carried on to the
     origin along row 0 / column 0, and never a view of the kernel's buffer (the next launch reuses it)."""
-    from nwalign.cuda.batch import kernel_path
+    from nwalign.cuda.banded import kernel_path
 
     h_ops = np.array([9, 0, 1, 2, 0, 9], dtype=np.uint8)  # walked backwards from (end_i, end_j)
     got = kernel_path([5, 4, 3, 1, 0, 4], h_ops, 1, True)

@@ -239,7 +239,7 @@ def kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, g
     them (gap runs cost ``go`` for their first column, ``ge`` for each further one): pair k's sequences at ``q_at[k]``/``t_at[k]`` of ``seq`` (lengths ``m[k]``, ``n[k]``), its columns
     walked backwards in ``ops[op_start[k]:op_start[k] + nops[k]]`` from (m, n) to (i0[k], j0[k]), the path
     going on to the origin along column 0 (j0 deletions first, then i0 insertions: as
-    :func:`nwalign.cuda.batch.kernel_path` rebuilds it). Fills ``score`` (int64) and ``ok`` (bool: the
+    :func:`nwalign.cuda.banded.kernel_path` rebuilds it). Fills ``score`` (int64) and ``ok`` (bool: the
     columns consume exactly both sequences)."""
     for k in range(lo, hi):
         qa, ta = q_at[k], t_at[k]

@@ -13,12 +13,14 @@ tie rules, hence the CPU engine's alignments.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..bands import band_limits
 from ..errors import NwalignError
+from ..ops import OP_DEL, OP_INS
 from . import modules, pinned_empty, require
 
 ENABLED = True  # allpairs aligns its survivors here (False: on the CPU engine; the benchmarks compare both)
@@ -69,6 +71,20 @@ def _stream(cp, urgent: bool):
     return cp.cuda.Stream(non_blocking=True)
 
 
+def kernel_path(out_row, h_ops: np.ndarray, start: int, global_mode: bool) -> tuple:
+    """A pair's path tuple (score, query_start, query_end, target_start, target_end, ops), as
+    :func:`nwalign.cpu.align_codes` returns it, from a traceback kernel's results: ``out_row`` its six ints
+    (score, end row, end column, start row, start column, columns) and its columns walked backwards in
+    ``h_ops`` from ``start``. Global paths go on along row 0 / column 0 to the origin. ``ops`` never shares
+    memory with ``h_ops`` (a pinned buffer the next launch reuses)."""
+    score, end_i, end_j, i, j, nops = out_row
+    path = h_ops[start:start + nops][::-1]
+    if global_mode and (i or j):
+        path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
+        i = j = 0
+    return score, i, end_i, j, end_j, path.copy() if path.base is not None else path
+
+
 class BandedAligner:
     """Global alignments inside doubling diagonal bands of many pairs at once on the GPU.
 
@@ -97,10 +113,19 @@ class BandedAligner:
         self._max_abs = scoring.max_abs_score()
         self.func = modules.function("banded_align", "banded_align_global")
         self.blocks = modules.resident_blocks(self.func, THREADS)
+        # The score pass (scores): banded_score_global, with a per-lane byte query profile and DPX cells,
+        # where the substitution scores fit a signed byte; else banded_align_global without directions.
+        fast = int(np.abs(scoring.matrix).max()) <= 127
+        self.score_func = modules.function("banded_align", "banded_score_global") if fast else None
+        self.score_shared = 4 * ((self.A * self.A + 1) & ~1) + (THREADS // 32) * self.A * 64 * 4
         self.stream = _stream(cp, urgent)
         self.threads = threads or os.cpu_count() or 1
         self.cells = 0  # band cells swept (the kernel's work), summed over calls
         self.launches, self.kernel_seconds = 0, 0.0  # summed over calls (kernel time by CUDA events)
+        # One page-locked buffer for the paths of a launch, grown to a power of two and reused: a new one
+        # per launch (hundreds of MB for 8,192 genome pairs) was a fresh cudaHostAlloc each time, since
+        # CuPy's pool reuses only blocks of the same size.
+        self._h_ops, self._ops_lock = None, threading.Lock()
 
     def align(self, pairs: list[tuple[np.ndarray, np.ndarray]], optima: list[int], w_max: list[int],
               w_start: int = 32) -> list:
@@ -204,8 +229,6 @@ class BandedAligner:
     def _launch(self, pairs, ks: list[int], w: list[int], score_only: bool = False):
         """One launch over the pairs ``ks``: {k: path} (checked by :meth:`_check`), or with
         ``score_only`` the int64 array of their banded scores in order of ``ks``."""
-        from .batch import kernel_path
-
         cp = self.cp
         jobs = np.zeros(len(ks), dtype=_JOB)
         m = np.array([len(pairs[k][0]) for k in ks], dtype=np.int64)
@@ -241,18 +264,25 @@ class BandedAligner:
             blocks = -(-len(ks) * 32 // THREADS) if score_only else min(-(-len(ks) * 32 // THREADS), self.blocks)
             start, stop = cp.cuda.Event(), cp.cuda.Event()
             start.record()
-            self.func((blocks,), (THREADS,), (args,))
+            if score_only and self.score_func is not None:
+                self.score_func((blocks,), (THREADS,), (args,), shared_mem=self.score_shared)
+            else:
+                self.func((blocks,), (THREADS,), (args,))
             stop.record()
             h_out = out.get().reshape(-1, OUT)  # waits for the launch
             self.kernel_seconds += cp.cuda.get_elapsed_time(start, stop) / 1e3
             if score_only:
                 return h_out[:, 0].astype(np.int64)
             h_out = h_out.tolist()
-            h_ops = pinned_empty((max(1, o_off),), np.uint8)  # page-locked: ~1 GB/s -> ~20 GB/s for GBs of paths
-            ops.get(out=h_ops)
-        self._check(seq, jobs, h_out, h_ops, m, n)
-        starts = jobs["ops"].tolist()
-        return {k: kernel_path(h_out[x], h_ops, starts[x], True) for x, k in enumerate(ks)}
+            with self._ops_lock:  # page-locked: ~1 GB/s -> ~20 GB/s for GBs of paths
+                if self._h_ops is None or self._h_ops.size < o_off:
+                    self._h_ops = pinned_empty((1 << max(20, (o_off - 1).bit_length()),), np.uint8)
+                h_ops = self._h_ops[:max(1, o_off)]
+                ops.get(out=h_ops)
+                self._check(seq, jobs, h_out, h_ops, m, n)
+                starts = jobs["ops"].tolist()
+                # kernel_path copies each path out of the buffer before the next launch reuses it.
+                return {k: kernel_path(h_out[x], h_ops, starts[x], True) for x, k in enumerate(ks)}
 
     def _check(self, seq, jobs, h_out, h_ops, m, n) -> None:
         """Every path of a launch rescored from its columns on the CPU (one compiled pass a pair, releasing

@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 from ..errors import NwalignError
-from ..ops import OP_DEL, OP_INS
 from . import copy_to_host_async, modules, require
 
 log = logging.getLogger("nwalign")
@@ -51,20 +50,6 @@ def device_matrix(cp, scoring, max_memory: int) -> tuple[int, object, int]:
         raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
     free, _ = cp.cuda.runtime.memGetInfo()
     return A, cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32)), int(min(max_memory, free // 2))
-
-
-def kernel_path(out_row, h_ops: np.ndarray, start: int, global_mode: bool) -> tuple:
-    """A pair's path tuple (score, query_start, query_end, target_start, target_end, ops), as
-    :func:`nwalign.cpu.align_codes` returns it, from a traceback kernel's results: ``out_row`` its six ints
-    (score, end row, end column, start row, start column, columns) and its columns walked backwards in
-    ``h_ops`` from ``start``. Global paths go on along row 0 / column 0 to the origin. ``ops`` never shares
-    memory with ``h_ops`` (a pinned buffer the next launch reuses)."""
-    score, end_i, end_j, i, j, nops = out_row
-    path = h_ops[start:start + nops][::-1]
-    if global_mode and (i or j):
-        path = np.concatenate((np.full(j, OP_DEL, np.uint8), np.full(i, OP_INS, np.uint8), path))
-        i = j = 0
-    return score, i, end_i, j, end_j, path.copy() if path.base is not None else path
 
 
 class BatchAligner:

@@ -10,8 +10,9 @@
 // lane row), so a 30 kb genome pair in a band of half-width 32 keeps ~5 MB instead of ~450 MB. Same
 // recurrence and tie rules as the CPU engine (nw_cell), so every in-band cell that an alignment can reach
 // has the CPU's direction byte, and the traceback returns the CPU banded engine's path. With no direction
-// words (BandArgs.dirs null) it gives the banded optimum alone: allpairs' banded score pass.
-#include "common.cuh"
+// words (BandArgs.dirs null) it gives the banded optimum alone. banded_score_global is that score pass
+// (allpairs' optimal scores) with batch_align.cu's cell: a per-lane byte query profile and DPX operations.
+#include "wave_common.cuh"
 #include "trace.cuh"
 
 #define BAND_ROWS 8              // rows per lane per band (one word of 8 nibbles)
@@ -194,4 +195,154 @@ extern "C" __global__ void __launch_bounds__(128) banded_align_global(BandArgs a
     const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int nwarps = (gridDim.x * blockDim.x) >> 5;
     for (int k = warp; k < a.njobs; k += nwarps) banded_pair(a, a.jobs[k], sS, lane, a.out + BANDED_OUT * k);
+}
+
+// The banded optimum alone (allpairs' score pass, BandArgs.dirs unused): banded_pair's sweep with
+// batch_align.cu's cell (each lane's 8 rows of substitution scores as signed bytes from a per-lane query
+// profile in shared memory; F carried as F + go, so that H and the next row's F are one DPX operation
+// each; the row buffer's F half holds F + go). A cell outside the diagonal band gets H = -inf and hands
+// F + go = -inf down: a path can leave the band only through such a cell (right of the band by E, then
+// down into it by F; left of it by F, then right into it by E, whose input H is then -inf), so the
+// banded optimum is the CPU engine's. Needs 0 <= ge <= go and scores in [-128, 127] (the host checks).
+__device__ __forceinline__ void band_score_fetch(const BandArgs &a, const u8 *t, int n, int hi, const int *rowH,
+                                                 const int *rowF, int b, int jc, int jprev, int &h, int &f,
+                                                 int &tc) {
+    if (jc <= n) {
+        if (b == 0) {  // H(0, j), and F(1, j) + go = H(0, j): a gap opened below row 0
+            h = band_border(jc, jc <= hi, a.go, a.ge);
+            f = h;
+        } else if (jc <= jprev) {
+            h = rowH[jc];
+            f = rowF[jc];
+        } else {
+            h = NW_NEG;
+            f = NW_NEG;
+        }
+        tc = t[jc - 1];
+    }
+}
+
+__device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned *prof, const int *sS, int lane,
+                                  int *out) {
+    constexpr int R = BAND_ROWS;
+    const u8 *q = a.q + J.q, *t = a.t + J.t;
+    const int m = J.m, n = J.n, lo = J.lo, hi = J.hi, go = a.go, ge = a.ge;
+    const unsigned span = (unsigned)(hi - lo);
+    int *rowH = a.rows + J.row, *rowF = rowH + (n + 1);
+    int corner = NW_NEG;
+    const int nbands = (m + BAND_H - 1) / BAND_H;
+    int jprev = 0;  // the previous band's last column
+    for (int b = 0; b < nbands; ++b) {
+        const int jmin = band_jmin(b, lo), jmax = band_jmax(b, m, n, hi);
+        const int c0 = jmin - 1, width = jmax - c0;
+        const int row0 = b * BAND_H + lane * R;  // this lane's rows: row0 + 1 .. row0 + R
+        int qa[R], H[R], E[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) qa[r] = row0 + r + 1 <= m ? q[row0 + r] * a.A : -1;
+        __syncwarp();  // the previous band's last reads of the profile are done
+        for (int c = 0; c < a.A; ++c) {  // prof[(c * 32 + lane) * 2 + w]: S(q_i, c) of rows 4w + 1 .. 4w + 4
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+                unsigned word = 0;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const int sc = qa[4 * w + k] >= 0 ? sS[qa[4 * w + k] + c] : 0;
+                    word |= ((unsigned)sc & 0xffu) << (8 * k);
+                }
+                prof[(c * 32 + lane) * 2 + w] = word;
+            }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = row0 + r + 1;
+            H[r] = c0 == 0 ? band_border(i, i <= -lo, go, ge) : NW_NEG;  // H(i, c0)
+            E[r] = H[r] - go;                                            // E(i, c0 + 1)
+        }
+        int diag = c0 == 0 ? band_border(row0, row0 <= -lo, go, ge) : (lane == 0 && b > 0 ? rowH[c0] : NW_NEG);
+        int up_h = 0, up_f = NW_NEG, up_t = 0;  // what this lane hands to the next
+        int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
+        int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it, fetched 32 steps early
+        int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
+        for (int s = 0; s < width + 31; ++s) {
+            if ((s & 31) == 0) {
+                if (s == 0) band_score_fetch(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
+                in_h = nx_h; in_f = nx_f; in_t = nx_t;
+                if (s + 32 < width)
+                    band_score_fetch(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
+            }
+            int h_in = __shfl_up_sync(FULL_MASK, up_h, 1);
+            int f_in = __shfl_up_sync(FULL_MASK, up_f, 1);
+            int t_in = __shfl_up_sync(FULL_MASK, up_t, 1);
+            const int h0 = __shfl_sync(FULL_MASK, in_h, s & 31);
+            const int f0 = __shfl_sync(FULL_MASK, in_f, s & 31);
+            const int t0 = __shfl_sync(FULL_MASK, in_t, s & 31);
+            if (lane == 0) { h_in = h0; f_in = f0; t_in = t0; }
+            const int j = c0 + s - lane + 1;
+            if (j > c0 && j <= jmax) {
+                const uint2 v = ((const uint2 *)prof)[t_in * 32 + lane];
+                const unsigned p[2] = {v.x, v.y};
+                const int d0 = j - row0 - 1 - lo;  // row r's diagonal j - i, less lo, is d0 - r
+                int hd = diag, fg = f_in;
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    int sc;
+                    switch (r & 3) {
+                        case 0: sc = sbyte<0>(p[r >> 2]); break;
+                        case 1: sc = sbyte<1>(p[r >> 2]); break;
+                        case 2: sc = sbyte<2>(p[r >> 2]); break;
+                        default: sc = sbyte<3>(p[r >> 2]); break;
+                    }
+                    const bool inside = (unsigned)(d0 - r) <= span;
+                    const int de = __viaddmax_s32(hd, sc, E[r]);
+                    const int h = inside ? __viaddmax_s32(fg, -go, de) : NW_NEG;
+                    E[r] = __viaddmax_s32(h, -go, E[r] - ge);          // E(i, j + 1)
+                    fg = inside ? __viaddmax_s32(fg, -ge, de) : NW_NEG;  // F(i + 1, j) + go
+                    hd = H[r];
+                    H[r] = h;
+                }
+                up_h = H[R - 1];
+                up_f = fg;
+                diag = h_in;
+                up_t = t_in;
+            }
+            // Lane 31 finished column c0 + s - 30: collect it, and store every 32 columns for the next band.
+            if (b + 1 < nbands) {
+                const int oh = __shfl_sync(FULL_MASK, up_h, 31);
+                const int of = __shfl_sync(FULL_MASK, up_f, 31);
+                const int k31 = s - 30;  // its column's place in this band's sweep, 1-based
+                if (k31 >= 1 && k31 <= width) {
+                    if (lane == ((k31 - 1) & 31)) { out_h = oh; out_f = of; }
+                    if ((k31 & 31) == 0 || k31 == width) {
+                        const int kc = ((k31 - 1) & ~31) + 1 + lane;
+                        if (kc <= k31) { rowH[c0 + kc] = out_h; rowF[c0 + kc] = out_f; }
+                    }
+                }
+            }
+        }
+        jprev = jmax;
+        __syncwarp();  // the row buffer's writes are visible to every lane of the next band
+        if (b + 1 == nbands) {  // H holds column jmax = n: the lane with row m has H(m, n)
+            int hm = 0;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (row0 + r + 1 == m) hm = H[r];
+            corner = __shfl_sync(FULL_MASK, hm, ((m - 1) % BAND_H) / R);
+        }
+    }
+    if (lane == 0) out[0] = corner;
+}
+
+// Dynamic shared memory: the A x A int32 matrix (padded to an even count: the profile is read as uint2),
+// then each warp's query profile, A x 32 x 2 words.
+extern "C" __global__ void __launch_bounds__(128) banded_score_global(BandArgs a) {
+    extern __shared__ int shared[];
+    for (int k = threadIdx.x; k < a.A * a.A; k += blockDim.x) shared[k] = a.S[k];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    unsigned *prof = (unsigned *)(shared + ((a.A * a.A + 1) & ~1)) + (threadIdx.x >> 5) * a.A * 64;
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int nwarps = (gridDim.x * blockDim.x) >> 5;
+    for (int k = warp; k < a.njobs; k += nwarps)
+        banded_score_pair(a, a.jobs[k], prof, shared, lane, a.out + BANDED_OUT * k);
 }
