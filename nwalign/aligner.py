@@ -381,8 +381,9 @@ class Pairs:
         return self.aligner.align_many(pairs, self.score_only, progress)
 
     def _batched_run(self, pairs, small: list[int], progress) -> Iterator[Alignment]:
-        """Many small pairs on the GPU: the batch kernel aligns them (windows of MAX_CHUNK_PAIRS, the next
-        launched before the last one's alignments are built), the pair kernel the others, in plan order.
+        """Many small pairs on the GPU: the batch kernel aligns them (:meth:`Aligner.align_batch`: calls of
+        :data:`BATCH` pairs, the next queued before the last one's alignments are built), the pair kernel
+        the others, in plan order.
         Both follow the CPU engine's recurrence and tie rules: the same alignments as pair by pair."""
         log.info("pair: %d of %d pairs on the GPU's batch kernel (at most %d cells each)", len(small), len(pairs),
                  self.BATCH_CELLS)

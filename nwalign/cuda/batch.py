@@ -171,7 +171,7 @@ class BatchAligner:
 
         h_out = pinned_empty((1 << (out_bytes - 1).bit_length(),), np.uint8)
         stream = self.streams[number % len(self.streams)]
-        with stream:
+        with cp.cuda.Device(self.device), stream:  # its device, from whichever thread calls (result's)
             d_in = cp.empty(in_bytes, dtype=cp.uint8)
             d_in.set(h_in[:in_bytes], stream=stream)
             d_out = cp.empty(out_bytes, dtype=cp.uint8)
