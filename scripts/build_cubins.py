@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Build the shipped cubins of the search kernels (nwalign/cuda/kernels/cubins/): the scan (26 template
-instantiations) and the batched alignment of the hits, so that a first search compiles nothing with NVRTC.
+"""Build the shipped cubins (nwalign/cuda/kernels/cubins/): the search scan (26 template instantiations),
+the batched alignment (search hits, allpairs, many pairs) and allpairs' banded kernels, so that a first
+search or allpairs compiles nothing with NVRTC.
 
     python3 scripts/build_cubins.py        # needs nvcc; rerun after any change to the sources below
 

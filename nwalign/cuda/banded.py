@@ -71,6 +71,11 @@ def _stream(cp, urgent: bool):
     return cp.cuda.Stream(non_blocking=True)
 
 
+def _function(name: str):
+    """A kernel of kernels/banded_align.cu: from the shipped cubin when it matches, else compiled."""
+    return modules.prebuilt_function("banded_align", name) or modules.function("banded_align", name)
+
+
 def kernel_path(out_row, h_ops: np.ndarray, start: int, global_mode: bool) -> tuple:
     """A pair's path tuple (score, query_start, query_end, target_start, target_end, ops), as
     :func:`nwalign.cpu.align_codes` returns it, from a traceback kernel's results: ``out_row`` its six ints
@@ -111,12 +116,12 @@ class BandedAligner:
             raise NwalignError(f"banded GPU alignment: mode {scoring.mode}; the band is for global alignments")
         self.A, self.matrix, self.budget = device_matrix(cp, scoring, max_memory)
         self._max_abs = scoring.max_abs_score()
-        self.func = modules.function("banded_align", "banded_align_global")
+        self.func = _function("banded_align_global")
         self.blocks = modules.resident_blocks(self.func, THREADS)
         # The score pass (scores): banded_score_global, with a per-lane byte query profile and DPX cells,
         # where the substitution scores fit a signed byte; else banded_align_global without directions.
         fast = int(np.abs(scoring.matrix).max()) <= 127
-        self.score_func = modules.function("banded_align", "banded_score_global") if fast else None
+        self.score_func = _function("banded_score_global") if fast else None
         self.score_shared = 4 * ((self.A * self.A + 1) & ~1) + (THREADS // 32) * self.A * 64 * 4
         self.stream = _stream(cp, urgent)
         self.threads = threads or os.cpu_count() or 1
