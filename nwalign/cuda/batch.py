@@ -93,9 +93,10 @@ class BatchAligner:
         self._free: list = []  # page-locked host buffers not in use (see _pinned)
         self._lock = threading.Lock()
 
-    def fits(self, m: int, n: int) -> bool:
-        """Whether an m x n pair is aligned on the GPU (directions within the budget, scores in int32)."""
-        return dirs_bytes(m, n) <= self.budget and (m + n + 1) * self._max_abs < (1 << 29)
+    def fits(self, m, n):
+        """Whether an m x n pair is aligned on the GPU (directions within the budget, scores in int32);
+        ``m`` and ``n`` may be int64 arrays (then a bool array)."""
+        return (dirs_bytes(m, n) <= self.budget) & ((m + n + 1) * self._max_abs < (1 << 29))
 
     def submit(self, pairs: list[tuple[np.ndarray, np.ndarray]]) -> "BatchResult":
         """Start aligning ``pairs`` (uint8 code arrays, lengths >= 1) and return at once; see
@@ -104,7 +105,7 @@ class BatchAligner:
         m = np.fromiter(map(len, qs), np.int64, len(pairs))
         n = np.fromiter(map(len, ts), np.int64, len(pairs))
         need = dirs_bytes(m, n)
-        gpu = np.flatnonzero((need <= self.budget) & ((m + n + 1) * self._max_abs < (1 << 29)))
+        gpu = np.flatnonzero(self.fits(m, n))
         # Largest first, so that the longest pair starts at once; launches of at most `budget` bytes and
         # `launch_pairs` pairs (one warp each: a launch is one round of the grid).
         order = gpu[np.argsort(-(m[gpu] * n[gpu]), kind="stable")]
