@@ -299,6 +299,79 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("alphabet", ["protein", "dna", "dna-iupac"])
+def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
+    """Plan ``profile`` (sw_profile.cu for the sequences up to PROFILE_MAX_LEN, here 1,500; plan wider
+    beyond): database lengths 1 .. 2,600 (shorter than a group, odd count), related sequences and queries
+    of 1 .. 2,100 residues (one to five passes) give the CPU engine's scores."""
+    import nwalign.cuda.search as S
+    from nwalign.dbsearch import cpu_scan
+
+    monkeypatch.setattr(S, "PROFILE_MAX_LEN", 1500)
+    rng = np.random.default_rng(21)
+    scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
+    letters = {"dna": "ACGT", "dna-iupac": "ACGT" * 6 + "RYMKWSBDHVN"}.get(alphabet, "ARNDCQEGHILKMFPSTWYV")
+    lengths = [1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33] + list(rng.integers(1, 2600, size=120))
+    recs = _random_db(rng, letters, lengths)
+    base = recs[-1].seq
+    recs += [Record(f"v{k}", "", base[k * 7:] + base[:k * 7]) for k in range(5)]
+    db = database_from_records(recs, "db")
+    codes = encode_database(db, scoring)
+    gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile", min_threads=0)
+    assert 0 < gpu.profile_first < gpu.count
+    for m in (1, 2, 7, 31, 33, 144, 161, 600, 1500, 2100):
+        q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
+        assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2)), m
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [(8, 16), (8, 20), (8, 24), (8, 28), (8, 32), (16, 16), (16, 20), (16, 24),
+                                    (16, 28), (16, 32), (32, 16), (32, 20), (32, 24), (32, 28)])
+def test_scan_profile_every_configuration(config, monkeypatch):
+    """Every sw_profile.cu instantiation, one pass and three, gives the CPU engine's scores."""
+    import nwalign.cuda.search as S
+    from nwalign.dbsearch import cpu_scan
+
+    assert config in S.PROFILE_CONFIGS
+    G, R = config
+    monkeypatch.setattr(S, "profile_config", lambda m: (G, R, -(-m // (G * R))))
+    rng = np.random.default_rng(G * 100 + R)
+    scoring = make_scoring("protein", "local")
+    recs = _random_db(rng, "ARNDCQEGHILKMFPSTWYV", [1, 4, G - 1, G, 2 * G + 1] + list(rng.integers(1, 700, 40)))
+    base = recs[-1].seq * 4
+    recs.append(Record("rel", "", base[5:900]))
+    db = database_from_records(recs, "db")
+    codes = encode_database(db, scoring)
+    gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile")
+    for m in (7, G * R, 2 * G * R + 5):
+        q = encode_all([Record("q", "", base[:m])], scoring, "q")[0]
+        assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2)), m
+
+
+@pytest.mark.gpu
+def test_scan_profile_overflow_is_recomputed(monkeypatch):
+    """Plan profile: scores above the int16 range (identical 7-8 kb DNA) are found and recomputed."""
+    import nwalign.cuda.search as S
+    from nwalign.dbsearch import cpu_scan
+
+    monkeypatch.setattr(S, "PROFILE_MAX_LEN", 9000)
+    rng = np.random.default_rng(8)
+    scoring = make_scoring("dna", "local")
+    query = "".join(rng.choice(list("ACGT"), size=7500))
+    recs = [Record("same", "", query), Record("longer", "", query + query[:600])]
+    recs += [Record(f"r{k}", "", "".join(rng.choice(list("ACGT"), size=int(rng.integers(1, 3000)))))
+             for k in range(37)]
+    db = database_from_records(recs, "dna")
+    codes = encode_database(db, scoring)
+    q = encode_all([Record("q", "", query)], scoring, "q")[0]
+    gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile")
+    assert gpu.profile_first == 0
+    want = cpu_scan(q.codes, codes, db.offsets, scoring, 2)
+    assert want.max() > 32767
+    assert np.array_equal(gpu.score_query(q), want) and gpu.recomputed >= 2
+
+
+@pytest.mark.gpu
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
     from nwalign.cuda.search import ScanSearcher

@@ -132,6 +132,7 @@ class ScanSearcher:
             int(scoring.matrix.min()) > -8000
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
+        self.profile_stream = cp.cuda.Stream(non_blocking=True)
         # Host-to-GPU copies go on a stream with nothing queued, so that they never wait for scans in
         # flight; scores are scattered and copied back on `main`.
         self.upload, self.main = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
@@ -150,17 +151,67 @@ class ScanSearcher:
         self.scan_seconds = 0.0  # wall time inside scores(), summed
         self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
-        if plan not in ("single", "cost", "wide", "wider"):
-            raise NwalignError(f"scan: plan {plan!r} is not single, cost, wide or wider")
+        if plan not in PLANS:
+            raise NwalignError(f"scan: plan {plan!r} is not one of {', '.join(PLANS)}")
         self.plan = plan
         self.min_threads = min_threads
+        # Plan "profile": the sequences up to PROFILE_MAX_LEN residues (a suffix of the length order) take
+        # sw_profile.cu, the longer ones the plan "wider".
+        self.profile_first = int(np.searchsorted(-self.sorted_lengths, -PROFILE_MAX_LEN, side="left")) \
+            if plan == "profile" and self.packed16 and self.hopper else self.count
+        self.profile_base = int(self.sorted_lengths[:self.profile_first].sum())  # its first residue
+        self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
+        self._profile_table = _score_table(scoring.matrix, self.go, True).view(np.int32).astype(np.int64) \
+            .reshape(A + 1, A + 1) & 0xFFFF
 
     def partitions(self, m: int) -> list:
-        """The launches for a query of ``m`` residues (see :func:`_partitions`; cached by length)."""
+        """The sw_search.cu launches for a query of ``m`` residues (see :func:`_partitions`; cached by
+        length). Plan ``profile``: those of plan ``wider`` over the sequences longer than
+        :data:`PROFILE_MAX_LEN` only (the rest take sw_profile.cu)."""
         if m not in self._plans:
-            self._plans[m] = _partitions(self.sorted_lengths, self.packed16, self.hopper, m, self.plan != "cost",
-                                         self.min_threads, self.plan in ("wide", "wider"), self.plan == "wider")
+            wider = self.plan in ("wider", "profile")
+            parts = _partitions(self.sorted_lengths[:self.profile_first], self.packed16, self.hopper, m,
+                                self.plan != "cost", self.min_threads, self.plan in ("wide", "wider", "profile"), wider)
+            self._plans[m] = parts
         return self._plans[m]
+
+    def _launch_profile(self, query: np.ndarray, stream, d_scores, counters):
+        """sw_profile.cu over the sequences from ``profile_first`` on: one launch per tile of the query
+        (:func:`profile_config`), on ``stream``; returns the scratch to keep alive."""
+        cp = self.cp
+        first, count = self.profile_first, self.count - self.profile_first
+        if count == 0:
+            return None
+        m = int(query.size)
+        G, R, passes = profile_config(m)
+        tile = G * R
+        A1 = self.A + 1
+        q = np.full(passes * tile, self.A, dtype=np.int64)
+        q[:m] = query
+        # [pass][letter][row of the tile]: (S(q_i, b) + go) & 0xffff
+        prof = self._profile_table[q].reshape(passes, tile, A1).transpose(0, 2, 1)
+        with stream:
+            d_prof = cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
+            d_scores[first:].fill(0)
+        if passes > 1 and self._bound is None:
+            self._bound = cp.empty(self.residues - self.profile_base, dtype=cp.uint64)
+        bound = self._bound if passes > 1 else d_prof
+        func = _profile_kernel(G, R)
+        threads = 256
+        seg = ((R // 4) | 1) * 4
+        shared = 4 * A1 * G * seg + (threads // G) * 16 * 4
+        if shared > 48 << 10:
+            func.max_dynamic_shared_size_bytes = shared
+        pairs = (count + 1) // 2
+        blocks = min((pairs * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
+        res = self.d_res[self.profile_base:]
+        for p in range(passes):
+            args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
+                              self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr, d_scores.data.ptr,
+                              counters[p:].data.ptr)], dtype=_SP_ARGS)[0]
+            with stream:
+                func((blocks,), (threads,), (args,), shared_mem=shared)
+        return d_prof
 
     def _qrow(self, query: np.ndarray, wide: bool):
         """Row offsets (bytes into the table) of the padded query, as the kernel reads them: SW_QPAD rows
@@ -220,8 +271,15 @@ class ScanSearcher:
         parts = self.partitions(int(query.size))
         with self.upload:
             ticket.qrows = {wide: self._qrow(query, wide) for wide in (False, True)}
-            ticket.counters = cp.zeros(len(parts) + 1, dtype=cp.int32)  # one work counter per launch
+            # one work counter per launch (the last: recomputation), then sw_profile's, one per pass
+            passes = profile_config(int(query.size))[2] if self.profile_first < self.count else 0
+            ticket.counters = cp.zeros(len(parts) + 1 + passes, dtype=cp.int32)
             start = self.upload.record()
+        if self.profile_first < self.count:  # on a stream of its own, beside the longer sequences' ranges
+            self.profile_stream.wait_event(start)
+            ticket.keep.append(self._launch_profile(query, self.profile_stream, slot.d_scores,
+                                                    ticket.counters[len(parts) + 1:]))
+            ticket.main.wait_event(self.profile_stream.record())
         for k, part in enumerate(parts):  # longest first, over the streams
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
@@ -238,6 +296,7 @@ class ScanSearcher:
         left the int16 range are recomputed in 32-bit first."""
         started = time.perf_counter()
         slot, query = ticket.slot, ticket.query
+        parts = self.partitions(int(query.size))
         got = self._wait(slot, ticket.done)
         if self.packed16 and got.size and got.max() >= self.limit:  # one pass; indices only where needed
             again = np.flatnonzero(got >= self.limit)
@@ -247,7 +306,7 @@ class ScanSearcher:
                     d_list = self.cp.asarray(self.rank[again])
                     ticket.main.wait_event(self.upload.record())
                 ticket.keep.append(self._launch(self.wide_part, query, ticket.qrows, ticket.main, slot.d_scores,
-                                                True, d_list, int(again.size), ticket.counters[-1:]))
+                                                True, d_list, int(again.size), ticket.counters[len(parts):]))
                 got = self._wait(slot, self._copy_back(slot, ticket.main))
         out = got.astype(np.int64)
         slot.busy = False
@@ -300,7 +359,32 @@ class ScanSearcher:
 
 
 _QPAD = 32  # SW_QPAD in sw_search.cu
+from .structs import SP_ARGS as _SP_ARGS  # noqa: E402
 from .structs import SW_ARGS as _ARGS  # noqa: E402
+PLANS = ("wider", "wide", "single", "cost", "profile")
+#: Plan ``profile``: database sequences up to this length take sw_profile.cu (longer ones would hold one
+#: group of the persistent grid for longer than the average group's whole share of the launch).
+PROFILE_MAX_LEN = 4096
+#: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
+PROFILE_CONFIGS = [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] + [(32, r) for r in (16, 20, 24, 28)]
+
+
+def profile_config(m: int) -> tuple[int, int, int]:
+    """(G, R, passes) of sw_profile.cu for a query of ``m`` residues: the fewest row slots (passes x G x R),
+    each thread's per-column work besides its R cells counted as 3 more and each pass as 16 (the launch's
+    tail), then the fewest passes."""
+    def cost(c):
+        g, r = c
+        p = -(-m // (g * r))
+        return (p * g * r * (1 + 3 / r) + 16 * p, p)
+    g, r = min(PROFILE_CONFIGS, key=cost)
+    return g, r, -(-m // (g * r))
+
+
+def _profile_kernel(G: int, R: int):
+    names = tuple(f"sw_profile<{g}, {r}>" for g, r in PROFILE_CONFIGS)
+    return modules.function("sw_profile", f"sw_profile<{G}, {R}>", name_expressions=names)
+
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
 # single-pass configurations (threads per group G, columns per thread R), the columns per thread of the

@@ -29,6 +29,9 @@ SCORE16_ARGS = np.dtype([("a", SCORE_ARGS), ("limit16", np.int32), ("overflow", 
 SW_ARGS = np.dtype([("res", _P), ("off", _P), ("list", _P), ("first", np.int32), ("count", np.int32), ("qrow", _P),
                     ("m", np.int32), ("steps", np.int32), ("table", _P), ("table_words", np.int32), ("pad", np.int32),
                     ("go", np.int32), ("ge", np.int32), ("bound", _P), ("scores", _P), ("next", _P)], align=True)
+SP_ARGS = np.dtype([("res", _P), ("off", _P), ("first", np.int32), ("count", np.int32), ("profile", _P),
+                    ("A1", np.int32), ("pad", np.int32), ("go", np.int32), ("ge", np.int32), ("read_bound", np.int32),
+                    ("write_bound", np.int32), ("bound", _P), ("scores", _P), ("next", _P)], align=True)
 BATCH_JOB = np.dtype([("q", np.int64), ("t", np.int64), ("dirs", np.int64), ("row", np.int64), ("ops", np.int64),
                       ("m", np.int32), ("n", np.int32)], align=True)
 BATCH_ARGS = np.dtype([("jobs", _P), ("njobs", np.int32), ("q", _P), ("t", _P), ("S", _P), ("A", np.int32),
@@ -46,7 +49,8 @@ SOURCES = {
     "SETS": ("Sets", "allpairs.cu"), "ADIAG_ARGS": ("AdiagArgs", "antidiagonal.cu"),
     "TILE_ARGS": ("TileArgs", "tiles.cuh"), "WAVE_ARGS": ("WaveArgs", "wavefront.cu"),
     "SCORE_ARGS": ("ScoreArgs", "wave_common.cuh"), "SCORE16_ARGS": ("Score16Args", "wave_score16.cu"),
-    "SW_ARGS": ("SwArgs", "sw_search.cu"), "BATCH_JOB": ("BatchJob", "batch_align.cu"),
+    "SW_ARGS": ("SwArgs", "sw_search.cu"),
+    "SP_ARGS": ("SpArgs", "sw_profile.cu"), "BATCH_JOB": ("BatchJob", "batch_align.cu"),
     "BATCH_ARGS": ("BatchArgs", "batch_align.cu"), "BAND_JOB": ("BandJob", "banded_align.cu"),
     "BAND_ARGS": ("BandArgs", "banded_align.cu"),
 }
