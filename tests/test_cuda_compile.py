@@ -35,7 +35,7 @@ def test_shipped_cubins_match_the_sources():
 
     from nwalign.cuda.batch import KERNEL_NAMES
     from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled
+    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():
@@ -47,6 +47,8 @@ def test_shipped_cubins_match_the_sources():
                 single, r_multi, wide = CONFIGS[arch >= 90]
                 names = [_mangled(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90] + WIDER_SINGLE[arch >= 90]]
                 names += [_mangled(False, g, r_multi, True) for g in GROUPS] + [_mangled(True, *wide, True), "sw_gather"]
+            elif name == "sw_profile":
+                names = profile_kernel_names()
             elif name == "batch_align":
                 names = list(KERNEL_NAMES)
             else:  # banded_align

@@ -134,9 +134,12 @@ def warm_up_search(device: int = 0):
         if device not in _SEARCH_WARM_UPS:
             def kernels(capability):
                 from .batch import KERNEL_NAMES
-                from .search import kernel_names
+                from .search import kernel_names, profile_kernel_names
 
-                return {"sw_search": kernel_names(capability >= 90), "batch_align": KERNEL_NAMES}
+                names = {"sw_search": kernel_names(capability >= 90), "batch_align": KERNEL_NAMES}
+                if capability >= 90:
+                    names["sw_profile"] = profile_kernel_names()
+                return names
 
             def scatter(cupy):
                 # The scan's scores go back to database order by a CuPy scatter (int32 scores, int32
@@ -146,7 +149,7 @@ def warm_up_search(device: int = 0):
                 cupy.cuda.Device().synchronize()
                 logging.getLogger("nwalign").debug("cuda: the scores' scatter kernel loaded")
 
-            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "batch_align"), kernels, scatter)
+            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "sw_profile", "batch_align"), kernels, scatter)
     return _SEARCH_WARM_UPS[device]
 
 

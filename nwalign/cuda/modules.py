@@ -1,8 +1,8 @@
 """Compile and cache the CUDA sources in kernels/ as CuPy RawModules (one per source and flavour).
 
 CuPy compiles with NVRTC for the current device's architecture and caches the binary on disk, so the
-cost is paid once per machine. The search scan, the batched and the banded alignment kernels also ship
-as cubins for sm_80 and sm_90 (kernels/cubins/, built by scripts/build_cubins.py), used when they match
+cost is paid once per machine. The search scans, the batched and the banded alignment kernels also ship
+as cubins for sm_80 and sm_90 (sw_profile.cu: sm_90 only, the GPUs that run it) (kernels/cubins/, built by scripts/build_cubins.py), used when they match
 the sources and the GPU.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).parent / "kernels"
 CUBIN_DIR = KERNEL_DIR / "cubins"
 #: Sources shipped as cubins, and the architectures built (a cubin runs on GPUs of its major version).
-PREBUILT = {"sw_search": (80, 90), "batch_align": (80, 90), "banded_align": (80, 90)}
+PREBUILT = {"sw_search": (80, 90), "sw_profile": (90,), "batch_align": (80, 90), "banded_align": (80, 90)}
 
 log = logging.getLogger("nwalign")
 

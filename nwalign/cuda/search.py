@@ -90,13 +90,17 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
-        plan: ``wider`` (the default: the smallest single-pass configuration that holds each length
-            range, up to 1,280 residues with :data:`WIDE_SINGLE`'s and :data:`WIDER_SINGLE`'s groups of
-            168-228 registers, one block per SM; multi-pass groups of 32 beyond), ``wide`` (single
-            passes up to 896 residues), ``single`` (up to 640, 128 registers) or ``cost`` (the
-            configuration with the fewest cell slots per range, small multi-pass groups for short
-            queries). On an H100 over the 20 benchmark queries: ``wider`` 4,158 GCUPS, ``wide`` 4,069-4,099,
-            ``single`` 3,955; ``cost`` slower still (docs/performance.md).
+        plan: ``profile`` (the default on GPUs with DPX instructions, sm_90 and later: the sequences up to
+            :data:`PROFILE_MAX_LEN` residues take kernels/sw_profile.cu, where a group holds a tile of the
+            query in registers and the database streams through it, scored from a query profile in
+            shared memory; the longer ones take plan ``wider``), ``wider`` (the default elsewhere: the
+            smallest single-pass configuration that holds each length range, up to 1,280 residues with
+            :data:`WIDE_SINGLE`'s and :data:`WIDER_SINGLE`'s groups of 168-228 registers, one block per
+            SM; multi-pass groups of 32 beyond), ``wide`` (single passes up to 896 residues), ``single``
+            (up to 640, 128 registers) or ``cost`` (the configuration with the fewest cell slots per
+            range, small multi-pass groups for short queries). On an H100 over the 20 benchmark queries:
+            ``profile`` 4,793 GCUPS, ``wider`` 4,134-4,158, ``wide`` 4,069-4,099, ``single`` 3,955;
+            ``cost`` slower still (docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
         slots: queries in flight at once (:meth:`submit`), each with its own score buffers (default
@@ -107,7 +111,7 @@ class ScanSearcher:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "wider", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
+                 plan: str = "profile", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
                  slots: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
@@ -194,7 +198,12 @@ class ScanSearcher:
             d_prof = cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
             d_scores[first:].fill(0)
         if passes > 1 and self._bound is None:
-            self._bound = cp.empty(self.residues - self.profile_base, dtype=cp.uint64)
+            try:
+                self._bound = cp.empty(self.residues - self.profile_base, dtype=cp.uint64)
+            except cp.cuda.memory.OutOfMemoryError:
+                raise NwalignError(f"scan: no GPU memory for the boundary rows of a query longer than {tile} "
+                                   f"residues ({8 * (self.residues - self.profile_base) / 2**30:.1f} GiB): "
+                                   "split the database, or use --backend cpu") from None
         bound = self._bound if passes > 1 else d_prof
         func = _profile_kernel(G, R)
         threads = 256
@@ -348,8 +357,16 @@ class ScanSearcher:
         parts = self.partitions(m)
         multi = [p for p in parts if p.multi]
         longer = sum(p.count for p in multi)
-        text = (f"scan: {len(parts)} length ranges, groups of {min(p.G for p in parts)}-{max(p.G for p in parts)} "
-                f"threads, {'packed 16-bit' if self.packed16 else '32-bit'} scores")
+        text = "scan:"
+        if self.profile_first < self.count:
+            G, R, passes = profile_config(m)
+            text += (f" {self.count - self.profile_first} sequences up to {PROFILE_MAX_LEN} residues with a query "
+                     f"profile (a {m}-residue query: groups of {G} threads, {G * R} rows per pass, {passes} "
+                     f"pass{'es' if passes > 1 else ''});")
+        if parts:
+            text += (f" {len(parts)} length ranges, groups of {min(p.G for p in parts)}-{max(p.G for p in parts)} "
+                     "threads;")
+        text += f" {'packed 16-bit' if self.packed16 else '32-bit'} scores"
         if longer:
             text += (f"; {longer} sequences longer than one pass take passes of "
                      f"{max(p.G * p.R for p in multi)} columns")
@@ -381,9 +398,21 @@ def profile_config(m: int) -> tuple[int, int, int]:
     return g, r, -(-m // (g * r))
 
 
+def _profile_mangled(G: int, R: int) -> str:
+    """The mangled name of ``sw_profile<G, R>(SpArgs)`` in a cubin."""
+    return f"_Z10sw_profileILi{G}ELi{R}EEv6SpArgs"
+
+
+def profile_kernel_names() -> list[str]:
+    """Mangled names of every sw_profile.cu kernel plan ``profile`` may launch (for ``warm_up``)."""
+    return [_profile_mangled(g, r) for g, r in PROFILE_CONFIGS]
+
+
 def _profile_kernel(G: int, R: int):
+    """sw_profile<G, R> from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
     names = tuple(f"sw_profile<{g}, {r}>" for g, r in PROFILE_CONFIGS)
-    return modules.function("sw_profile", f"sw_profile<{G}, {R}>", name_expressions=names)
+    return modules.prebuilt_function("sw_profile", _profile_mangled(G, R)) or \
+        modules.function("sw_profile", f"sw_profile<{G}, {R}>", name_expressions=names)
 
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
