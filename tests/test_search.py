@@ -308,6 +308,7 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
     from nwalign.dbsearch import cpu_scan
 
     monkeypatch.setattr(S, "PROFILE_MAX_LEN", 1500)
+    monkeypatch.setattr(S, "PROFILE_CHUNK_RESIDUES", 30000)  # several chunks, one boundary buffer
     rng = np.random.default_rng(21)
     scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
     letters = {"dna": "ACGT", "dna-iupac": "ACGT" * 6 + "RYMKWSBDHVN"}.get(alphabet, "ARNDCQEGHILKMFPSTWYV")
@@ -318,10 +319,27 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
     db = database_from_records(recs, "db")
     codes = encode_database(db, scoring)
     gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile", min_threads=0)
-    assert 0 < gpu.profile_first < gpu.count
+    assert 0 < gpu.profile_first < gpu.count and len(gpu.profile_chunks) > 2
     for m in (1, 2, 7, 31, 33, 144, 161, 600, 1500, 2100):
         q = encode_all([Record("q", "", base[:m] if m <= len(base) else base)], scoring, "q")[0]
         assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2)), m
+
+
+@pytest.mark.parametrize("first", [0, 1, 4])
+@pytest.mark.parametrize("residues", [1, 10, 15, 1000])
+def test_scan_profile_chunks_cover_the_range(first, residues):
+    """Plan profile's chunks (no GPU needed): contiguous, covering sequences first.. once, each within the
+    residue bound unless it is a single pair, every chunk but the last an even number of sequences."""
+    from nwalign.cuda.search import _chunks
+
+    lengths = np.array([9, 8, 7, 7, 5, 5, 4, 3, 3, 1, 1], dtype=np.int64)
+    chunks = _chunks(lengths, first, residues)
+    assert chunks[0][0] == first and sum(c[1] for c in chunks) == lengths.size - first
+    for (a, n, base, size), nxt in zip(chunks, chunks[1:] + [(lengths.size,)]):
+        assert a + n == nxt[0] and base == lengths[:a].sum() and size == lengths[a:a + n].sum()
+        assert size <= residues or n <= 2
+    assert all(c[1] % 2 == 0 for c in chunks[:-1])
+    assert _chunks(lengths, lengths.size, residues) == []
 
 
 @pytest.mark.gpu

@@ -163,7 +163,9 @@ class ScanSearcher:
         # sw_profile.cu, the longer ones the plan "wider".
         self.profile_first = int(np.searchsorted(-self.sorted_lengths, -PROFILE_MAX_LEN, side="left")) \
             if plan == "profile" and self.packed16 and self.hopper else self.count
-        self.profile_base = int(self.sorted_lengths[:self.profile_first].sum())  # its first residue
+        #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
+        #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
+        self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, PROFILE_CHUNK_RESIDUES)
         self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
         self._profile_table = _score_table(scoring.matrix, self.go, True).view(np.int32).astype(np.int64) \
             .reshape(A + 1, A + 1) & 0xFFFF
@@ -180,11 +182,11 @@ class ScanSearcher:
         return self._plans[m]
 
     def _launch_profile(self, query: np.ndarray, stream, d_scores, counters):
-        """sw_profile.cu over the sequences from ``profile_first`` on: one launch per tile of the query
-        (:func:`profile_config`), on ``stream``; returns the scratch to keep alive."""
+        """sw_profile.cu over the sequences from ``profile_first`` on, chunk by chunk
+        (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`) on ``stream``;
+        returns the scratch to keep alive. ``counters``: zeroed int32, one per launch."""
         cp = self.cp
-        first, count = self.profile_first, self.count - self.profile_first
-        if count == 0:
+        if self.profile_first == self.count:
             return None
         m = int(query.size)
         G, R, passes = profile_config(m)
@@ -196,14 +198,15 @@ class ScanSearcher:
         prof = self._profile_table[q].reshape(passes, tile, A1).transpose(0, 2, 1)
         with stream:
             d_prof = cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
-            d_scores[first:].fill(0)
+            d_scores[self.profile_first:].fill(0)
         if passes > 1 and self._bound is None:
+            words = max(residues for _, _, _, residues in self.profile_chunks)
             try:
-                self._bound = cp.empty(self.residues - self.profile_base, dtype=cp.uint64)
+                self._bound = cp.empty(words, dtype=cp.uint64)
             except cp.cuda.memory.OutOfMemoryError:
                 raise NwalignError(f"scan: no GPU memory for the boundary rows of a query longer than {tile} "
-                                   f"residues ({8 * (self.residues - self.profile_base) / 2**30:.1f} GiB): "
-                                   "split the database, or use --backend cpu") from None
+                                   f"residues ({8 * words / 2**30:.1f} GiB): split the database, or use "
+                                   "--backend cpu") from None
         bound = self._bound if passes > 1 else d_prof
         func = _profile_kernel(G, R)
         threads = 256
@@ -211,16 +214,24 @@ class ScanSearcher:
         shared = 4 * A1 * G * seg + (threads // G) * 16 * 4
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
-        pairs = (count + 1) // 2
-        blocks = min((pairs * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
-        res = self.d_res[self.profile_base:]
-        for p in range(passes):
-            args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
-                              self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr, d_scores.data.ptr,
-                              counters[p:].data.ptr)], dtype=_SP_ARGS)[0]
-            with stream:
-                func((blocks,), (threads,), (args,), shared_mem=shared)
+        resident = modules.resident_blocks(func, threads, shared)
+        launch = 0
+        for first, count, base, _ in self.profile_chunks:
+            pairs = (count + 1) // 2
+            blocks = min((pairs * G + threads - 1) // threads, resident)
+            res = self.d_res[base:]
+            for p in range(passes):
+                args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
+                                  self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr,
+                                  d_scores.data.ptr, counters[launch:].data.ptr)], dtype=_SP_ARGS)[0]
+                with stream:
+                    func((blocks,), (threads,), (args,), shared_mem=shared)
+                launch += 1
         return d_prof
+
+    def profile_launches(self, m: int) -> int:
+        """How many sw_profile.cu launches a query of ``m`` residues takes (0 without plan ``profile``)."""
+        return len(self.profile_chunks) * profile_config(m)[2] if self.profile_first < self.count else 0
 
     def _qrow(self, query: np.ndarray, wide: bool):
         """Row offsets (bytes into the table) of the padded query, as the kernel reads them: SW_QPAD rows
@@ -281,8 +292,7 @@ class ScanSearcher:
         with self.upload:
             ticket.qrows = {wide: self._qrow(query, wide) for wide in (False, True)}
             # one work counter per launch (the last: recomputation), then sw_profile's, one per pass
-            passes = profile_config(int(query.size))[2] if self.profile_first < self.count else 0
-            ticket.counters = cp.zeros(len(parts) + 1 + passes, dtype=cp.int32)
+            ticket.counters = cp.zeros(len(parts) + 1 + self.profile_launches(int(query.size)), dtype=cp.int32)
             start = self.upload.record()
         if self.profile_first < self.count:  # on a stream of its own, beside the longer sequences' ranges
             self.profile_stream.wait_event(start)
@@ -382,6 +392,26 @@ PLANS = ("wider", "wide", "single", "cost", "profile")
 #: Plan ``profile``: database sequences up to this length take sw_profile.cu (longer ones would hold one
 #: group of the persistent grid for longer than the average group's whole share of the launch).
 PROFILE_MAX_LEN = 4096
+#: Residues per chunk of plan profile's sequences (bounds the boundary rows at 8 bytes a residue: 2 GiB).
+PROFILE_CHUNK_RESIDUES = 1 << 28
+
+
+def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple[int, int, int, int]]:
+    """Cut sequences ``first``.. (length order) into contiguous chunks of at most ``residues`` residues
+    (or one sequence pair, if longer) that start at an even distance from ``first``; each as (first,
+    count, first residue, residues)."""
+    ends = np.cumsum(sorted_lengths, dtype=np.int64)
+    start = int(ends[first - 1]) if first else 0
+    out = []
+    while first < sorted_lengths.size:
+        k = int(np.searchsorted(ends, start + residues, side="right"))  # sequences first..k-1 fit
+        k = max(k - (k - first) % 2, first + 2) if k < sorted_lengths.size else k
+        k = min(k, sorted_lengths.size)
+        out.append((first, k - first, start, int(ends[k - 1]) - start))
+        first, start = k, int(ends[k - 1])
+    return out
+
+
 #: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
 PROFILE_CONFIGS = [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] + [(32, r) for r in (16, 20, 24, 28)]
 

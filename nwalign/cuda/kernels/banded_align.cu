@@ -48,12 +48,13 @@ __device__ __forceinline__ int band_border(int k, bool inside, int go, int ge) {
 
 // Lane 0's input for column jc of band b: H and F of the row above the band (row 0, or the previous band's
 // last row, stored up to its last column jprev).
+template <bool F_GO>
 __device__ __forceinline__ void band_fetch(const BandArgs &a, const u8 *t, int n, int hi, const int *rowH,
                                            const int *rowF, int b, int jc, int jprev, int &h, int &f, int &tc) {
     if (jc <= n) {
-        if (b == 0) {
+        if (b == 0) {  // H(0, j); F_GO: F(1, j) + go = H(0, j), a gap opened below row 0
             h = band_border(jc, jc <= hi, a.go, a.ge);
-            f = NW_NEG;
+            f = F_GO ? h : NW_NEG;
         } else if (jc <= jprev) {
             h = rowH[jc];
             f = rowF[jc];
@@ -63,6 +64,33 @@ __device__ __forceinline__ void band_fetch(const BandArgs &a, const u8 *t, int n
         }
         tc = t[jc - 1];
     }
+}
+
+// Lane 31 finished column c0 + s - 30 of a band `width` columns wide: lane (k - 1) % 32 keeps its H and F
+// (k its place in the sweep, 1-based), and every 32 columns the lanes store theirs in the row buffer for
+// the next band. Every lane of the warp must call it.
+__device__ __forceinline__ void band_handoff(int up_h, int up_f, int s, int width, int c0, int lane, int &out_h,
+                                             int &out_f, int *rowH, int *rowF) {
+    const int oh = __shfl_sync(0xffffffffu, up_h, 31);
+    const int of = __shfl_sync(0xffffffffu, up_f, 31);
+    const int k31 = s - 30;
+    if (k31 >= 1 && k31 <= width) {
+        if (lane == ((k31 - 1) & 31)) { out_h = oh; out_f = of; }
+        if ((k31 & 31) == 0 || k31 == width) {
+            const int kc = ((k31 - 1) & ~31) + 1 + lane;
+            if (kc <= k31) { rowH[c0 + kc] = out_h; rowF[c0 + kc] = out_f; }
+        }
+    }
+}
+
+// H(m, n) from the last band, whose H holds column n: the lane with row m has it. Every lane must call it.
+template <int R>
+__device__ __forceinline__ int band_corner(const int (&H)[R], int row0, int m) {
+    int hm = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        if (row0 + r + 1 == m) hm = H[r];
+    return __shfl_sync(0xffffffffu, hm, ((m - 1) % BAND_H) / R);
 }
 
 // The direction nibble of cell (i, j), 1 <= i <= m, of a pair's banded words; 0 outside the stored columns
@@ -115,10 +143,10 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
         unsigned *dword = dirs ? dirs + ((size_t)b * 32 + lane) * W : nullptr;
         for (int s = 0; s < width + 31; ++s) {
             if ((s & 31) == 0) {
-                if (s == 0) band_fetch(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
+                if (s == 0) band_fetch<false>(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
                 in_h = nx_h; in_f = nx_f; in_t = nx_t;
                 if (s + 32 < width)
-                    band_fetch(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
+                    band_fetch<false>(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
             }
             int h_in = __shfl_up_sync(0xffffffffu, up_h, 1);
             int f_in = __shfl_up_sync(0xffffffffu, up_f, 1);
@@ -151,29 +179,13 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
                 diag = h_in;
                 up_t = t_in;
             }
-            // Lane 31 finished column c0 + s - 30: collect it, and store every 32 columns for the next band.
-            const int oh = __shfl_sync(0xffffffffu, up_h, 31);
-            const int of = __shfl_sync(0xffffffffu, up_f, 31);
-            const int k31 = s - 30;  // its column's place in this band's sweep, 1-based
-            if (k31 >= 1 && k31 <= width && b + 1 < nbands) {
-                if (lane == ((k31 - 1) & 31)) { out_h = oh; out_f = of; }
-                if ((k31 & 31) == 0 || k31 == width) {
-                    const int kc = ((k31 - 1) & ~31) + 1 + lane;
-                    if (kc <= k31) { rowH[c0 + kc] = out_h; rowF[c0 + kc] = out_f; }
-                }
-            }
+            if (b + 1 < nbands) band_handoff(up_h, up_f, s, width, c0, lane, out_h, out_f, rowH, rowF);
         }
         jprev = jmax;
         // The next band's lanes read columns of the row buffer that other lanes wrote (the sweep starts at
         // another column): make the writes visible to the whole warp first.
         __syncwarp();
-        if (b + 1 == nbands) {  // H holds column jmax = n: the lane with row m has H(m, n)
-            int hm = 0;
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                if (row0 + r + 1 == m) hm = H[r];
-            corner = __shfl_sync(0xffffffffu, hm, ((m - 1) % BAND_H) / R);
-        }
+        if (b + 1 == nbands) corner = band_corner(H, row0, m);
     }
     if (!dirs) {  // score only: no traceback
         if (lane == 0) out[0] = corner;
@@ -204,24 +216,6 @@ extern "C" __global__ void __launch_bounds__(128) banded_align_global(BandArgs a
 // F + go = -inf down: a path can leave the band only through such a cell (right of the band by E, then
 // down into it by F; left of it by F, then right into it by E, whose input H is then -inf), so the
 // banded optimum is the CPU engine's. Needs 0 <= ge <= go and scores in [-128, 127] (the host checks).
-__device__ __forceinline__ void band_score_fetch(const BandArgs &a, const u8 *t, int n, int hi, const int *rowH,
-                                                 const int *rowF, int b, int jc, int jprev, int &h, int &f,
-                                                 int &tc) {
-    if (jc <= n) {
-        if (b == 0) {  // H(0, j), and F(1, j) + go = H(0, j): a gap opened below row 0
-            h = band_border(jc, jc <= hi, a.go, a.ge);
-            f = h;
-        } else if (jc <= jprev) {
-            h = rowH[jc];
-            f = rowF[jc];
-        } else {
-            h = NW_NEG;
-            f = NW_NEG;
-        }
-        tc = t[jc - 1];
-    }
-}
-
 __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned *prof, const int *sS, int lane,
                                   int *out) {
     constexpr int R = BAND_ROWS;
@@ -240,18 +234,7 @@ __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned 
 #pragma unroll
         for (int r = 0; r < R; ++r) qa[r] = row0 + r + 1 <= m ? q[row0 + r] * a.A : -1;
         __syncwarp();  // the previous band's last reads of the profile are done
-        for (int c = 0; c < a.A; ++c) {  // prof[(c * 32 + lane) * 2 + w]: S(q_i, c) of rows 4w + 1 .. 4w + 4
-#pragma unroll
-            for (int w = 0; w < 2; ++w) {
-                unsigned word = 0;
-#pragma unroll
-                for (int k = 0; k < 4; ++k) {
-                    const int sc = qa[4 * w + k] >= 0 ? sS[qa[4 * w + k] + c] : 0;
-                    word |= ((unsigned)sc & 0xffu) << (8 * k);
-                }
-                prof[(c * 32 + lane) * 2 + w] = word;
-            }
-        }
+        build_byte_profile<R, 2>(prof, qa, sS, a.A, lane);  // S(q_i, c) of rows 4w + 1 .. 4w + 4
         __syncwarp();
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -266,10 +249,10 @@ __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned 
         int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
         for (int s = 0; s < width + 31; ++s) {
             if ((s & 31) == 0) {
-                if (s == 0) band_score_fetch(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
+                if (s == 0) band_fetch<true>(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
                 in_h = nx_h; in_f = nx_f; in_t = nx_t;
                 if (s + 32 < width)
-                    band_score_fetch(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
+                    band_fetch<true>(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
             }
             int h_in = __shfl_up_sync(FULL_MASK, up_h, 1);
             int f_in = __shfl_up_sync(FULL_MASK, up_f, 1);
@@ -286,13 +269,7 @@ __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned 
                 int hd = diag, fg = f_in;
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
-                    int sc;
-                    switch (r & 3) {
-                        case 0: sc = sbyte<0>(p[r >> 2]); break;
-                        case 1: sc = sbyte<1>(p[r >> 2]); break;
-                        case 2: sc = sbyte<2>(p[r >> 2]); break;
-                        default: sc = sbyte<3>(p[r >> 2]); break;
-                    }
+                    const int sc = profile_byte(p, r);
                     const bool inside = (unsigned)(d0 - r) <= span;
                     const int de = __viaddmax_s32(hd, sc, E[r]);
                     const int h = inside ? __viaddmax_s32(fg, -go, de) : NW_NEG;
@@ -306,29 +283,11 @@ __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned 
                 diag = h_in;
                 up_t = t_in;
             }
-            // Lane 31 finished column c0 + s - 30: collect it, and store every 32 columns for the next band.
-            if (b + 1 < nbands) {
-                const int oh = __shfl_sync(FULL_MASK, up_h, 31);
-                const int of = __shfl_sync(FULL_MASK, up_f, 31);
-                const int k31 = s - 30;  // its column's place in this band's sweep, 1-based
-                if (k31 >= 1 && k31 <= width) {
-                    if (lane == ((k31 - 1) & 31)) { out_h = oh; out_f = of; }
-                    if ((k31 & 31) == 0 || k31 == width) {
-                        const int kc = ((k31 - 1) & ~31) + 1 + lane;
-                        if (kc <= k31) { rowH[c0 + kc] = out_h; rowF[c0 + kc] = out_f; }
-                    }
-                }
-            }
+            if (b + 1 < nbands) band_handoff(up_h, up_f, s, width, c0, lane, out_h, out_f, rowH, rowF);
         }
         jprev = jmax;
         __syncwarp();  // the row buffer's writes are visible to every lane of the next band
-        if (b + 1 == nbands) {  // H holds column jmax = n: the lane with row m has H(m, n)
-            int hm = 0;
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                if (row0 + r + 1 == m) hm = H[r];
-            corner = __shfl_sync(FULL_MASK, hm, ((m - 1) % BAND_H) / R);
-        }
+        if (b + 1 == nbands) corner = band_corner(H, row0, m);
     }
     if (lane == 0) out[0] = corner;
 }

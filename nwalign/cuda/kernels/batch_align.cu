@@ -79,18 +79,7 @@ __device__ void batch_pair(const BatchArgs &a, const BatchJob &J, unsigned *prof
 #pragma unroll
             for (int r = 0; r < R; ++r) qa[r] = row0 + r + 1 <= m ? q[row0 + r] * a.A : -1;
             __syncwarp();  // the previous band's last reads are done
-            for (int c = 0; c < a.A; ++c) {
-#pragma unroll
-                for (int w = 0; w < 2; ++w) {
-                    unsigned word = 0;
-#pragma unroll
-                    for (int k = 0; k < 4; ++k) {
-                        const int s = qa[4 * w + k] >= 0 ? sS[qa[4 * w + k] + c] : 0;
-                        word |= ((unsigned)s & 0xffu) << (8 * k);
-                    }
-                    prof[(c * 32 + lane) * 2 + w] = word;
-                }
-            }
+            build_byte_profile<R, 2>(prof, qa, sS, a.A, lane);
             __syncwarp();
         } else {
 #pragma unroll
@@ -135,12 +124,7 @@ __device__ void batch_pair(const BatchArgs &a, const BatchJob &J, unsigned *prof
                 for (int r = 0; r < R; ++r) {
                     int sc;
                     if (BYTES) {
-                        switch (r & 3) {
-                            case 0: sc = sbyte<0>(p[r >> 2]); break;
-                            case 1: sc = sbyte<1>(p[r >> 2]); break;
-                            case 2: sc = sbyte<2>(p[r >> 2]); break;
-                            default: sc = sbyte<3>(p[r >> 2]); break;
-                        }
+                        sc = profile_byte(p, r);
                     } else {
                         sc = sS[qa[r] + t_in];
                     }

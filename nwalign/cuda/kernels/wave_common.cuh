@@ -42,6 +42,36 @@ __device__ __forceinline__ int sbyte(unsigned w) {
     return r;
 }
 
+// Row r's score in a byte query profile: signed byte r % 4 of p[r / 4] (r is a constant once unrolled).
+__device__ __forceinline__ int profile_byte(const unsigned *p, int r) {
+    switch (r & 3) {
+        case 0: return sbyte<0>(p[r >> 2]);
+        case 1: return sbyte<1>(p[r >> 2]);
+        case 2: return sbyte<2>(p[r >> 2]);
+        default: return sbyte<3>(p[r >> 2]);
+    }
+}
+
+// This lane's byte query profile of its R rows: prof[(c * 32 + lane) * WORDS + w] holds S(row 4w + k, c) in
+// byte k, for every letter c < A. qa[r]: row r's letter times A (its row of S), or -1 outside the query
+// (score 0). The caller keeps the warp's other reads of `prof` apart from it (__syncwarp before, after).
+template <int R, int WORDS>
+__device__ __forceinline__ void build_byte_profile(unsigned *prof, const int (&qa)[R], const int *S, int A,
+                                                   int lane) {
+    for (int c = 0; c < A; ++c) {
+#pragma unroll
+        for (int w = 0; w < WORDS; ++w) {
+            unsigned word = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int s = (4 * w + k < R && qa[4 * w + k] >= 0) ? S[qa[4 * w + k] + c] : 0;
+                word |= ((unsigned)s & 0xffu) << (8 * k);
+            }
+            prof[(c * 32 + lane) * WORDS + w] = word;
+        }
+    }
+}
+
 template <bool B> struct Guard { static constexpr bool value = B; };
 
 #ifndef LOOKAHEAD

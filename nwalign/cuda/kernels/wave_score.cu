@@ -118,13 +118,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
             unsigned word = ebits, enext = 0;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                int sc;
-                switch (r & 3) {
-                    case 0: sc = sbyte<0>(p[r >> 2]); break;
-                    case 1: sc = sbyte<1>(p[r >> 2]); break;
-                    case 2: sc = sbyte<2>(p[r >> 2]); break;
-                    default: sc = sbyte<3>(p[r >> 2]); break;
-                }
+                const int sc = profile_byte(p, r);
                 int de, h;
                 if (STORE && MODE != NW_LOCAL) {
                     // Bit planes, one funnel shift per bit (each bit is the sign of a difference): E beats
