@@ -308,7 +308,7 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
     from nwalign.dbsearch import cpu_scan
 
     monkeypatch.setattr(S, "PROFILE_MAX_LEN", 1500)
-    monkeypatch.setattr(S, "PROFILE_CHUNK_RESIDUES", 30000)  # several chunks, one boundary buffer
+    monkeypatch.setattr(S, "PROFILE_CHUNK_RESIDUES", 10000)  # several chunks, one boundary buffer
     rng = np.random.default_rng(21)
     scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
     letters = {"dna": "ACGT", "dna-iupac": "ACGT" * 6 + "RYMKWSBDHVN"}.get(alphabet, "ARNDCQEGHILKMFPSTWYV")
