@@ -334,8 +334,8 @@ class Search:
                     self._aligner = BatchAligner(scoring, device)
                 log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
                          time.perf_counter() - t0, "on the GPU" if align else "(none: score columns only)")
-                if hasattr(self.gpu, "describe"):
-                    log.info("search: %s", self.gpu.describe())
+                if hasattr(self.gpu, "describe") and self._encoded:  # as for the longest query
+                    log.info("search: %s", self.gpu.describe(max(int(q.codes.size) for q in self._encoded)))
             log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
                      db.count, db.total_length, scoring.matrix_name, self.threads)
             self._scaleout = None

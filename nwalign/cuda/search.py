@@ -363,27 +363,30 @@ class ScanSearcher:
         return self.submit(query.codes)
 
     def describe(self, m: int = 1000) -> str:
-        """One line for ``-v``: how the database is cut and which sequences take the slower paths."""
+        """One line for ``-v``: how the database is cut (for a query of ``m`` residues) and which sequences
+        take the slower paths."""
         parts = self.partitions(m)
         multi = [p for p in parts if p.multi]
         longer = sum(p.count for p in multi)
-        text = "scan:"
+        said = []
         if self.profile_first < self.count:
             G, R, passes = profile_config(m)
-            text += (f" {self.count - self.profile_first} sequences up to {PROFILE_MAX_LEN} residues with a query "
-                     f"profile (a {m}-residue query: groups of {G} threads, {G * R} rows per pass, {passes} "
-                     f"pass{'es' if passes > 1 else ''});")
+            said.append(f"{self.count - self.profile_first:,} sequences up to {PROFILE_MAX_LEN:,} residues with a "
+                        f"query profile (a {m:,}-residue query: groups of {G} threads, {G * R} rows a pass, "
+                        f"{passes} pass{'es' if passes > 1 else ''})")
         if parts:
-            text += (f" {len(parts)} length ranges, groups of {min(p.G for p in parts)}-{max(p.G for p in parts)} "
-                     "threads;")
-        text += f" {'packed 16-bit' if self.packed16 else '32-bit'} scores"
+            groups = sorted({p.G for p in parts})
+            sizes = f"{groups[0]}-{groups[-1]}" if len(groups) > 1 else str(groups[0])
+            which = f"the {self.profile_first:,} longer" if said else "the database"
+            said.append(f"{which} in {len(parts)} length range{'s' if len(parts) > 1 else ''} (groups of {sizes} "
+                        "threads)")
+        said.append(f"{'packed 16-bit' if self.packed16 else '32-bit'} scores")
         if longer:
-            text += (f"; {longer} sequences longer than one pass take passes of "
-                     f"{max(p.G * p.R for p in multi)} columns")
+            said.append(f"{longer:,} sequences longer than one pass take passes of "
+                        f"{max(p.G * p.R for p in multi)} columns")
         if self.packed16:
-            text += f"; scores >= {self.limit} are recomputed in 32-bit"
-        return text
-
+            said.append(f"scores >= {self.limit} are recomputed in 32-bit")
+        return "scan: " + "; ".join(said)
 
 _QPAD = 32  # SW_QPAD in sw_search.cu
 from .structs import SP_ARGS as _SP_ARGS  # noqa: E402
