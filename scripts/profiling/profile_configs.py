@@ -5,6 +5,10 @@ passes) timed on a prefix of the longest benchmark query against the Swiss-Prot-
 ``profile_config``'s choice named. For tuning ``profile_config``.
 
     python3 scripts/profiling/profile_configs.py [--lengths 144,222,567,729,4743,5147] [--db-size 570000]
+        [--configs 8x32,16x32] [--repeats 2]
+
+The configurations of a length are run in turn within each repeat (so that slow drifts of the machine
+touch them alike).
 """
 
 import argparse
@@ -27,6 +31,7 @@ def main() -> int:
     ap.add_argument("--lengths", default="144,222,375,567,729,850,4743,5147")
     ap.add_argument("--db-size", type=int, default=570_000)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--configs", help="GxR,... (default: every one of PROFILE_CONFIGS)")
     args = ap.parse_args()
     print(f"device: {device_info()[0]['name']}; {time.strftime('%Y-%m-%d %H:%M')}; {' '.join(sys.argv)}", flush=True)
     scoring = make_scoring("protein", "local")
@@ -39,24 +44,24 @@ def main() -> int:
     for m in (int(x) for x in args.lengths.split(",")):
         q = longest[:m]
         cells = m * db.total_length
-        row, ref, best = [], None, None
-        for g, r in S.PROFILE_CONFIGS:
-            passes = -(-m // (g * r))
-            S.profile_config = lambda n, g=g, r=r, p=passes: (g, r, p)
-            searcher.scores(q)  # warm
-            times = []
-            for _ in range(args.repeats):
+        configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")] if args.configs \
+            else S.PROFILE_CONFIGS
+        times = {c: [] for c in configs}
+        ref = None
+        for rep in range(args.repeats + 1):  # the first round warms every configuration
+            for g, r in configs:
+                passes = -(-m // (g * r))
+                S.profile_config = lambda n, g=g, r=r, p=passes: (g, r, p)
                 t0 = time.perf_counter()
                 got = searcher.scores(q)
-                times.append(time.perf_counter() - t0)
-            med = statistics.median(times)
-            gcups = cells / med / 1e9
-            if ref is None:
-                ref = got.copy()
-            elif not np.array_equal(ref, got):
-                ok = False
-            row.append((gcups, g, r, passes))
-            best = max(best or row[-1], row[-1])
+                if rep:
+                    times[(g, r)].append(time.perf_counter() - t0)
+                if ref is None:
+                    ref = got.copy()
+                elif not np.array_equal(ref, got):
+                    ok = False
+        row = [(cells / statistics.median(times[(g, r)]) / 1e9, g, r, -(-m // (g * r))) for g, r in configs]
+        best = max(row)
         S.profile_config = chosen
         g0, r0, p0 = chosen(m)
         print(f"m={m}: chosen {g0}x{r0} ({p0} passes); best {best[1]}x{best[2]} ({best[3]}) {best[0]:.0f} GCUPS; "
