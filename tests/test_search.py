@@ -343,14 +343,15 @@ def test_scan_profile_chunks_cover_the_range(first, residues):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [(8, 16), (8, 20), (8, 24), (8, 28), (8, 32), (16, 16), (16, 20), (16, 24),
-                                    (16, 28), (16, 32), (32, 16), (32, 20), (32, 24), (32, 28)])
+@pytest.mark.parametrize("config", [(4, 16), (4, 20), (4, 24), (4, 28), (4, 32), (4, 36), (8, 16), (8, 20),
+                                    (8, 24), (8, 28), (8, 32), (16, 16), (16, 20), (16, 24), (16, 28), (16, 32),
+                                    (32, 16), (32, 20), (32, 24), (32, 28)])
 def test_scan_profile_every_configuration(config, monkeypatch):
     """Every sw_profile.cu instantiation, one pass and three, gives the CPU engine's scores."""
     import nwalign.cuda.search as S
     from nwalign.dbsearch import cpu_scan
 
-    assert config in S.PROFILE_CONFIGS
+    assert config in S.PROFILE_CONFIGS and len(S.PROFILE_CONFIGS) == 20
     G, R = config
     monkeypatch.setattr(S, "profile_config", lambda m: (G, R, -(-m // (G * R))))
     rng = np.random.default_rng(G * 100 + R)

@@ -210,8 +210,7 @@ class ScanSearcher:
         bound = self._bound if passes > 1 else d_prof
         func = _profile_kernel(G, R)
         threads = 256
-        seg = ((R // 4) | 1) * 4
-        shared = 4 * A1 * G * seg + (threads // G) * 16 * 4
+        shared = profile_shared_bytes(G, R, A1, threads)
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
         resident = modules.resident_blocks(func, threads, shared)
@@ -416,7 +415,17 @@ def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple
 
 
 #: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
-PROFILE_CONFIGS = [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] + [(32, r) for r in (16, 20, 24, 28)]
+PROFILE_CONFIGS = [(4, r) for r in (16, 20, 24, 28, 32, 36)] + [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] \
+    + [(32, r) for r in (16, 20, 24, 28)]
+
+
+def profile_shared_bytes(G: int, R: int, A1: int, threads: int = 256) -> int:
+    """Dynamic shared memory of sw_profile<G, R> for A1 letters (its layout: the profile tile, padded and,
+    for groups of 4, twice; then a ring of 4 pairs per group)."""
+    seg = ((R // 4) | 1) * 4
+    row = G * seg + (16 if G == 4 else 0)
+    copies = 2 if G == 4 else 1
+    return 4 * copies * (A1 * row + (16 if copies > 1 else 0)) + (threads // G) * 16 * 4
 
 
 def profile_config(m: int) -> tuple[int, int, int]:

@@ -1,6 +1,6 @@
 // Database search with a query profile: sw_search.cu's cell with the roles of the two sequences swapped.
 //
-// A group of G threads (8, 16 or 32) holds a tile of G x R query rows in registers (thread g: rows
+// A group of G threads (4, 8, 16 or 32) holds a tile of G x R query rows in registers (thread g: rows
 // g * R .. g * R + R - 1 of the tile) and streams database columns through them: at step k thread g
 // computes column k - g of its rows, taking G and the vertical gap of the row above from thread g - 1 by
 // one shuffle each (the same recurrence as sw_search.cu, transposed). Two database sequences of nearly
@@ -69,15 +69,23 @@ __device__ __forceinline__ SpItem sp_item(const SpArgs &a, int pair, long long b
 
 template <int G, int R>
 __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
-    static_assert(R % 4 == 0 && G >= 8 && 32 % G == 0, "R a multiple of 4, G of 8, 16 or 32");
-    constexpr int SEG = ((R / 4) | 1) * 4;  // words per thread in a profile row: an odd number of chunks
-    constexpr int ROW = G * SEG;
+    static_assert(R % 4 == 0 && G >= 4 && 32 % G == 0, "R a multiple of 4, G of 4, 8, 16 or 32");
+    // Words per thread in a profile row: an odd number of 16-byte chunks, so that the threads g of a group
+    // in a quarter-warp read different bank quads. Groups of 4 share a quarter-warp two by two: a row is
+    // then padded to a multiple of 8 chunks and the second group reads a copy of the profile 4 chunks
+    // further on (its quads are the first group's plus 4).
+    constexpr int SEG = ((R / 4) | 1) * 4;
+    constexpr int COPIES = G == 4 ? 2 : 1;
+    constexpr int ROW = G * SEG + (G == 4 ? 16 : 0);
     extern __shared__ unsigned sp_smem[];
+    const int copy_words = a.A1 * ROW + (COPIES > 1 ? 16 : 0);
     for (int k = threadIdx.x; k < a.A1 * G * R; k += blockDim.x) {
         const int b = k / (G * R), i = k % (G * R);
-        sp_smem[b * ROW + (i / R) * SEG + i % R] = a.profile[k];
+        const unsigned w = a.profile[k];
+#pragma unroll
+        for (int c = 0; c < COPIES; ++c) sp_smem[c * copy_words + b * ROW + (i / R) * SEG + i % R] = w;
     }
-    SpItem *ring = (SpItem *)(sp_smem + a.A1 * ROW) + 4 * (threadIdx.x / G);
+    SpItem *ring = (SpItem *)(sp_smem + COPIES * copy_words) + 4 * (threadIdx.x / G);
     const unsigned full = 0xffffffffu;
     const int g = threadIdx.x % G;
     const long long base = a.off[a.first];
@@ -92,7 +100,8 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     typedef unsigned V;
     const V nge = ((unsigned)(-a.ge) & 0xffffu) * 0x10001u, neg_go = ((unsigned)(-a.go) & 0xffffu) * 0x10001u;
     const V nmin = ((unsigned)(-min(a.ge, a.go)) & 0xffffu) * 0x10001u;
-    const unsigned lane_base = (unsigned)__cvta_generic_to_shared(sp_smem) + 4 * g * SEG;
+    const unsigned lane_base = (unsigned)__cvta_generic_to_shared(sp_smem) +
+                               4 * (g * SEG + (COPIES > 1 ? ((threadIdx.x / G) & 1) * copy_words : 0));
     V Gr[R], F[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) Gr[r] = F[r] = neg_go;
@@ -174,6 +183,12 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
 // The host (cuda/search.py PROFILE_CONFIGS) runs them on sm_90 and later; older GPUs compile them with
 // emulated DPX instructions (checked for spills in CI) but take plan "wider".
 #define SP_ONE(G, R) template __global__ void sw_profile<G, R>(const SpArgs);
+SP_ONE(4, 16)
+SP_ONE(4, 20)
+SP_ONE(4, 24)
+SP_ONE(4, 28)
+SP_ONE(4, 32)
+SP_ONE(4, 36)
 SP_ONE(8, 16)
 SP_ONE(8, 20)
 SP_ONE(8, 24)
