@@ -30,14 +30,14 @@ import numpy as np
 from .bands import widest_band
 from .engine import Encoded, alignment_from_path
 from .errors import NwalignError, option_error
-from .formats import needs_alignment
+from . import names
+from .names import needs_alignment
 from .results import Alignment
 from .scoring import Scoring
 
 log = logging.getLogger("nwalign")
 
-COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps", "qlen", "slen")
-DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
+COLUMNS, DEFAULT_COLUMNS = names.ALLPAIRS_COLUMNS, names.ALLPAIRS_DEFAULT_COLUMNS
 SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
 TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
 GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)

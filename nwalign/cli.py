@@ -10,28 +10,25 @@ import shlex
 import sys
 import tempfile
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
-import numpy as np
-
-from .allvsall import COLUMNS as ALLPAIRS_COLUMNS
-from .dbsearch import BLAST_COLUMNS as SEARCH_BLAST_COLUMNS
-from .dbsearch import COLUMNS as SEARCH_COLUMNS
-from .dbsearch import JSON_COLUMNS as SEARCH_JSON_COLUMNS
-from .dbsearch import SCORE_COLUMNS as SEARCH_SCORE_COLUMNS
-from .allvsall import DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
-from .cuda.allpairs import DEFAULT_SLICE as AP_DEFAULT_SLICE
-from .cuda.allpairs import KERNELS as AP_KERNELS
-from .cuda.allpairs import SLICES as AP_SLICES
-from .cuda import DEFAULT_KERNEL, KERNELS
-from .engine import BACKENDS, DEFAULT_MAX_MEMORY
+# Names only (no NumPy, no engine): `nwalign --help` loads nothing more; the commands import the rest.
 from .errors import NwalignError, WorkerLost
-from .formats import ALIASES, FORMATS, NEEDS_ALIGNMENT, TSV_COLUMNS, WRITERS, TsvWriter, needs_alignment
-from .formats import COLUMNS as TSV_FIELDS
-from .scoring import MODES
-from .sequences import ALPHABETS, mutate, parse_lengths, parse_region, phylip_names, random_records, read_fasta
+from .names import ALIASES, ALPHABETS, BACKENDS, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES, NEEDS_ALIGNMENT
+from .names import ALLPAIRS_COLUMNS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
+from .names import ALLPAIRS_DEFAULT_COLUMNS as ALLPAIRS_DEFAULT
+from .names import ALLPAIRS_DEFAULT_SLICE as AP_DEFAULT_SLICE
+from .names import ALLPAIRS_KERNELS as AP_KERNELS
+from .names import ALLPAIRS_SLICES as AP_SLICES
+from .names import COLUMN_NEEDS_ALIGNMENT as TSV_FIELDS
+from .names import PAIR_KERNELS as KERNELS
+from .names import TSV_COLUMNS, needs_alignment
+
+if TYPE_CHECKING:  # annotations only
+    import numpy as np
 
 log = logging.getLogger("nwalign")
 
@@ -319,6 +316,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
       nwalign pair --mode local --format json q.fa.gz db.fa
       nwalign pair --random 10k,10k --score-only
     """
+    from .sequences import parse_lengths, random_records
+
     from .aligner import Pairs
 
     _setup_logging(verbose, quiet)
@@ -350,6 +349,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
 
 
 def _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, target, quiet) -> None:
+    from .formats import WRITERS, TsvWriter
+
     _check_gpu_options(job.backend, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
     if len(job.plan) == 1 and job.backend == "cpu" and not score_only and job.cells() >= 10**8:
@@ -499,6 +500,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
 
 def fill_distances(dist: np.ndarray, block, n_a: int, n_b: int | None) -> None:
     """Put a block's distances (1 - identity, pair order) into the matrix: both halves within one set."""
+    import numpy as np
+
     from .allvsall import pair_batches
 
     if block.stop == block.start:
@@ -515,6 +518,10 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     beside ``path`` (so 25,000 sequences need no 2.5 GB of RAM), renamed on success; a PHYLIP matrix
     (names cut or padded to 10 characters, as PHYLIP reads them, and kept distinct: :func:`phylip_names`) is
     written from memory at the end."""
+    import numpy as np
+
+    from .sequences import phylip_names
+
     if path is None:
         yield None
         return
@@ -596,6 +603,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     Example:
       nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3 --header
     """
+    import numpy as np
+
     import time
 
     from .dbsearch import Search
@@ -729,6 +738,8 @@ def mutate_command(fasta, rate, seed, region, output):
       nwalign mutate ecoli_1M.fa --rate 0.01 --seed 7 -o ecoli_1M_mut.fa
       nwalign pair ecoli_1M.fa ecoli_1M_mut.fa --format tsv
     """
+    from .sequences import mutate, parse_region, read_fasta
+
     from .sequences import Record
 
     records = read_fasta(fasta)
@@ -812,6 +823,8 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
       nwalign bench --traceback --kernels cpu,wavefront,adm-submatrix --sizes 10k,37k --plot t.png
       nwalign bench --workload allpairs --sizes 1500 --count 1000 --kernels lazy-rscan --slice 4,8,16,32
     """
+    from .sequences import parse_lengths
+
     from rich.console import Console
 
     from .bench import plot, rows_to_json, rows_to_tsv, run_pair, run_search, table

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cpu
+from . import cpu, names
 from .database import Database
 from .engine import Encoded, align_pair, alignment_from_path
 from .errors import NwalignError
 from .formats import field as column_field
-from .formats import needs_alignment
 from .results import Alignment
 from .scaleout import Owned
 from .scoring import Scoring
@@ -27,12 +26,9 @@ from .statistics import KarlinAltschul
 
 log = logging.getLogger("nwalign")
 
-BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send",
-                 "evalue", "bitscore")
-JSON_COLUMNS = BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")  # --format json's fields
-COLUMNS = JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
-#: Columns known from the scan alone: a search that writes only these aligns nothing.
-SCORE_COLUMNS = tuple(c for c in COLUMNS if not needs_alignment(c))
+# BLAST's 12 columns, --format json's fields, every column, those known from the scan alone (nwalign.names).
+BLAST_COLUMNS, JSON_COLUMNS = names.SEARCH_BLAST_COLUMNS, names.SEARCH_JSON_COLUMNS
+COLUMNS, SCORE_COLUMNS = names.SEARCH_COLUMNS, names.SEARCH_SCORE_COLUMNS
 
 
 def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring: Scoring, threads: int = 1) -> np.ndarray:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cpu
+from . import cpu, names
 from .errors import NwalignError, option_error
 from .results import Alignment, column_stats
 from .scoring import Scoring
@@ -17,8 +17,7 @@ from .sequences import Record
 
 log = logging.getLogger("nwalign")
 
-BACKENDS = ("auto", "cuda", "cpu")
-DEFAULT_MAX_MEMORY = 4 << 30
+BACKENDS, DEFAULT_MAX_MEMORY = names.BACKENDS, names.DEFAULT_MAX_MEMORY
 
 
 @dataclass(frozen=True)

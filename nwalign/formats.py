@@ -13,11 +13,8 @@ from . import __version__
 from .results import Alignment
 from .scoring import Scoring
 
-FORMATS = ("pair", "sam", "json", "tsv", "fasta")
-NEEDS_ALIGNMENT = ("sam", "fasta")
-TSV_COLUMNS = ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
-               "target_end", "length", "identity", "similarity", "gaps", "cigar")
-TSV_SCORE_COLUMNS = ("query_id", "target_id", "mode", "score")
+# The formats' and columns' names live in nwalign.names (no NumPy: the command line's help loads them alone).
+from .names import ALIASES, COLUMN_NEEDS_ALIGNMENT, TSV_COLUMNS, TSV_SCORE_COLUMNS  # noqa: E402
 
 
 def _pct(x: float) -> str:
@@ -45,48 +42,39 @@ def btop(aln: Alignment) -> str:
 #: The one column table of every command's TSV output: BLAST's tabular names (``-outfmt 6``; search and
 #: allpairs use them) and the pair report's own (``mode``, ``identity`` and ``similarity`` as fractions,
 #: and :data:`ALIASES`). Each entry: (the value from an alignment and, for search, its hit; whether the
-#: value needs the alignment's columns rather than the score alone). Coordinates are 1-based inclusive
+#: value needs the alignment's columns rather than the score alone: names.COLUMN_NEEDS_ALIGNMENT). Coordinates are 1-based inclusive
 #: (0 for an empty alignment).
-COLUMNS = {
-    "qseqid": (lambda a, h: a.query_id, False),
-    "sseqid": (lambda a, h: a.target_id, False),
-    "pident": (lambda a, h: _pct(a.identity), True),
-    "length": (lambda a, h: a.length, True),
-    "mismatch": (lambda a, h: a.mismatch, True),
-    "gapopen": (lambda a, h: a.gap_opens, True),
-    "qstart": (lambda a, h: coordinates(a)[0], True),
-    "qend": (lambda a, h: coordinates(a)[1], True),
-    "sstart": (lambda a, h: coordinates(a)[2], True),
-    "send": (lambda a, h: coordinates(a)[3], True),
-    "evalue": (lambda a, h: "" if h is None or h.evalue is None else f"{h.evalue:.2g}", False),
-    "bitscore": (lambda a, h: "" if h is None or h.bitscore is None else f"{h.bitscore:.1f}", False),
-    "score": (lambda a, h: a.score, False),
-    "qlen": (lambda a, h: a.query_length, False),
-    "slen": (lambda a, h: a.target_length, False),
-    "nident": (lambda a, h: a.nident, True),
-    "gaps": (lambda a, h: a.gaps, True),
-    "cigar": (lambda a, h: a.cigar(), True),
-    "qseq": (lambda a, h: a.gapped()[0], True),
-    "sseq": (lambda a, h: a.gapped()[1], True),
-    "ppos": (lambda a, h: _pct(a.similarity), True),
-    "qcovs": (lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
-              True),
-    "stitle": (lambda a, h: (h.title if h is not None else "") or a.target_id, False),
-    "btop": (lambda a, h: btop(a), True),
-    "mode": (lambda a, h: a.mode, False),
-    "identity": (lambda a, h: f"{a.identity:.4f}", True),
-    "similarity": (lambda a, h: f"{a.similarity:.4f}", True),
+_VALUES = {
+    "qseqid": lambda a, h: a.query_id,
+    "sseqid": lambda a, h: a.target_id,
+    "pident": lambda a, h: _pct(a.identity),
+    "length": lambda a, h: a.length,
+    "mismatch": lambda a, h: a.mismatch,
+    "gapopen": lambda a, h: a.gap_opens,
+    "qstart": lambda a, h: coordinates(a)[0],
+    "qend": lambda a, h: coordinates(a)[1],
+    "sstart": lambda a, h: coordinates(a)[2],
+    "send": lambda a, h: coordinates(a)[3],
+    "evalue": lambda a, h: "" if h is None or h.evalue is None else f"{h.evalue:.2g}",
+    "bitscore": lambda a, h: "" if h is None or h.bitscore is None else f"{h.bitscore:.1f}",
+    "score": lambda a, h: a.score,
+    "qlen": lambda a, h: a.query_length,
+    "slen": lambda a, h: a.target_length,
+    "nident": lambda a, h: a.nident,
+    "gaps": lambda a, h: a.gaps,
+    "cigar": lambda a, h: a.cigar(),
+    "qseq": lambda a, h: a.gapped()[0],
+    "sseq": lambda a, h: a.gapped()[1],
+    "ppos": lambda a, h: _pct(a.similarity),
+    "qcovs": lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+    "stitle": lambda a, h: (h.title if h is not None else "") or a.target_id,
+    "btop": lambda a, h: btop(a),
+    "mode": lambda a, h: a.mode,
+    "identity": lambda a, h: f"{a.identity:.4f}",
+    "similarity": lambda a, h: f"{a.similarity:.4f}",
 }
-#: The pair report's earlier names, accepted everywhere for the same values.
-ALIASES = {"query_id": "qseqid", "target_id": "sseqid", "query_start": "qstart", "query_end": "qend",
-           "target_start": "sstart", "target_end": "send", "query_length": "qlen", "target_length": "slen"}
-
-
-def needs_alignment(column: str) -> bool:
-    """Whether a column of :data:`COLUMNS` (or an alias) needs the alignment, not only its score."""
-    return COLUMNS[ALIASES.get(column, column)][1]
-
-
+assert _VALUES.keys() == COLUMN_NEEDS_ALIGNMENT.keys()
+COLUMNS = {name: (value, COLUMN_NEEDS_ALIGNMENT[name]) for name, value in _VALUES.items()}
 def field(aln: Alignment, column: str, hit=None) -> str:
     """One TSV field of :data:`COLUMNS` (or an alias) as text; ``hit``: a search hit (E-value, bit score,
     title), None elsewhere."""

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import names
 from .errors import NwalignError
 from .ops import GLOBAL, LOCAL, SEMIGLOBAL
 from .sequences import Record
 
-MODES = ("global", "local", "semiglobal")
+MODES = names.MODES
 MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
 
 DEFAULTS = {

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import names
 from .errors import NwalignError
 
 #: Nucleotide letters accepted: ACGT/U and the IUPAC ambiguity codes.
 NUCLEOTIDE_LETTERS = "ACGTURYSWKMBDHVN"
-ALPHABETS = ("dna", "rna", "protein")
+ALPHABETS = names.ALPHABETS
 
 
 @dataclass(frozen=True)

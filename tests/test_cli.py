@@ -526,7 +526,7 @@ def test_ctrl_c_stops_a_long_cpu_run_at_once():
 def test_pair_columns_share_the_search_column_table(capsys):
     """pair --columns takes BLAST's names (as search and allpairs) and the pair report's own; the default
     TSV is unchanged; the values equal search's for the same alignment (issues 17 and 21)."""
-    from nwalign.formats import TSV_COLUMNS
+    from nwalign.names import TSV_COLUMNS
 
     cols = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send score nident qlen slen cigar"
     code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu", "--columns", cols)
@@ -577,3 +577,16 @@ def test_python_m_nwalign_runs_a_search(tmp_path):
                           os.path.join(data, "swissprot_first196.fasta"), "--top", "1", "--backend", "cpu"],
                          capture_output=True, text=True, check=True).stdout
     assert out.count("\n") == 5 and len(out.splitlines()[0].split("\t")) == 12
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["search", "--help"], ["allpairs", "--help"], ["pair", "-h"]])
+def test_help_imports_no_numpy(argv):
+    """`nwalign --help` and each command's help load neither NumPy nor an engine (start-up under 0.3 s):
+    the command line's names come from nwalign.names."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['nwalign'] + {argv!r}\n"
+            "try:\n    runpy.run_module('nwalign', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('loaded:', sorted(m for m in ('numpy', 'numba', 'cupy', 'Bio') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "Usage:" in proc.stdout, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-300:]

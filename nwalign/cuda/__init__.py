@@ -9,12 +9,12 @@ import functools
 import logging
 import threading
 
+from .. import names
 from ..errors import option_error
 
-KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop", "adm-submatrix",
-           "skewed-lockfree")
+KERNELS = names.PAIR_KERNELS
 BLOCK_SHAPES = ((8, 8), (16, 16), (32, 32), (8, 128), (16, 64))
-DEFAULT_KERNEL = "wavefront"
+DEFAULT_KERNEL = names.DEFAULT_KERNEL
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,8 +106,8 @@ def warm_up(device: int = 0, sources: tuple[str, ...] = (), kernels=None, prepar
             for name in sources:
                 modules.prebuilt_module(name)
             capability = int(cupy.cuda.Device().compute_capability)
-            for name, names in (kernels(capability) if kernels else {}).items():
-                for mangled in names:
+            for name, mangled_names in (kernels(capability) if kernels else {}).items():
+                for mangled in mangled_names:
                     func = modules.prebuilt_function(name, mangled)
                     if func is not None:
                         func.max_threads_per_block  # an attribute query loads the kernel's code

@@ -14,15 +14,16 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from .. import names
 from ..errors import NwalignError, option_error
 from . import copy_to_host_async, modules, require
 
 log = logging.getLogger("nwalign")
 
-KERNELS = ("lazy-rscan", "rscan", "dscan", "tiled-dscan")
-SLICES = (2, 4, 8, 16, 32)      # lazy-rscan slice heights (query rows per thread, in registers)
+KERNELS = names.ALLPAIRS_KERNELS
+SLICES = names.ALLPAIRS_SLICES  # lazy-rscan slice heights (query rows per thread, in registers)
 TILES = (8, 16, 32)             # tiled-dscan tile sizes
-DEFAULT_SLICE = 32
+DEFAULT_SLICE = names.ALLPAIRS_DEFAULT_SLICE
 DEFAULT_TILE = 16
 DEFAULT_DSCAN_THREADS = 256
 LAZY_THREADS = 128

@@ -1,0 +1,57 @@
+"""The names the command line offers: modes, alphabets, backends, kernels, output formats and columns,
+and defaults. Plain Python (no NumPy, no engine), so that ``nwalign --help`` loads nothing else; the
+modules that implement these names import them from here."""
+
+MODES = ("global", "local", "semiglobal")
+ALPHABETS = ("dna", "rna", "protein")
+BACKENDS = ("auto", "cuda", "cpu")
+DEFAULT_MAX_MEMORY = 4 << 30  # bytes of traceback memory per pair before the linear-space traceback
+
+#: GPU pair kernels (nwalign.cuda) and allpairs' batched score kernels (nwalign.cuda.allpairs).
+PAIR_KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop",
+                "adm-submatrix", "skewed-lockfree")
+DEFAULT_KERNEL = "wavefront"
+ALLPAIRS_KERNELS = ("lazy-rscan", "rscan", "dscan", "tiled-dscan")
+ALLPAIRS_SLICES = (2, 4, 8, 16, 32)  # lazy-rscan slice heights (query rows per thread, in registers)
+ALLPAIRS_DEFAULT_SLICE = 32
+
+#: Output formats of ``pair``; those that need the alignment's columns, not only its score.
+FORMATS = ("pair", "sam", "json", "tsv", "fasta")
+NEEDS_ALIGNMENT = ("sam", "fasta")
+#: The pair report's TSV columns (the default) and those known from the score alone.
+TSV_COLUMNS = ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
+               "target_end", "length", "identity", "similarity", "gaps", "cigar")
+TSV_SCORE_COLUMNS = ("query_id", "target_id", "mode", "score")
+
+#: Every TSV column (BLAST's tabular names, and the pair report's ``mode``, ``identity`` and ``similarity``)
+#: and whether its value needs the alignment's columns rather than the score alone; nwalign.formats.COLUMNS
+#: computes the values.
+COLUMN_NEEDS_ALIGNMENT = {
+    "qseqid": False, "sseqid": False, "pident": True, "length": True, "mismatch": True, "gapopen": True,
+    "qstart": True, "qend": True, "sstart": True, "send": True, "evalue": False, "bitscore": False,
+    "score": False, "qlen": False, "slen": False, "nident": True, "gaps": True, "cigar": True, "qseq": True,
+    "sseq": True, "ppos": True, "qcovs": True, "stitle": False, "btop": True, "mode": False, "identity": True,
+    "similarity": True,
+}
+#: The pair report's earlier names, accepted everywhere for the same values.
+ALIASES = {"query_id": "qseqid", "target_id": "sseqid", "query_start": "qstart", "query_end": "qend",
+           "target_start": "sstart", "target_end": "send", "query_length": "qlen", "target_length": "slen"}
+
+
+def needs_alignment(column: str) -> bool:
+    """Whether a column of :data:`COLUMN_NEEDS_ALIGNMENT` (or an alias) needs the alignment, not only its
+    score. Raises KeyError for an unknown column."""
+    return COLUMN_NEEDS_ALIGNMENT[ALIASES.get(column, column)]
+
+
+#: allpairs' columns and its default ones.
+ALLPAIRS_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length", "nident", "mismatch", "gaps", "qlen", "slen")
+ALLPAIRS_DEFAULT_COLUMNS = ("qseqid", "sseqid", "score", "pident", "length")
+
+#: search's columns: BLAST's 12 (the default), --format json's fields, every column it offers, and those
+#: known from the scan alone (a search that writes only these aligns nothing).
+SEARCH_BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart",
+                        "send", "evalue", "bitscore")
+SEARCH_JSON_COLUMNS = SEARCH_BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
+SEARCH_COLUMNS = SEARCH_JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop")
+SEARCH_SCORE_COLUMNS = tuple(c for c in SEARCH_COLUMNS if not needs_alignment(c))
