@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Compare the scan kernel's launch plans (``single``: single-pass wherever possible, the default;
-``cost``: the cheapest configuration per length range by a cell-slot model) on the 20 benchmark queries against the Swiss-Prot-like
-database, and time each launch of one query on one stream.
+"""Compare the scan's launch plans (``ScanSearcher``'s ``plan``: ``profile``, ``wider``, ``wide``, ``single``,
+``cost``) on the 20 benchmark queries against the Swiss-Prot-like database, alternated per query, and
+time each sw_search.cu launch of one query on one stream.
 
-    python3 scripts/profiling/search_plans.py [--db-size 570000] [--repeats 3] [--detail 144,5478]
+    python3 scripts/profiling/search_plans.py [--plans single,cost] [--db-size 570000] [--repeats 3]
+        [--detail 144,5478]
+    python3 scripts/profiling/search_plans.py --plans wider,profile --detail ""   # the two scan kernels
 
 Per query and plan: median wall of ``ScanSearcher.scores`` (device synchronised; the GPU scatter and
 the copy of all scores to the host included) and GCUPS; both plans' scores must be identical.
@@ -48,6 +50,7 @@ def main() -> int:
         for q in queries:
             s.scores(q)
     total = {p: [0, 0.0] for p in plans}
+    long = {p: [0, 0.0] for p in plans}  # the queries of 1,000 residues or more
     ok = True
     print(f"{'m':>5} " + " ".join(f"{p + ' ms':>10} {p + ' GCUPS':>12}" for p in plans), flush=True)
     for q in queries:
@@ -60,8 +63,9 @@ def main() -> int:
                 got = searchers[p].scores(q)
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
-            total[p][0] += cells
-            total[p][1] += med
+            for acc in [total[p]] + ([long[p]] if q.size >= 1000 else []):
+                acc[0] += cells
+                acc[1] += med
             row.append(f"{1e3 * med:10.2f} {cells / med / 1e9:12.0f}")
             if ref is None:
                 ref = got.copy()
@@ -70,6 +74,8 @@ def main() -> int:
                 row.append("MISMATCH")
         print(f"{q.size:5d} " + " ".join(row), flush=True)
     print("overall: " + ", ".join(f"{p} {c / t / 1e9:.0f} GCUPS ({t:.3f} s)" for p, (c, t) in total.items()))
+    print(">= 1000 aa: " + ", ".join(f"{p} {c / t / 1e9:.0f} GCUPS ({t:.3f} s)" for p, (c, t) in long.items() if t))
+    print("scores equal" if ok else "SCORES DIFFER", flush=True)
     # Each launch of the auto plan on one stream, timed with events.
     s = searchers[plans[0]]
     for m in (int(x) for x in args.detail.split(",") if x):
