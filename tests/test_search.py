@@ -368,29 +368,6 @@ def test_scan_profile_every_configuration(config, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_scan_profile_overflow_is_recomputed(monkeypatch):
-    """Plan profile: scores above the int16 range (identical 7-8 kb DNA) are found and recomputed."""
-    import nwalign.cuda.search as S
-    from nwalign.dbsearch import cpu_scan
-
-    monkeypatch.setattr(S, "PROFILE_MAX_LEN", 9000)
-    rng = np.random.default_rng(8)
-    scoring = make_scoring("dna", "local")
-    query = "".join(rng.choice(list("ACGT"), size=7500))
-    recs = [Record("same", "", query), Record("longer", "", query + query[:600])]
-    recs += [Record(f"r{k}", "", "".join(rng.choice(list("ACGT"), size=int(rng.integers(1, 3000)))))
-             for k in range(37)]
-    db = database_from_records(recs, "dna")
-    codes = encode_database(db, scoring)
-    q = encode_all([Record("q", "", query)], scoring, "q")[0]
-    gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile")
-    assert gpu.profile_first == 0
-    want = cpu_scan(q.codes, codes, db.offsets, scoring, 2)
-    assert want.max() > 32767
-    assert np.array_equal(gpu.score_query(q), want) and gpu.recomputed >= 2
-
-
-@pytest.mark.gpu
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
     from nwalign.cuda.search import ScanSearcher
@@ -417,11 +394,15 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
 
 
 @pytest.mark.gpu
-def test_scan16_overflow_is_recomputed_in_32_bits():
-    """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts."""
-    from nwalign.cuda.search import ScanSearcher
+@pytest.mark.parametrize("profile_max_len", [None, 9000])
+def test_scan16_overflow_is_recomputed_in_32_bits(profile_max_len, monkeypatch):
+    """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts. The
+    default plan (the long sequences through sw_search.cu), and (9000) every sequence through sw_profile.cu."""
+    import nwalign.cuda.search as S
     from nwalign.dbsearch import cpu_scan
 
+    if profile_max_len:
+        monkeypatch.setattr(S, "PROFILE_MAX_LEN", profile_max_len)
     rng = np.random.default_rng(8)
     scoring = make_scoring("dna", "local")
     query = "".join(rng.choice(list("ACGT"), size=7500))
@@ -432,7 +413,9 @@ def test_scan16_overflow_is_recomputed_in_32_bits():
     db = database_from_records(recs, "dna")
     codes = encode_database(db, scoring)
     q = encode_all([Record("q", "", query)], scoring, "q")[0]
-    gpu = ScanSearcher(codes, db.offsets, scoring)
+    gpu = S.ScanSearcher(codes, db.offsets, scoring)
+    if profile_max_len:
+        assert gpu.profile_first == 0
     got = gpu.score_query(q)
     want = cpu_scan(q.codes, codes, db.offsets, scoring, 2)
     assert want.max() > 32767 and gpu.recomputed >= 2

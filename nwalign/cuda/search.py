@@ -167,8 +167,7 @@ class ScanSearcher:
         #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
         self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, PROFILE_CHUNK_RESIDUES)
         self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
-        self._profile_table = _score_table(scoring.matrix, self.go, True).view(np.int32).astype(np.int64) \
-            .reshape(A + 1, A + 1) & 0xFFFF
+        self._profile_table = _scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
 
     def partitions(self, m: int) -> list:
         """The sw_search.cu launches for a query of ``m`` residues (see :func:`_partitions`; cached by
@@ -600,16 +599,21 @@ def _table_words(A: int, wide: bool) -> int:
     return (A + 1) * (A + 1) * (1 if wide else 32)
 
 
+def _scores_plus_go(matrix: np.ndarray, go: int) -> np.ndarray:
+    """S + go (int64, (A + 1, A + 1)) with the padding letter A, which scores _PAD_SCORE against everything."""
+    A = matrix.shape[0]
+    s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
+    s[:A, :A] = matrix
+    return s + go
+
+
 def _score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
     """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A.
 
     wide: word [a][b] = S(a, b) + go. Packed: word [(a * (A + 1) + b) * 32 + l] = (S(a, b) + go) & 0xffff
     for every lane l (32 interleaved copies, so that lane l's loads stay in bank l).
     """
-    A = matrix.shape[0]
-    s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
-    s[:A, :A] = matrix
-    s = (s + go).ravel()
+    s = _scores_plus_go(matrix, go).ravel()
     if wide:
         return s.astype(np.int32).view(np.uint32)
     return np.repeat((s & 0xFFFF).astype(np.uint32), 32)
