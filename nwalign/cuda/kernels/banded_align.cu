@@ -66,6 +66,36 @@ __device__ __forceinline__ void band_fetch(const BandArgs &a, const u8 *t, int n
     }
 }
 
+// Lane 0's input stream of one band's sweep: column c0 + s + 1 of the row above (H, F and the target code)
+// at step s, read from the row buffer 32 columns at a time (one per lane, the next chunk fetched 32 steps
+// early); the other lanes take what the lane above handed on.
+template <bool F_GO>
+struct BandInput {
+    const BandArgs &a;
+    const u8 *t;
+    const int *rowH, *rowF;
+    int n, hi, b, c0, width, jprev;
+    int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
+    int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it
+
+    // Step s's inputs h, f, tc for this lane, given what it handed on (up_*). Every lane must call it.
+    __device__ __forceinline__ void step(int s, int lane, int up_h, int up_f, int up_t, int &h, int &f, int &tc) {
+        if ((s & 31) == 0) {
+            if (s == 0) band_fetch<F_GO>(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
+            in_h = nx_h; in_f = nx_f; in_t = nx_t;
+            if (s + 32 < width)
+                band_fetch<F_GO>(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
+        }
+        h = __shfl_up_sync(0xffffffffu, up_h, 1);
+        f = __shfl_up_sync(0xffffffffu, up_f, 1);
+        tc = __shfl_up_sync(0xffffffffu, up_t, 1);
+        const int h0 = __shfl_sync(0xffffffffu, in_h, s & 31);
+        const int f0 = __shfl_sync(0xffffffffu, in_f, s & 31);
+        const int t0 = __shfl_sync(0xffffffffu, in_t, s & 31);
+        if (lane == 0) { h = h0; f = f0; tc = t0; }
+    }
+};
+
 // Lane 31 finished column c0 + s - 30 of a band `width` columns wide: lane (k - 1) % 32 keeps its H and F
 // (k its place in the sweep, 1-based), and every 32 columns the lanes store theirs in the row buffer for
 // the next band. Every lane of the warp must call it.
@@ -137,24 +167,12 @@ __device__ void banded_pair(const BandArgs &a, const BandJob &J, const int *sS, 
         int diag = c0 == 0 ? band_border(row0, row0 <= -lo, a.go, a.ge)
                            : (lane == 0 && b > 0 ? rowH[c0] : NW_NEG);
         int up_h = 0, up_f = NW_NEG, up_t = 0;  // what this lane hands to the next
-        int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
-        int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it, fetched 32 steps early
         int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
+        BandInput<false> input{a, t, rowH, rowF, n, hi, b, c0, width, jprev};
         unsigned *dword = dirs ? dirs + ((size_t)b * 32 + lane) * W : nullptr;
         for (int s = 0; s < width + 31; ++s) {
-            if ((s & 31) == 0) {
-                if (s == 0) band_fetch<false>(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
-                in_h = nx_h; in_f = nx_f; in_t = nx_t;
-                if (s + 32 < width)
-                    band_fetch<false>(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
-            }
-            int h_in = __shfl_up_sync(0xffffffffu, up_h, 1);
-            int f_in = __shfl_up_sync(0xffffffffu, up_f, 1);
-            int t_in = __shfl_up_sync(0xffffffffu, up_t, 1);
-            const int h0 = __shfl_sync(0xffffffffu, in_h, s & 31);
-            const int f0 = __shfl_sync(0xffffffffu, in_f, s & 31);
-            const int t0 = __shfl_sync(0xffffffffu, in_t, s & 31);
-            if (lane == 0) { h_in = h0; f_in = f0; t_in = t0; }
+            int h_in, f_in, t_in;
+            input.step(s, lane, up_h, up_f, up_t, h_in, f_in, t_in);
             const int j = c0 + s - lane + 1;
             if (j > c0 && j <= jmax) {
                 int hu = h_in, fu = f_in, hd = diag;
@@ -244,23 +262,11 @@ __device__ void banded_score_pair(const BandArgs &a, const BandJob &J, unsigned 
         }
         int diag = c0 == 0 ? band_border(row0, row0 <= -lo, go, ge) : (lane == 0 && b > 0 ? rowH[c0] : NW_NEG);
         int up_h = 0, up_f = NW_NEG, up_t = 0;  // what this lane hands to the next
-        int in_h = 0, in_f = NW_NEG, in_t = 0;  // lane 0's input chunk, one column per lane
-        int nx_h = 0, nx_f = NW_NEG, nx_t = 0;  // the chunk after it, fetched 32 steps early
         int out_h = 0, out_f = NW_NEG;          // lane 31's output chunk, one column per lane
+        BandInput<true> input{a, t, rowH, rowF, n, hi, b, c0, width, jprev};
         for (int s = 0; s < width + 31; ++s) {
-            if ((s & 31) == 0) {
-                if (s == 0) band_fetch<true>(a, t, n, hi, rowH, rowF, b, c0 + 1 + lane, jprev, nx_h, nx_f, nx_t);
-                in_h = nx_h; in_f = nx_f; in_t = nx_t;
-                if (s + 32 < width)
-                    band_fetch<true>(a, t, n, hi, rowH, rowF, b, c0 + s + 33 + lane, jprev, nx_h, nx_f, nx_t);
-            }
-            int h_in = __shfl_up_sync(FULL_MASK, up_h, 1);
-            int f_in = __shfl_up_sync(FULL_MASK, up_f, 1);
-            int t_in = __shfl_up_sync(FULL_MASK, up_t, 1);
-            const int h0 = __shfl_sync(FULL_MASK, in_h, s & 31);
-            const int f0 = __shfl_sync(FULL_MASK, in_f, s & 31);
-            const int t0 = __shfl_sync(FULL_MASK, in_t, s & 31);
-            if (lane == 0) { h_in = h0; f_in = f0; t_in = t0; }
+            int h_in, f_in, t_in;
+            input.step(s, lane, up_h, up_f, up_t, h_in, f_in, t_in);
             const int j = c0 + s - lane + 1;
             if (j > c0 && j <= jmax) {
                 const uint2 v = ((const uint2 *)prof)[t_in * 32 + lane];
