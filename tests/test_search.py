@@ -250,8 +250,8 @@ def _random_db(rng, letters, lengths, prefix="r"):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("packed16", [True, False])
-def test_scan_kernel_equals_cpu(packed16):
+@pytest.mark.parametrize("packed16, plan", [(True, "auto"), (False, "auto"), (True, "profile")])
+def test_scan_kernel_equals_cpu(packed16, plan):
     """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
     from nwalign.dbsearch import cpu_scan
@@ -262,7 +262,7 @@ def test_scan_kernel_equals_cpu(packed16):
                                 (read_fasta(BENCH20)[:4], read_fasta(ECOLI))):
         db = database_from_records(db_records, "db")
         codes = encode_database(db, scoring)
-        gpu = ScanSearcher(codes, db.offsets, scoring, packed16=packed16)
+        gpu = ScanSearcher(codes, db.offsets, scoring, packed16=packed16, plan=plan)
         for q in encode_all(queries, scoring, "q"):
             assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
@@ -343,6 +343,25 @@ def test_scan_profile_chunks_cover_the_range(first, residues):
 
 
 @pytest.mark.gpu
+def test_scan_auto_plan_takes_the_profile_kernel_on_large_databases(monkeypatch):
+    """Plan auto: sw_search.cu alone on a database too small for the profile launches, sw_profile.cu on one
+    of PROFILE_MIN_RESIDUES_PER_SM residues per multiprocessor; the same scores either way."""
+    import nwalign.cuda.search as S
+
+    rng = np.random.default_rng(5)
+    scoring = make_scoring("protein", "local")
+    db = database_from_records(_random_db(rng, "ARNDCQEGHILKMFPSTWYV", rng.integers(1, 900, 60)), "db")
+    codes = encode_database(db, scoring)
+    q = encode_all([Record("q", "", db.record(3).seq[:300])], scoring, "q")[0]
+    small = S.ScanSearcher(codes, db.offsets, scoring)
+    assert small.plan == "wider" and small.profile_first == small.count
+    monkeypatch.setattr(S, "PROFILE_MIN_RESIDUES_PER_SM", 1)
+    large = S.ScanSearcher(codes, db.offsets, scoring)
+    assert large.plan == "profile" and large.profile_first == 0
+    assert np.array_equal(small.score_query(q), large.score_query(q))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("config", [(4, 16), (4, 20), (4, 24), (4, 28), (4, 32), (4, 36), (8, 16), (8, 20),
                                     (8, 24), (8, 28), (8, 32), (16, 16), (16, 20), (16, 24), (16, 28), (16, 32),
                                     (32, 16), (32, 20), (32, 24), (32, 28)])
@@ -413,7 +432,7 @@ def test_scan16_overflow_is_recomputed_in_32_bits(profile_max_len, monkeypatch):
     db = database_from_records(recs, "dna")
     codes = encode_database(db, scoring)
     q = encode_all([Record("q", "", query)], scoring, "q")[0]
-    gpu = S.ScanSearcher(codes, db.offsets, scoring)
+    gpu = S.ScanSearcher(codes, db.offsets, scoring, plan="profile")
     if profile_max_len:
         assert gpu.profile_first == 0
     got = gpu.score_query(q)

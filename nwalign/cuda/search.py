@@ -90,10 +90,12 @@ class ScanSearcher:
         scoring: a local-mode :class:`nwalign.scoring.Scoring`.
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
-        plan: ``profile`` (the default on GPUs with DPX instructions, sm_90 and later: the sequences up to
-            :data:`PROFILE_MAX_LEN` residues take kernels/sw_profile.cu, where a group holds a tile of the
-            query in registers and the database streams through it, scored from a query profile in
-            shared memory; the longer ones take plan ``wider``), ``wider`` (the default elsewhere: the
+        plan: ``auto`` (the default: ``profile`` on GPUs with DPX instructions, sm_90 and later, when the
+            database holds at least :data:`PROFILE_MIN_RESIDUES_PER_SM` residues per multiprocessor, else
+            ``wider``), ``profile`` (the sequences up to :data:`PROFILE_MAX_LEN` residues take
+            kernels/sw_profile.cu, where a group holds a tile of the query in registers and the database
+            streams through it, scored from a query profile in shared memory; the longer ones take plan
+            ``wider``; on older GPUs all of them), ``wider`` (the
             smallest single-pass configuration that holds each length range, up to 1,280 residues with
             :data:`WIDE_SINGLE`'s and :data:`WIDER_SINGLE`'s groups of 168-228 registers, one block per
             SM; multi-pass groups of 32 beyond), ``wide`` (single passes up to 896 residues), ``single``
@@ -111,7 +113,7 @@ class ScanSearcher:
     """
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int = 0, packed16: bool = True,
-                 plan: str = "profile", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
+                 plan: str = "auto", min_threads: int | None = None, uploaded: "DeviceDatabase | None" = None,
                  slots: int | None = None):
         cp = require(device)
         self.cp, self.scoring, self.device = cp, scoring, device
@@ -157,10 +159,13 @@ class ScanSearcher:
         self._plans: dict = {}
         if plan not in PLANS:
             raise NwalignError(f"scan: plan {plan!r} is not one of {', '.join(PLANS)}")
-        self.plan = plan
         self.min_threads = min_threads
         # Plan "profile": the sequences up to PROFILE_MAX_LEN residues (a suffix of the length order) take
         # sw_profile.cu, the longer ones the plan "wider".
+        if plan == "auto":
+            plan = "profile" if self.residues >= PROFILE_MIN_RESIDUES_PER_SM * dev.attributes["MultiProcessorCount"] \
+                else "wider"
+        self.plan = plan
         self.profile_first = int(np.searchsorted(-self.sorted_lengths, -PROFILE_MAX_LEN, side="left")) \
             if plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
@@ -389,7 +394,7 @@ class ScanSearcher:
 _QPAD = 32  # SW_QPAD in sw_search.cu
 from .structs import SP_ARGS as _SP_ARGS  # noqa: E402
 from .structs import SW_ARGS as _ARGS  # noqa: E402
-PLANS = ("wider", "wide", "single", "cost", "profile")
+PLANS = ("auto", "wider", "wide", "single", "cost", "profile")
 #: Plan ``profile``: database sequences up to this length take sw_profile.cu (longer ones would hold one
 #: group of the persistent grid for longer than the average group's whole share of the launch).
 PROFILE_MAX_LEN = 4096
@@ -413,6 +418,11 @@ def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple
     return out
 
 
+#: Plan ``auto`` takes plan ``profile`` for databases of at least this many residues per multiprocessor
+#: (50.7 M on an H100): below it the profile launches are too short for their fill and tail, and plan
+#: ``wider`` is faster (H100, the 20 benchmark queries: 36 M residues 3,611 against 3,872 GCUPS, 72 M 4,320
+#: against 3,974; docs/performance.md).
+PROFILE_MIN_RESIDUES_PER_SM = 384_000
 #: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
 PROFILE_CONFIGS = [(4, r) for r in (16, 20, 24, 28, 32, 36)] + [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] \
     + [(32, r) for r in (16, 20, 24, 28)]
