@@ -245,6 +245,9 @@ class Search:
                 from .cuda import warm_up_search
 
                 warm_up_search(device)
+            resolved = None
+            if not self._spread and kernel == "scan":  # GPUs counted (and their workers started) meanwhile
+                resolved, cluster = _start_devices(devices, backend, device, database)
             if isinstance(queries, os.PathLike):
                 from .scoring import max_sequence_length
                 from .sequences import read_fasta
@@ -266,18 +269,12 @@ class Search:
 
                 offsets = db.offsets
                 order = in_background(lambda: length_order(offsets))
-            if not self._spread and kernel == "scan":  # here: counting GPUs waits for CuPy's import
-                from .scaleout import resolve_devices
-
-                gpus = resolve_devices(devices, backend, device)
+            if resolved is not None:
+                gpus = resolved.result()
                 if gpus is not None and len(gpus) == 1:
                     device, gpus = gpus[0], None
-                elif gpus is not None:  # one worker process per GPU, started while the input is encoded
-                    from .background import in_background
-                    from .scaleout import client_for
-
+                elif gpus is not None:  # one worker process per GPU, starting since the beginning
                     self._spread, backend, worker_backend = True, "cuda", "cuda"
-                    cluster = in_background(lambda: client_for(devices=gpus))
             upload = None
             if backend != "cpu" and kernel == "scan" and db.codes is not None and gpus is None:
                 # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
@@ -366,14 +363,75 @@ class Search:
         return self.run()
 
 
-def _close_cluster(started) -> None:
-    """Close a cluster that :func:`nwalign.scaleout.client_for` is starting or has started."""
+def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: int = 8) -> list[tuple[int, int]]:
+    """(start, stop) of each round of a search over Dask workers: ``batch`` queries, and where a round's
+    tasks are fewer than the workers (``shards`` < ``workers``: rounds run side by side on different
+    workers) at most a third of a worker's share of the queries left, down to ``smallest``, so that the
+    last rounds finish close together."""
+    out, lo = [], 0
+    while lo < queries:
+        size = batch
+        if shards < workers:
+            size = min(batch, max(smallest, -(-(queries - lo) // (3 * workers))))
+        out.append((lo, min(queries, lo + size)))
+        lo += size
+    return out
+
+
+def _start_devices(devices, backend: str, device: int, database):
+    """Futures of (1) the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which
+    waits for CuPy's import to count them) and (2) for two or more, their worker processes started
+    (:func:`_start_gpu_workers`; else None), both in a background thread from the search's first step:
+    the workers' start-up (processes, CuPy, contexts, kernels, the database uploaded) overlaps the reading
+    of the input. An error of the first is raised where it is asked for."""
+    import os
+    from concurrent.futures import Future
+
+    from .background import in_background
+    from .scaleout import resolve_devices
+
+    path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
+    if path is not None and (path == "-" or not os.path.isfile(path)):
+        path = None
+    resolved: Future = Future()
+
+    def start():
+        try:
+            gpus = resolve_devices(devices, backend, device)
+        except BaseException as exc:
+            resolved.set_exception(exc)
+            return None
+        resolved.set_result(gpus)
+        return _start_gpu_workers(gpus, path) if gpus is not None and len(gpus) > 1 else None
+
+    return resolved, in_background(start)
+
+
+def _start_gpu_workers(gpus: list[int], path: str | None):
+    """(client, cluster, fits): one Dask worker per GPU of ``gpus``, each warmed up and, where ``path`` is
+    a .nwdb, holding the whole database on its GPU; ``fits``: whether it fitted on every GPU (None: no
+    database given to upload)."""
+    from .scaleout import client_for, warm_gpu_worker
+
+    client, cluster = client_for(devices=gpus, warm=False)
     try:
-        client, cluster = started.result()
+        answers = client.run(warm_gpu_worker, path)
+    except BaseException:
+        client.close()
+        cluster.close()
+        raise
+    return client, cluster, (all(answers.values()) if path is not None else None)
+
+
+def _close_cluster(started) -> None:
+    """Close a cluster that :func:`_start_gpu_workers` is starting or has started."""
+    try:
+        found = started.result()
     except BaseException:
         return
-    client.close()
-    cluster.close()
+    if found is not None:
+        found[0].close()
+        found[1].close()
 
 
 def _device_database(codes, offsets, device, order=None):
@@ -388,6 +446,7 @@ class _ScaleOut(Owned):
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
+    MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
 
     def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
                  backend: str = "cpu"):
@@ -415,8 +474,9 @@ class _ScaleOut(Owned):
                 write_database(db, path)
             self.path = os.path.abspath(path)
             self.backend = backend
+            fits = None
             if cluster is not None:  # GPU workers, started in the background by Search
-                self.client, self.cluster = cluster.result()
+                self.client, self.cluster, fits = cluster.result()
             elif client is not None:
                 self.client = client
             else:
@@ -425,13 +485,20 @@ class _ScaleOut(Owned):
                 logging.INFO)) else {}
             if backend == "cuda" and cluster is None:
                 check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+            if backend == "cuda" and fits is None and shards in (None, 1):
+                from .scaleout import preload_database
+
+                fits = all(self.client.run(preload_database, self.path).values())
         except BaseException:
             self.close()
             raise
-        workers = len(self.client.scheduler_info()["workers"])
+        workers = self.workers = len(self.client.scheduler_info()["workers"])
         log.debug("search: %d Dask workers ready", workers)
-        self.shards = shards or max(1, workers)
-        log.info("search: %d shards on %d Dask workers (%s engine)", self.shards, workers, self.backend)
+        # Query batches against the whole database where it fits on every worker (the work balances itself
+        # and each scan runs the whole database: fuller launches); else one shard per worker.
+        self.shards = shards or (1 if fits is not False else max(1, workers))
+        log.info("search: %s on %d Dask workers (%s engine)", "query batches against the whole database"
+                 if self.shards == 1 else f"{self.shards} shards", workers, self.backend)
         for name, (_, gpu) in sorted(gpus.items()):
             log.info("search: worker %s: %s", name, gpu)
 
@@ -441,13 +508,16 @@ class _ScaleOut(Owned):
         from .scaleout import gather_shards, submit_shards
 
         db = job.database
-        batches = [job._encoded[lo:lo + self.BATCH] for lo in range(0, len(job._encoded), self.BATCH)]
+        batches = [job._encoded[lo:hi] for lo, hi in rounds(len(job._encoded), self.workers, self.shards,
+                                                              self.BATCH, self.MIN_BATCH)]
+        # Enough tasks submitted to keep every worker busy with one more waiting (a round is `shards` tasks).
+        in_flight = max(self.IN_FLIGHT, -(-(2 * self.workers + 1) // self.shards))
         try:
             with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
                 flying: deque = deque()
                 first = True
                 for k in range(len(batches)):
-                    while len(flying) < self.IN_FLIGHT and k + len(flying) < len(batches):
+                    while len(flying) < in_flight and k + len(flying) < len(batches):
                         batch = batches[k + len(flying)]
                         flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
                                                     job.top, self.shards, backend=self.backend))

@@ -33,8 +33,8 @@ from .errors import NwalignError, WorkerLost
 log = logging.getLogger("nwalign")
 
 __all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
-           "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge",
-           "shards", "submit_shards", "worker_gpus"]
+           "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge", "preload_database",
+           "shards", "submit_shards", "warm_gpu_worker", "worker_gpus"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -61,13 +61,23 @@ class ShardTask:
 _SHARDS: dict = {}  # a worker's shards (and on a GPU worker their searchers), kept between tasks
 
 
-def _load_shard(path: str, shard: int, count: int, scoring):
-    """The shard's database indices (ascending) and its sequences' codes and offsets."""
+def _worker_database(path: str):
+    """The .nwdb at ``path``, memory-mapped once per worker process (kept with its shards). Its residues'
+    checksum is left to the client, which verifies the same file before it reports any hit."""
     from .database import load_database
 
-    db = load_database(path)
+    key = ("db", path, os.path.getmtime(path))
+    return _cached(key, lambda: load_database(path, check_later=True))
+
+
+def _load_shard(path: str, shard: int, count: int, scoring):
+    """The shard's database indices (ascending) and its sequences' codes and offsets (one shard: the whole
+    database as it is mapped, no copy)."""
+    db = _worker_database(path)
     codes = db.encode(scoring)
     lengths = np.diff(db.offsets)
+    if count == 1:
+        return np.arange(lengths.size, dtype=np.int64), codes, np.asarray(db.offsets, dtype=np.int64)
     index = shards(lengths, count)[shard]
     member = np.zeros(lengths.size, dtype=bool)
     member[index] = True
@@ -77,7 +87,8 @@ def _load_shard(path: str, shard: int, count: int, scoring):
 
 
 def _cached(key, make):
-    """A worker's cache of shards (and searchers) between tasks: at most :data:`_KEEP` entries."""
+    """A worker's cache of its database, shards and searchers between tasks: at most :data:`_KEEP`
+    entries."""
     if key not in _SHARDS:
         if len(_SHARDS) >= _KEEP:
             _SHARDS.clear()
@@ -85,7 +96,7 @@ def _cached(key, make):
     return _SHARDS[key]
 
 
-_KEEP = 4
+_KEEP = 6
 
 
 def _shard_database(path: str, shard: int, count: int, scoring):
@@ -93,6 +104,29 @@ def _shard_database(path: str, shard: int, count: int, scoring):
     time and the scoring alphabet)."""
     key = (path, os.path.getmtime(path), shard, count, scoring.alphabet)
     return _cached(key, lambda: _load_shard(path, shard, count, scoring))
+
+
+def _upload_key(path: str) -> tuple:
+    return ("upload", path, os.path.getmtime(path))
+
+
+def preload_database(path: str) -> bool:
+    """On a GPU worker: the whole ``.nwdb`` at ``path`` (version 2) uploaded to the worker's GPU in the
+    scan's order (as a one-process search does while CuPy starts), kept for the first task of a
+    one-shard search. Returns False where it does not fit in the GPU's memory (the search then cuts the
+    database in one shard per worker), else True (also for a version-1 file: nothing uploaded)."""
+    from .cuda.search import DeviceDatabase
+    from .database import MAGIC2
+
+    with open(path, "rb") as handle:
+        if handle.read(8) != MAGIC2:
+            return True
+    db = _worker_database(path)
+    try:
+        _cached(_upload_key(path), lambda: DeviceDatabase(db.codes, db.offsets, 0))
+    except NwalignError:  # too large for this GPU
+        return False
+    return True
 
 
 def _shard_searcher(task: ShardTask):
@@ -106,7 +140,11 @@ def _shard_searcher(task: ShardTask):
         from .cuda.search import ScanSearcher
 
         index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
-        return index, ScanSearcher(sub, offsets, sc, 0) if index.size else None
+        # The whole database uploaded beforehand (preload_database), in the file's codes: used once.
+        uploaded = _SHARDS.pop(_upload_key(task.database), None)
+        if task.shards != 1 or _worker_database(task.database).letters != sc.alphabet:
+            uploaded = None
+        return index, ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
 
     return _cached(key, make)
 
@@ -210,11 +248,11 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
 
 
 def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,
-               gpu_tasks: int = 1):
+               gpu_tasks: int = 1, warm: bool = True):
     """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
     cluster of one process per GPU in ``devices`` (each sees only its GPU and runs ``gpu_tasks`` tasks at
-    a time), or the running cluster at
-    ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
+    a time; ``warm``: with CuPy imported and the kernels loaded, :func:`warm_gpu_worker`), or the running
+    cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
     Returns (client, cluster or None: what to close).
 
     Raises:
@@ -244,7 +282,8 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
     if devices:
         cluster = gpu_cluster(devices, gpu_tasks)
         client = Client(cluster)
-        client.run(_warm_gpu_worker)  # CuPy, the context and the kernels, while the client reads its input
+        if warm:  # CuPy, the context and the kernels, while the client reads its input
+            client.run(warm_gpu_worker)
         return client, cluster
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster), cluster
@@ -271,11 +310,16 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
                        name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
 
 
-def _warm_gpu_worker() -> None:
-    """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does)."""
+def warm_gpu_worker(database: str | None = None) -> bool | None:
+    """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does), and
+    meanwhile (``database``: a ``.nwdb`` path) upload the whole database (:func:`preload_database`, whose
+    answer is returned)."""
     from . import cuda
 
-    cuda.warm_up_search(0).join()
+    warm = cuda.warm_up_search(0)
+    fits = preload_database(database) if database is not None else None
+    warm.join()
+    return fits
 
 
 def _worker_version() -> str:

@@ -82,6 +82,40 @@ def test_sharded_search_equals_one_process(client, tied_db, count):
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
 
+def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
+    from nwalign.dbsearch import rounds
+
+    for queries, workers, count in ((2000, 2, 1), (2000, 2, 2), (7, 3, 1), (0, 2, 1), (130, 1, 1), (500, 8, 3)):
+        got = rounds(queries, workers, count)
+        assert [lo for lo, _ in got] == [0] + [hi for _, hi in got[:-1]] if got else queries == 0
+        assert (got[-1][1] if got else 0) == queries
+        sizes = [hi - lo for lo, hi in got]
+        assert all(0 < s <= 64 for s in sizes)
+        if count >= workers:  # every round's tasks run side by side: full rounds
+            assert all(s == 64 for s in sizes[:-1])
+        else:  # rounds share the workers: no larger than a third of a worker's share of what is left
+            left = [queries - lo for lo, _ in got]
+            assert all(s <= max(8, -(-r // (3 * workers))) for s, r in zip(sizes, left))
+            assert sizes == sorted(sizes, reverse=True)
+    assert [hi - lo for lo, hi in rounds(2000, 2, 1)][-5:] == [8, 8, 8, 8, 3]
+
+
+def test_query_batches_over_workers_in_many_rounds_equal_one_process(client, tied_db, monkeypatch):
+    """The default on workers with the database whole on each (shards 1): queries dealt in rounds, several
+    in flight on two workers, the rounds shrinking at the end; hits in query order as in one process."""
+    from nwalign.dbsearch import _ScaleOut
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(SP196)[:23]
+    monkeypatch.setattr(_ScaleOut, "BATCH", 4)
+    monkeypatch.setattr(_ScaleOut, "MIN_BATCH", 1)
+    want = _rows(search(queries, OPAL, top=3, backend="cpu", threads=2))
+    job = search(queries, OPAL, top=3, backend="cpu", client=client)
+    assert job._scaleout.shards == 1 and job._scaleout.workers == 2
+    got = _rows(job)
+    assert got == want and len(want) == 23 * 3
+
+
 def test_cli_workers_byte_identical(tmp_path, tied_db, capsys, monkeypatch):
     """--workers through the CLI (its own local cluster), then --format json and sam with the fixture's
     workers: the same bytes as one process."""

@@ -1,0 +1,61 @@
+"""A search over a Dask worker process holding one GPU (the path --devices takes with two or more): the
+whole database uploaded ahead of the first task, or cut in shards, gives the hits of one process.
+Runs where a GPU and Dask are (``-m gpu``)."""
+
+import os
+import pathlib
+
+import pytest
+
+from nwalign import search
+
+from conftest import DATA
+
+pytestmark = pytest.mark.gpu
+distributed = pytest.importorskip("distributed")
+
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def ecoli_nwdb(tmp_path_factory):
+    from nwalign.database import makedb
+
+    path = str(tmp_path_factory.mktemp("db") / "ecoli.nwdb")
+    makedb(ECOLI, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def gpu_client():
+    from nwalign.scaleout import gpu_cluster
+
+    with gpu_cluster([0]) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _rows(results):
+    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+@pytest.mark.parametrize("shards", [None, 2])
+def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(OPAL) + read_fasta(ECOLI)[:12]
+    want = _rows(search(queries, ecoli_nwdb, top=9, backend="cuda", devices="0"))
+    job = search(queries, ecoli_nwdb, top=9, backend="cuda", client=gpu_client, shards=shards)
+    assert job._scaleout.shards == (shards or 1)
+    assert _rows(job) == want and len(want) == 17 * 9
+
+
+def test_a_preloaded_database_is_used_once_and_fits(ecoli_nwdb, gpu_client):
+    """preload_database on the worker: the whole .nwdb on its GPU, taken by the next one-shard search's
+    searcher (here with another matrix than the earlier tests' searchers)."""
+    from nwalign.scaleout import preload_database
+
+    assert gpu_client.run(preload_database, ecoli_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
+    want = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
+    got = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
+    assert got == want and len(want) == 20
