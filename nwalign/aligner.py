@@ -321,9 +321,10 @@ class Pairs:
                                "for GPUs use --devices, or --scheduler with --backend cuda")
         gpus = None
         if not spread:
-            from .scaleout import resolve_devices
+            from .scaleout import resolve_devices, usable
 
-            gpus = resolve_devices(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
+            gpus = usable(resolve_devices(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan)))),
+                          devices)
             if gpus is not None and (len(gpus) == 1 or len(self.plan) == 1):  # a pair is never split
                 device, gpus = gpus[0], None
         self.backend = "cuda" if gpus or (spread and backend == "cuda") else \

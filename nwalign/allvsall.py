@@ -535,10 +535,10 @@ class AllPairs:
         self.scoring = scoring
         gpus = None
         if not spread:
-            from .scaleout import resolve_devices
+            from .scaleout import resolve_devices, usable
 
             cells = PairCells([len(r.seq) for r in first], None if second is None else [len(r.seq) for r in second])
-            gpus = resolve_devices(devices, backend, device, cells.total)
+            gpus = usable(resolve_devices(devices, backend, device, cells.total), devices)
             if gpus is not None and len(gpus) == 1:
                 device, gpus = gpus[0], None
         # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);

@@ -270,19 +270,25 @@ class Search:
                 offsets = db.offsets
                 order = in_background(lambda: length_order(offsets))
             if resolved is not None:
+                from .scaleout import usable
+
                 gpus = resolved.result()
+                if usable(gpus, devices) is None and gpus is not None and len(gpus) > 1:  # no working CuPy
+                    _close_cluster(cluster)
+                    gpus = None
                 if gpus is not None and len(gpus) == 1:
                     device, gpus = gpus[0], None
                 elif gpus is not None:  # one worker process per GPU, starting since the beginning
                     self._spread, backend, worker_backend = True, "cuda", "cuda"
             upload = None
-            if backend != "cpu" and kernel == "scan" and db.codes is not None and gpus is None:
+            if backend != "cpu" and kernel == "scan" and db.codes is not None:
                 # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
-                # the file's; see below).
+                # the file's; see below). Over several GPUs: to the first, where the first queries are
+                # scanned here while the workers start.
                 from .background import in_background
 
-                codes, offsets = db.codes, db.offsets
-                upload = in_background(lambda: _device_database(codes, offsets, device, order))
+                codes, offsets, first_gpu = db.codes, db.offsets, gpus[0] if gpus else device
+                upload = in_background(lambda: _device_database(codes, offsets, first_gpu, order))
             if scoring is None:
                 kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.alphabet_counts())],
                                        alphabet)
@@ -311,6 +317,15 @@ class Search:
                     from .cuda.batch import BatchAligner
 
                     self._aligner = BatchAligner(scoring, gpus[0])
+                if upload is not None and db.letters == scoring.alphabet:
+                    from .cuda.search import ScanSearcher
+
+                    try:  # the first queries' scans, here while the workers start (_ScaleOut)
+                        self.gpu = ScanSearcher(self._codes, db.offsets, scoring, gpus[0], uploaded=upload.result())
+                    except NwalignError as exc:  # too large to hold here beside a worker's copy: workers only
+                        log.info("search: no scans here while the workers start (%s)", exc)
+                elif upload is not None:
+                    upload.exception()
             elif use_gpu:
                 from .cuda.batch import BatchAligner
                 from .cuda.search import GswSearcher, ScanSearcher
@@ -442,7 +457,11 @@ def _device_database(codes, offsets, device, order=None):
 
 
 class _ScaleOut(Owned):
-    """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here."""
+    """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here.
+
+    GPU workers started in the background by :class:`Search` (``cluster``, a Future) are joined when the
+    search runs: until they are ready, this process scans the first queries itself on the first of their
+    GPUs (``job.gpu``, the in-process path) and the workers take the rest."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
@@ -458,6 +477,7 @@ class _ScaleOut(Owned):
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
         self.client = self.cluster = None
+        self._started, self._shards = cluster, shards
         try:
             if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
                 if scheduler is not None and shared_dir is None:
@@ -474,33 +494,73 @@ class _ScaleOut(Owned):
                 write_database(db, path)
             self.path = os.path.abspath(path)
             self.backend = backend
-            fits = None
-            if cluster is not None:  # GPU workers, started in the background by Search
-                self.client, self.cluster, fits = cluster.result()
-            elif client is not None:
-                self.client = client
-            else:
-                self.client, self.cluster = client_for(workers, scheduler)
-            gpus = worker_gpus(self.client) if backend == "cuda" and (cluster is None or log.isEnabledFor(
-                logging.INFO)) else {}
-            if backend == "cuda" and cluster is None:
-                check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
-            if backend == "cuda" and fits is None and shards in (None, 1):
-                from .scaleout import preload_database
-
-                fits = all(self.client.run(preload_database, self.path).values())
+            if cluster is None:
+                self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+                gpus = worker_gpus(self.client) if backend == "cuda" else {}
+                if backend == "cuda":
+                    check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+                self._settle(None, gpus)
         except BaseException:
             self.close()
             raise
+
+    def _settle(self, fits, gpus: dict) -> None:
+        """The workers counted and the shards chosen: query batches against the whole database where it fits
+        on every worker (the work balances itself, and each scan runs the whole database: fuller launches),
+        else one shard per worker. ``fits``: the GPU workers' answers to :func:`preload_database` (None: ask
+        them now)."""
+        from .scaleout import preload_database
+
+        if self.backend == "cuda" and fits is None and self._shards in (None, 1):
+            fits = all(self.client.run(preload_database, self.path).values())
         workers = self.workers = len(self.client.scheduler_info()["workers"])
         log.debug("search: %d Dask workers ready", workers)
-        # Query batches against the whole database where it fits on every worker (the work balances itself
-        # and each scan runs the whole database: fuller launches); else one shard per worker.
-        self.shards = shards or (1 if fits is not False else max(1, workers))
+        self.shards = self._shards or (1 if fits is not False else max(1, workers))
         log.info("search: %s on %d Dask workers (%s engine)", "query batches against the whole database"
                  if self.shards == 1 else f"{self.shards} shards", workers, self.backend)
         for name, (_, gpu) in sorted(gpus.items()):
             log.info("search: worker %s: %s", name, gpu)
+
+    def _join(self) -> None:
+        """Wait for the GPU workers started in the background (and close them on an error)."""
+        from .scaleout import worker_gpus
+
+        started, self._started = self._started, None
+        self.client, self.cluster, fits = started.result()
+        self._settle(fits, worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
+
+    def close(self) -> None:
+        if self._started is not None:  # started in the background, never joined
+            started, self._started = self._started, None
+            _close_cluster(started)
+        super().close()
+
+    def _lead(self, job: Search, progress):
+        """Queries scanned here on the first GPU (``job.gpu``) while the workers start; yields (query, hits)
+        and leaves in ``self.led`` how many."""
+        self.led = 0
+        if job.gpu is None or self._started is None:
+            return
+        started = self._started
+
+        def until_ready():
+            for q in job._encoded:
+                if started.done():
+                    return
+                self.led += 1
+                yield q
+
+        db = job.database
+        for q, hits in search_all(until_ready(), db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
+                                  job.min_score, job.threads, job.gpu, progress, job.align, job._aligner):
+            db.verify()
+            yield q.record, hits
+        device, job.gpu = job.gpu.device, None  # its copy of the database leaves the GPU for the worker's
+        import cupy
+
+        with cupy.cuda.Device(device):
+            cupy.get_default_memory_pool().free_all_blocks()
+        log.info("search: %d queries scanned here while the workers started", self.led)
 
     def run(self, job: Search, progress):
         from collections import deque
@@ -508,11 +568,15 @@ class _ScaleOut(Owned):
         from .scaleout import gather_shards, submit_shards
 
         db = job.database
-        batches = [job._encoded[lo:hi] for lo, hi in rounds(len(job._encoded), self.workers, self.shards,
-                                                              self.BATCH, self.MIN_BATCH)]
-        # Enough tasks submitted to keep every worker busy with one more waiting (a round is `shards` tasks).
-        in_flight = max(self.IN_FLIGHT, -(-(2 * self.workers + 1) // self.shards))
         try:
+            yield from self._lead(job, progress)
+            if self._started is not None:
+                self._join()
+            todo = job._encoded[self.led:]
+            batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.workers, self.shards, self.BATCH,
+                                                        self.MIN_BATCH)]
+            # Enough tasks submitted to keep every worker busy with one more waiting (a round: `shards` tasks).
+            in_flight = max(self.IN_FLIGHT, -(-(2 * self.workers + 1) // self.shards))
             with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
                 flying: deque = deque()
                 first = True

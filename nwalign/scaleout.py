@@ -34,7 +34,7 @@ log = logging.getLogger("nwalign")
 
 __all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
            "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge", "preload_database",
-           "shards", "submit_shards", "warm_gpu_worker", "worker_gpus"]
+           "shards", "submit_shards", "usable", "warm_gpu_worker", "worker_gpus"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -224,7 +224,7 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
         return None  # one process, without waiting for CuPy to count the GPUs
     from . import cuda
 
-    count = len(cuda.device_numbers()) if cuda.available() else 0
+    count = cuda.gpu_count()  # asked of the driver: the workers start without waiting for CuPy's import
     if spec in ("auto", "all"):
         if count < 2 or (spec == "auto" and device != 0):
             return None
@@ -245,6 +245,25 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
         raise NwalignError(f"devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'",
                            cli=f"--devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'")
     return chosen
+
+
+def usable(gpus: list[int] | None, devices) -> list[int] | None:
+    """``gpus`` (from :func:`resolve_devices`, which counts GPUs without CuPy) once CuPy is known to work
+    here: two or more GPUs without a working CuPy give one process for ``devices`` auto (whose backend
+    choice then says what runs), an error for GPUs named.
+
+    Raises:
+        NwalignError: GPUs named (``all`` or a list) and CuPy cannot run.
+    """
+    if gpus is None or len(gpus) < 2:
+        return gpus
+    from . import cuda
+
+    if cuda.available():
+        return gpus
+    if devices in (None, "auto"):
+        return None
+    raise NwalignError(f"devices {devices}: {cuda.why_unavailable()}", cli=f"--devices {devices}: {cuda.why_unavailable()}")
 
 
 def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,

@@ -258,11 +258,10 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
 
     from nwalign import cuda
     from nwalign.errors import NwalignError
-    from nwalign.scaleout import resolve_devices
+    from nwalign.scaleout import resolve_devices, usable
 
     gpus = [0, 1, 2]
-    monkeypatch.setattr(cuda, "available", lambda: bool(gpus))
-    monkeypatch.setattr(cuda, "device_numbers", lambda: list(gpus))
+    monkeypatch.setattr(cuda, "gpu_count", lambda: len(gpus))
     assert resolve_devices(None) == resolve_devices("auto") == resolve_devices("all") == [0, 1, 2]
     assert resolve_devices("auto", "auto", device=1) is None and resolve_devices("all", "cuda", device=1) == [0, 1, 2]
     assert resolve_devices("0,2") == [0, 2] and resolve_devices([2, 1]) == [2, 1] and resolve_devices("1") == [1]
@@ -278,6 +277,15 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     with pytest.raises(NwalignError, match="GPUs with backend cpu") as err:
         resolve_devices("0,1", "cpu")
     assert err.value.cli == "--devices 0,1: GPUs with --backend cpu"
+    # counted by the driver; a CuPy that cannot run here: auto stays in one process, GPUs named are refused
+    monkeypatch.setattr(cuda, "available", lambda: False)
+    monkeypatch.setattr(cuda, "why_unavailable", lambda: "CuPy is not installed")
+    assert usable(resolve_devices("auto"), "auto") is None and usable([1], "1") == [1]
+    with pytest.raises(NwalignError, match="devices 0,1: CuPy is not installed") as err:
+        usable(resolve_devices("0,1"), "0,1")
+    assert err.value.cli == "--devices 0,1: CuPy is not installed"
+    monkeypatch.setattr(cuda, "available", lambda: True)
+    assert usable(resolve_devices("all"), "all") == [0, 1, 2]
     gpus[:] = [0]
     assert resolve_devices("auto") is None and resolve_devices("all") is None and resolve_devices("0") == [0]
     gpus[:] = []

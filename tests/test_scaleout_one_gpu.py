@@ -59,3 +59,39 @@ def test_a_preloaded_database_is_used_once_and_fits(ecoli_nwdb, gpu_client):
     want = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
     got = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
     assert got == want and len(want) == 20
+
+
+def test_first_queries_scanned_here_while_the_workers_start(ecoli_nwdb, monkeypatch):
+    """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
+    one worker): this process scans the first queries on the first GPU until the worker is ready (held
+    back here until three queries are done), the worker the rest; the hits are those of one process."""
+    import threading
+
+    import nwalign.dbsearch
+    import nwalign.scaleout
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(ECOLI)[:150]
+    want = _rows(search(queries, ecoli_nwdb, top=5, backend="cuda", devices="0"))
+    three = threading.Event()
+    start = nwalign.dbsearch._start_gpu_workers
+
+    def held(gpus, path):
+        started = start(gpus, path)
+        assert three.wait(120)
+        return started
+
+    cells: list = []
+
+    def progress(c):
+        cells.append(c)
+        if len(cells) >= 3:
+            three.set()
+
+    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", held)
+    job = search(queries, ecoli_nwdb, top=5, backend="cuda")
+    assert job._scaleout is not None and job.gpu is not None
+    got = _rows(job.run(progress))
+    assert 3 <= job._scaleout.led < len(queries) and job._scaleout.shards == 1
+    assert got == want and len(cells) == len(queries)
