@@ -1,51 +1,36 @@
 """One GPU, two ways of searching (issue 19's proxy where no two-GPU machine is lent): the in-process
-path (`--devices 0`) and a Dask worker process holding the GPU (the path each GPU takes under
-`--devices 0,1`): the worker's start-up (process, CuPy, context, kernels, the whole .nwdb uploaded) and
-its search of the same queries, query batches against the whole database. The two-GPU wall is about the
-start-up plus half the worker path's search, where the workers are the bottleneck.
-Usage (GPU machine): python3 scripts/profiling/worker_path.py DB.nwdb QUERIES.fasta [N]"""
+path (`--devices 0`) and the path `--devices 0,1` takes, with one GPU worker process (GPU 0 named twice
+makes one worker): the worker started in the background from the search's first step (process, CuPy,
+context, kernels, the whole .nwdb uploaded) while this process scans the first queries on the GPU, then
+query batches against the whole database on the worker. Prints each run's wall time and how many queries
+this process scanned. Two GPUs take about (this path's wall + the worker's start-up) / 2.
+Usage (GPU machine): python3 scripts/profiling/worker_path.py DB.nwdb QUERIES.fasta [N [REPEATS]]"""
 
 import sys
 import time
 
-import distributed
-
 import nwalign
-from nwalign.dbsearch import _start_gpu_workers
+import nwalign.scaleout
 from nwalign.sequences import read_fasta
-
-
-def run(job):
-    hits = 0
-    for _, found in job:
-        hits += len(found)
-    return hits
 
 
 def main():
     db_path, query_path = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     queries = read_fasta(query_path)[:n]
     cells = sum(len(q.seq) for q in queries)
-    t = time.perf_counter()
-    client, cluster, fits = _start_gpu_workers([0], db_path)
-    start = time.perf_counter() - t
-    print(f"worker started, warmed up and the database uploaded in {start:.2f} s (fits: {fits})", flush=True)
-    for label in ("in-process", "worker", "in-process", "worker"):
+    real = nwalign.scaleout.resolve_devices
+    for label in ("in-process", "worker") * repeats:
+        nwalign.scaleout.resolve_devices = real if label == "in-process" else (lambda *a, **k: [0, 0])
         t = time.perf_counter()
-        if label == "worker":
-            job = nwalign.search(queries, db_path, top=10, backend="cuda", client=client)
-        else:
-            job = nwalign.search(queries, db_path, top=10, backend="cuda", devices="0")
+        job = nwalign.search(queries, db_path, top=10, backend="cuda", devices="0" if label == "in-process" else None)
         ready = time.perf_counter() - t
-        hits = run(job)
+        hits = sum(len(found) for _, found in job)
         wall = time.perf_counter() - t
-        residues = job.database.total_length
+        led = f", {job._scaleout.led} queries scanned here first" if job._scaleout else ""
         print(f"{label:10s}: {len(queries)} queries, {hits} hits, set-up {ready:.2f} s, wall {wall:.2f} s, "
-              f"{cells * residues / wall / 1e9:.0f} GCUPS end to end", flush=True)
-    client.close()
-    cluster.close()
-    assert isinstance(client, distributed.Client)
+              f"{cells * job.database.total_length / wall / 1e9:.0f} GCUPS end to end{led}", flush=True)
 
 
 if __name__ == "__main__":
