@@ -584,7 +584,7 @@ class _ScaleOut(Owned):
                     while len(flying) < in_flight and k + len(flying) < len(batches):
                         batch = batches[k + len(flying)]
                         flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
-                                                    job.top, self.shards, backend=self.backend))
+                                                    job.top, self.shards, backend=self.backend, align=job.align))
                     batch = batches[k]
                     found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
                     log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
@@ -592,12 +592,18 @@ class _ScaleOut(Owned):
                         db.verify()
                         first = False
                     collected = []
-                    for q, (idx, sc) in zip(batch, found):
+                    for q, (idx, sc, *aligned) in zip(batch, found):
                         if progress:
                             progress(len(q.codes) * db.total_length)
                         scores = dict(zip(idx.tolist(), sc.tolist()))
                         reported = _reported(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
                                              idx.tolist())
+                        if aligned:  # aligned by the worker (GPU workers, one shard)
+                            paths = dict(zip(idx.tolist(), aligned[0]))
+                            hits = [_hit_from_path(q, db, job._codes, k, scores[k], paths[k], job.scoring, ev, bits)
+                                    for k, ev, bits in reported]
+                            collected.append((q, lambda hits=hits: hits))
+                            continue
                         collected.append((q, _collect(q, reported, scores, db, job._codes, job.scoring, job.align,
                                                       job._aligner, pool)))
                     for q, collect in collected:

@@ -56,6 +56,7 @@ class ShardTask:
     top: int
     threads: int = 1
     backend: str = "cpu"          # "cuda": the worker's one visible GPU scans (the scan kernel)
+    align: bool = False           # (cuda) the worker aligns its best hits too, on its GPU (one shard only)
 
 
 _SHARDS: dict = {}  # a worker's shards (and on a GPU worker their searchers), kept between tasks
@@ -130,8 +131,9 @@ def preload_database(path: str) -> bool:
 
 
 def _shard_searcher(task: ShardTask):
-    """The shard's indices and a :class:`nwalign.cuda.search.ScanSearcher` holding its sequences on the
-    worker's GPU, kept between tasks (a worker that takes over a lost worker's shard holds both)."""
+    """The shard's indices, a :class:`nwalign.cuda.search.ScanSearcher` holding its sequences on the
+    worker's GPU, and their codes and offsets on the host, kept between tasks (a worker that takes over a
+    lost worker's shard holds both)."""
     sc = task.scoring
     key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
            sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
@@ -144,32 +146,58 @@ def _shard_searcher(task: ShardTask):
         uploaded = _SHARDS.pop(_upload_key(task.database), None)
         if task.shards != 1 or _worker_database(task.database).letters != sc.alphabet:
             uploaded = None
-        return index, ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
+        searcher = ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
+        return index, searcher, sub, offsets
 
     return _cached(key, make)
 
 
-def best_of_shard(task: ShardTask) -> list[tuple[np.ndarray, np.ndarray]]:
+def _worker_aligner(scoring):
+    """A :class:`nwalign.cuda.batch.BatchAligner` on the worker's GPU for ``scoring``, kept between tasks."""
+    key = ("aligner", scoring.alphabet, scoring.matrix.tobytes(), scoring.gap_open, scoring.gap_extend,
+           scoring.mode)
+
+    def make():
+        from .cuda.batch import BatchAligner
+
+        return BatchAligner(scoring, 0)
+
+    return _cached(key, make)
+
+
+def best_of_shard(task: ShardTask) -> list[tuple]:
     """Per query: (database indices, scores) of the shard's best ``task.top`` hits, score descending then
-    index ascending (int64 arrays). Runs on a worker: the CPU engine, or (``backend`` cuda) the scan
-    kernel on the one GPU the worker sees, two queries in flight."""
+    index ascending (int64 arrays), and with ``task.align`` (GPU workers, one shard: these are the
+    search's best hits) their alignments as a third item (:meth:`nwalign.cuda.batch.BatchResult.result`'s
+    tuples, in the same order), aligned on the worker's GPU while it scans the next queries. Runs on a
+    worker: the CPU engine, or (``backend`` cuda) the scan kernel on the one GPU the worker sees, two
+    queries in flight."""
     from .dbsearch import cpu_scan, top_hits
 
     sc = task.scoring
     queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
     if task.backend == "cuda":
-        index, searcher = _shard_searcher(task)
+        index, searcher, sub, offsets = _shard_searcher(task)
         if searcher is None:
-            return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
-        flying = [searcher.submit(q) for q in queries[:searcher.slots]]
-        out, left = [], iter(queries[searcher.slots:])
+            return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) + (([],) if task.align else ())
+                    for _ in queries]
+        aligner = _worker_aligner(sc) if task.align else None
+        flying = [(q, searcher.submit(q)) for q in queries[:searcher.slots]]
+        out, aligning, left = [], [], iter(queries[searcher.slots:])
         while flying:
-            scores = searcher.result(flying.pop(0))
+            query, ticket = flying.pop(0)
+            scores = searcher.result(ticket)
             q = next(left, None)
             if q is not None:  # the freed slot scans on while this query's best are chosen
-                flying.append(searcher.submit(q))
+                flying.append((q, searcher.submit(q)))
             best = top_hits(scores, task.top, None)
             out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
+            if aligner is not None:  # shard positions are database indices (one shard)
+                pairs = [(query, sub[offsets[k]:offsets[k + 1]]) for k in best.tolist()]
+                aligning.append(aligner.submit(pairs) if pairs else None)
+        if aligner is not None:  # the columns copied out of the aligner's reused page-locked buffers
+            out = [(i, s, [] if batch is None else [path[:5] + (np.array(path[5]),) for path in batch.result()])
+                   for (i, s), batch in zip(out, aligning)]
         return out
     index, sub, offsets = _shard_database(task.database, task.shard, task.shards, sc)
     out = []
@@ -406,19 +434,22 @@ def check_gpus(gpus: dict[str, tuple[str | None, str]]) -> None:
 
 
 def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,
-                  threads: int = 1, backend: str = "cpu") -> list:
+                  threads: int = 1, backend: str = "cpu", align: bool = False) -> list:
     """Start one task per shard of ``database`` (a .nwdb path) for ``queries``; returns their futures.
+    ``align``: GPU workers with one shard align the best hits themselves (see :func:`best_of_shard`).
 
     Dask places the tasks (no restrictions: a task whose worker died must be free to run anywhere,
     and Dask's loose restrictions left such tasks waiting); a worker keeps every shard it has loaded
     (at most 4), so each worker loads a shard at most once."""
     codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
-    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, backend),
+    align = align and backend == "cuda" and count == 1
+    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, backend, align),
                           pure=False) for s in range(count)]
 
 
-def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query, the merged best ``top`` (indices, scores) of :func:`submit_shards`' tasks.
+def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple]:
+    """Per query, the merged best ``top`` (indices, scores) of :func:`submit_shards`' tasks (one task: its
+    answer as it is, with the alignments where the worker made them).
 
     Raises:
         WorkerLost: a task kept killing workers.
@@ -429,6 +460,8 @@ def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple[n
         results = client.gather(futures)
     except KilledWorker as exc:
         raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
+    if len(results) == 1:
+        return results[0]
     return [merge([r[k] for r in results], top) for k in range(queries)]
 
 
