@@ -28,6 +28,19 @@ def ecoli_nwdb(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def plain_nwdb(tmp_path_factory):
+    """The E. coli proteins without selenocysteine (U): the file's letter codes are the scoring's, so the
+    .nwdb uploaded before the alphabet is settled is the one scanned."""
+    from nwalign.database import makedb
+    from nwalign.sequences import read_fasta
+
+    folder = tmp_path_factory.mktemp("plain")
+    (folder / "plain.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in read_fasta(ECOLI) if "U" not in r.seq))
+    makedb(str(folder / "plain.fa"), str(folder / "plain.nwdb"))
+    return str(folder / "plain.nwdb")
+
+
+@pytest.fixture(scope="module")
 def gpu_client():
     from nwalign.scaleout import gpu_cluster
 
@@ -50,18 +63,26 @@ def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
     assert _rows(job) == want and len(want) == 17 * 9
 
 
-def test_a_preloaded_database_is_used_once_and_fits(ecoli_nwdb, gpu_client):
+def _uploads_held() -> int:
+    from nwalign.scaleout import _SHARDS
+
+    return sum(1 for key in _SHARDS if key[0] == "upload")
+
+
+def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
     """preload_database on the worker: the whole .nwdb on its GPU, taken by the next one-shard search's
-    searcher (here with another matrix than the earlier tests' searchers)."""
+    searcher (here with another matrix than the earlier tests' searchers), and then no longer held."""
     from nwalign.scaleout import preload_database
 
-    assert gpu_client.run(preload_database, ecoli_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
-    want = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
-    got = _rows(search(pathlib.Path(OPAL), ecoli_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
+    assert gpu_client.run(preload_database, plain_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
+    assert list(gpu_client.run(_uploads_held).values()) == [1]
+    want = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
+    got = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
     assert got == want and len(want) == 20
+    assert list(gpu_client.run(_uploads_held).values()) == [0]
 
 
-def test_first_queries_scanned_here_while_the_workers_start(ecoli_nwdb, monkeypatch):
+def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch):
     """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
     one worker): this process scans the first queries on the first GPU until the worker is ready (held
     back here until three queries are done), the worker the rest; the hits are those of one process."""
@@ -72,7 +93,7 @@ def test_first_queries_scanned_here_while_the_workers_start(ecoli_nwdb, monkeypa
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:150]
-    want = _rows(search(queries, ecoli_nwdb, top=5, backend="cuda", devices="0"))
+    want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
     three = threading.Event()
     start = nwalign.dbsearch._start_gpu_workers
 
@@ -90,7 +111,7 @@ def test_first_queries_scanned_here_while_the_workers_start(ecoli_nwdb, monkeypa
 
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", held)
-    job = search(queries, ecoli_nwdb, top=5, backend="cuda")
+    job = search(queries, plain_nwdb, top=5, backend="cuda")
     assert job._scaleout is not None and job.gpu is not None
     got = _rows(job.run(progress))
     assert 3 <= job._scaleout.led < len(queries) and job._scaleout.shards == 1
