@@ -283,12 +283,13 @@ class Search:
             upload = None
             if backend != "cpu" and kernel == "scan" and db.codes is not None:
                 # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is
-                # the file's; see below). Over several GPUs: to the first, where the first queries are
-                # scanned here while the workers start.
+                # the file's; see below). Over several GPUs: to each, where the first queries are scanned
+                # here while the workers start.
                 from .background import in_background
 
-                codes, offsets, first_gpu = db.codes, db.offsets, gpus[0] if gpus else device
-                upload = in_background(lambda: _device_database(codes, offsets, first_gpu, order))
+                codes, offsets = db.codes, db.offsets
+                upload = {g: in_background(lambda g=g: _device_database(codes, offsets, g, order))
+                          for g in (gpus or [device])}
             if scoring is None:
                 kind = choose_alphabet([(query_source, letter_counts(self.queries)), (db.source, db.alphabet_counts())],
                                        alphabet)
@@ -312,20 +313,31 @@ class Search:
             log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
             use_gpu = (chosen or choose_backend(backend)) == "cuda"
             self.gpu = self._aligner = None
-            if gpus is not None:  # the workers scan; the hits are aligned here, on the first of their GPUs
-                if align:
-                    from .cuda.batch import BatchAligner
+            #: Over several GPUs: (searcher, aligner) on each, for the queries scanned here while the workers
+            #: start (see _ScaleOut).
+            self.leads: list = []
+            if gpus is not None:
+                from .cuda.batch import BatchAligner
 
-                    self._aligner = BatchAligner(scoring, gpus[0])
                 if upload is not None and db.letters == scoring.alphabet:
                     from .cuda.search import ScanSearcher
 
-                    try:  # the first queries' scans, here while the workers start (_ScaleOut)
-                        self.gpu = ScanSearcher(self._codes, db.offsets, scoring, gpus[0], uploaded=upload.result())
+                    try:
+                        for g in gpus:
+                            self.leads.append((ScanSearcher(self._codes, db.offsets, scoring, g,
+                                                            uploaded=upload[g].result()),
+                                               BatchAligner(scoring, g) if align else None))
                     except NwalignError as exc:  # too large to hold here beside a worker's copy: workers only
+                        self.leads = []
                         log.info("search: no scans here while the workers start (%s)", exc)
                 elif upload is not None:
-                    upload.exception()
+                    for pending in upload.values():
+                        pending.exception()
+                if align:  # the hits of sharded databases, aligned here on the first GPU (see _ScaleOut)
+                    self._aligner = self.leads[0][1] if self.leads else BatchAligner(scoring, gpus[0])
+                from .cuda import require
+
+                require(gpus[0])  # this thread's GPU again (each searcher selected its own)
             elif use_gpu:
                 from .cuda.batch import BatchAligner
                 from .cuda.search import GswSearcher, ScanSearcher
@@ -333,9 +345,9 @@ class Search:
                 t0 = time.perf_counter()
                 uploaded = None
                 if upload is not None and db.letters == scoring.alphabet:
-                    uploaded = upload.result()
+                    uploaded = upload[device].result()
                 elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
-                    upload.exception()
+                    upload[device].exception()
                 self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
                     ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
                 if align:  # the reported hits, one batch per query, while the GPU scans the next query
@@ -536,31 +548,78 @@ class _ScaleOut(Owned):
         super().close()
 
     def _lead(self, job: Search, progress):
-        """Queries scanned here on the first GPU (``job.gpu``) while the workers start; yields (query, hits)
-        and leaves in ``self.led`` how many."""
-        self.led = 0
-        if job.gpu is None or self._started is None:
-            return
-        started = self._started
+        """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
+        each, a thread per GPU taking the next query), while the workers start; yields (query, hits) in
+        query order and leaves in ``self.led`` how many (a prefix of the queries)."""
+        import threading
 
-        def until_ready():
-            for q in job._encoded:
-                if started.done():
-                    return
-                self.led += 1
+        self.led = 0
+        if not job.leads or self._started is None:
+            return
+        started, queries, lock = self._started, iter(job._encoded), threading.Lock()
+        done: dict = {}
+        running = [len(job.leads)]
+        failed: list = []
+        ready = threading.Condition(lock)
+        db = job.database
+
+        def take():  # the next query while the workers are not ready; numbered in query order
+            while True:
+                with lock:
+                    q = None if started.done() else next(queries, None)
+                    if q is None:
+                        return
+                    number[id(q)] = self.led
+                    self.led += 1
                 yield q
 
-        db = job.database
-        for q, hits in search_all(until_ready(), db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
-                                  job.min_score, job.threads, job.gpu, progress, job.align, job._aligner):
+        number: dict = {}
+
+        def scan_on(searcher, aligner):
+            import cupy
+
+            try:
+                cupy.cuda.Device(searcher.device).use()
+                for q, hits in search_all(take(), db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
+                                          job.min_score, job.threads, searcher, None, job.align, aligner):
+                    with ready:
+                        done[number[id(q)]] = (q, hits)
+                        ready.notify()
+            except BaseException as exc:  # raised where the results are taken
+                failed.append(exc)
+            finally:
+                with ready:
+                    running[0] -= 1
+                    ready.notify()
+
+        threads = [threading.Thread(target=scan_on, args=lead, daemon=True) for lead in job.leads]
+        for t in threads:
+            t.start()
+        k = 0
+        while True:
+            with ready:
+                while k not in done and running[0] and not failed:
+                    ready.wait()
+                if failed:
+                    raise failed[0]
+                if k not in done:
+                    break
+                q, hits = done.pop(k)
+            k += 1
             db.verify()
+            if progress:
+                progress(len(q.codes) * db.total_length)
             yield q.record, hits
-        device, job.gpu = job.gpu.device, None  # its copy of the database leaves the GPU for the worker's
+        for t in threads:
+            t.join()
         import cupy
 
-        with cupy.cuda.Device(device):
-            cupy.get_default_memory_pool().free_all_blocks()
-        log.info("search: %d queries scanned here while the workers started", self.led)
+        devices = [searcher.device for searcher, _ in job.leads]
+        job.leads = []  # their copies of the database leave the GPUs for the workers'
+        for device in devices:
+            with cupy.cuda.Device(device):
+                cupy.get_default_memory_pool().free_all_blocks()
+        log.info("search: %d queries scanned here on %d GPUs while the workers started", self.led, len(devices))
 
     def run(self, job: Search, progress):
         from collections import deque

@@ -84,8 +84,9 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
 
 def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch):
     """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
-    one worker): this process scans the first queries on the first GPU until the worker is ready (held
-    back here until three queries are done), the worker the rest; the hits are those of one process."""
+    one worker and two scanning threads here): this process scans the first queries on its GPUs until the
+    worker is ready (held back here until three queries are done), the worker the rest; the hits are those
+    of one process, in query order."""
     import threading
 
     import nwalign.dbsearch
@@ -112,7 +113,7 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", held)
     job = search(queries, plain_nwdb, top=5, backend="cuda")
-    assert job._scaleout is not None and job.gpu is not None
+    assert job._scaleout is not None and len(job.leads) == 2  # GPU 0 twice: two threads scan here
     got = _rows(job.run(progress))
     assert 3 <= job._scaleout.led < len(queries) and job._scaleout.shards == 1
     assert got == want and len(cells) == len(queries)
