@@ -85,8 +85,8 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
 def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch):
     """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
     one worker and two scanning threads here): this process scans the first queries on its GPUs until the
-    worker is ready (held back here until three queries are done), the worker the rest; the hits are those
-    of one process, in query order."""
+    worker is ready (each thread held after its first query until then), the worker the rest; the hits
+    are those of one process, in query order."""
     import threading
 
     import nwalign.dbsearch
@@ -95,25 +95,25 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
 
     queries = read_fasta(ECOLI)[:150]
     want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
-    three = threading.Event()
-    start = nwalign.dbsearch._start_gpu_workers
+    up = threading.Event()
+    start, scan = nwalign.dbsearch._start_gpu_workers, nwalign.dbsearch.search_all
 
-    def held(gpus, path):
-        started = start(gpus, path)
-        assert three.wait(120)
-        return started
+    def started(gpus, path):
+        workers = start(gpus, path)
+        up.set()
+        return workers
+
+    def held(*args, **kwargs):  # the scans here (only they, below) wait after each query for the worker
+        for item in scan(*args, **kwargs):
+            yield item
+            assert up.wait(120)
 
     cells: list = []
-
-    def progress(c):
-        cells.append(c)
-        if len(cells) >= 3:
-            three.set()
-
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", held)
+    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", started)
+    monkeypatch.setattr(nwalign.dbsearch, "search_all", held)
     job = search(queries, plain_nwdb, top=5, backend="cuda")
     assert job._scaleout is not None and len(job.leads) == 2  # GPU 0 twice: two threads scan here
-    got = _rows(job.run(progress))
-    assert 3 <= job._scaleout.led < len(queries) and job._scaleout.shards == 1
+    got = _rows(job.run(cells.append))
+    assert 2 <= job._scaleout.led < 20 and job._scaleout.shards == 1 and not job.leads
     assert got == want and len(cells) == len(queries)

@@ -1,11 +1,11 @@
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null; export PYTHONPATH=$PWD:/tmp/site; python3 -m compileall -q nwalign /tmp/site >/dev/null 2>&1
-python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_scaleout_one_gpu.py 2>&1 | tail -40 | tee $OUT/tests.txt
+python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_scaleout_one_gpu.py -p no:logging > $OUT/tests.txt 2>&1; grep -E "^E |Error|passed|failed" $OUT/tests.txt | head -30
 [ -f /tmp/sp570k.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o /tmp/sp570k.nwdb > /dev/null
 python3 -c "
 from nwalign.sequences import read_fasta
 print(''.join(f'>{r.description}\n{r.seq}\n' for r in read_fasta('data/swissprot_ecoli_k12_4306.fasta.gz')[:2000]), end='')" > /tmp/q2000.fa
 python3 -m nwalign search data/queries_5_opal.fasta /tmp/sp570k.nwdb --top 1 -o /dev/null
-for i in 1 2; do
+for i in ${RUNS:-1 2}; do
 /usr/bin/time -f "%e s wall CLI --devices 0" python3 -m nwalign search /tmp/q2000.fa /tmp/sp570k.nwdb --top 10 --devices 0 -o /tmp/one.tsv
 NWALIGN_LOG_TIMES=1 /usr/bin/time -f "%e s wall CLI one-worker devices path" python3 -c "
 import sys; import nwalign.scaleout as s; s.resolve_devices = lambda *a, **k: [0, 0]
