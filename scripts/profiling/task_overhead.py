@@ -39,6 +39,7 @@ def main():
     searcher = ScanSearcher(db.codes, db.offsets, scoring, 0)
     aligner = BatchAligner(scoring, 0)
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    client = cluster = None
     for label in ("one process", "task function here", "Dask worker") * 2:
         t = time.perf_counter()
         if label == "one process":
@@ -59,7 +60,7 @@ def main():
         wall = time.perf_counter() - t
         print(f"{label:20s}: {n} queries in rounds of {size}: {wall:.2f} s, {1e3 * wall / n:.2f} ms per query",
               flush=True)
-        if label == "task function here" and "client" not in locals():
+        if label == "task function here" and client is None:
             cluster = gpu_cluster([0])
             client = distributed.Client(cluster)
             client.submit(best_of_shard, tasks()[0], pure=False).result()  # its searcher made
