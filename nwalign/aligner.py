@@ -400,13 +400,19 @@ class Pairs:
 
         spread = self._spread
         cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
-        count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
+        per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller chunks: some run here first
+        count = max(per_worker * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
         parts = chunks(cells, count)
         threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
         log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
                            self._share, self._options) for a, b in parts)
-        for alignments in spread.map(align_chunk, tasks):
+        def here(task, gpu):  # a chunk on one of the workers' GPUs, in this process, while they start
+            from .scaleout import chunk_of
+
+            return chunk_of(self.queries, self.targets, task, gpu)
+
+        for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None):
             yield from alignments
 
     def close(self) -> None:

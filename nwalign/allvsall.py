@@ -650,18 +650,26 @@ class AllPairs:
         scored = not needs_traceback(self.columns, self.min_identity, self.distances) or \
             (self.min_identity is not None and self.scoring.mode == "global" and not self.distances)
         if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
-            from .scaleout import gpu_wave
+            from .scaleout import gpu_wave, wave_of
 
-            quantum = spread.client.submit(gpu_wave, PairsTask(
-                spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend, self.kernel,
-                self.slice_k, self.block, threads, (0, self.pairs)), pure=False).result()
-        spans = blocks(lengths, others, max(self.PER_WORKER * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
+            whole = PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances,
+                              self.backend, self.kernel, self.slice_k, self.block, threads, (0, self.pairs))
+            # this host's GPUs (the workers' own) are asked here, while the workers start
+            quantum = wave_of(self.a, self.b, whole, spread.gpus[0]) if spread.gpus else \
+                spread.client.submit(gpu_wave, whole, pure=False).result()
+        per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
+        spans = blocks(lengths, others, max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
                        quantum)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
         clock = time.perf_counter()
-        for block, part in spread.map(pair_block, tasks):
+        def here(task, gpu):  # a block on one of the workers' GPUs, in this process, while they start
+            from .scaleout import block_of
+
+            return block_of(self.a, self.b, task, gpu)
+
+        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None):
             for key in ("pairs", "filtered", "below", "cells"):
                 stats[key] += part.get(key, 0)
             stats["kernel"] = part.get("kernel", stats["kernel"])

@@ -32,7 +32,7 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "check_gpus", "chunks",
+__all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "block_of", "check_gpus", "chunk_of", "chunks",
            "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge", "preload_database",
            "shards", "submit_shards", "usable", "warm_gpu_worker", "worker_gpus"]
 
@@ -507,28 +507,39 @@ def _pair_sets(paths: tuple, scoring):
 def pair_block(task: PairsTask):
     """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
     stats as :func:`nwalign.allvsall.run` fills them)."""
+    a, b = _pair_sets(task.sets, task.scoring)
+    return block_of(a, b, task, 0)
+
+
+def block_of(a, b, task: PairsTask, device: int):
+    """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
+    one of this process's while the workers start)."""
     from .allvsall import Block, format_results, needs_traceback, run, score_blocks
 
-    a, b = _pair_sets(task.sets, task.scoring)
     stats: dict = {}
     if not needs_traceback(task.columns, task.min_identity, task.distances):
         parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
-                                  task.block, 0, task.threads, task.span))
+                                  task.block, device, task.threads, task.span))
         text = "".join(p.text for p in parts)
         return Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts)), stats
     results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
-                       task.backend, task.kernel, task.slice_k, task.block, 0, task.span))
+                       task.backend, task.kernel, task.slice_k, task.block, device, task.span))
     return format_results(results, task.columns, task.distances, task.span[0]), stats
 
 
 def gpu_wave(task: PairsTask) -> int:
     """On a GPU worker: how many pairs the all-pairs score kernel for the whole job runs at once
     (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
+    a, b = _pair_sets(task.sets, task.scoring)
+    return wave_of(a, b, task, 0)
+
+
+def wave_of(a, b, task: PairsTask, device: int) -> int:
+    """:func:`gpu_wave` on the encoded sets ``a``, ``b`` and GPU ``device``."""
     from .cuda.allpairs import AllPairsScorer
 
-    a, b = _pair_sets(task.sets, task.scoring)
     codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
-    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, 0)
+    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, device)
     total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
     return scorer.wave(scorer.kernel_for(total))
 
@@ -549,10 +560,16 @@ class AlignTask:
 
 def align_chunk(task: AlignTask) -> list:
     """Align a chunk of pairs on a worker: their :class:`~nwalign.results.Alignment` objects, in order."""
+    queries, targets = _pair_sets(task.sets, task.scoring)
+    return chunk_of(queries, targets, task, 0)
+
+
+def chunk_of(queries, targets, task: AlignTask, device: int) -> list:
+    """:func:`align_chunk` on the encoded sets and GPU ``device`` (a worker's only GPU, or one of this
+    process's while the workers start)."""
     from .aligner import Aligner
 
-    queries, targets = _pair_sets(task.sets, task.scoring)
-    aligner = Aligner(task.scoring, task.backend, 0, task.threads, task.max_memory, task.options, announce=False)
+    aligner = Aligner(task.scoring, task.backend, device, task.threads, task.max_memory, task.options, announce=False)
     return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))
 
 
@@ -592,6 +609,10 @@ class Spread(Owned):
     """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
     read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
 
+    GPU workers of ``gpus`` start in the background and are joined by :meth:`map`, which meanwhile runs
+    the first tasks in this process on every one of those GPUs (its ``local`` function), so that no GPU
+    waits for Dask's start-up.
+
     Arguments:
         label: the command, for messages (``allpairs``, ``pair``).
         sets: encoded record lists (or None), written in this order.
@@ -601,7 +622,8 @@ class Spread(Owned):
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
         gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
 
-    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``.
+    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``
+    (None until :meth:`map` joins the GPU workers), ``gpus``.
 
     Raises:
         NwalignError: no Dask, a missing ``shared_dir``, a cluster that cannot be joined or runs another
@@ -614,17 +636,17 @@ class Spread(Owned):
 
         from .database import database_from_records, write_database
 
-        self.label, self.backend = label, backend
-        self.client = self.cluster = self.tmp = None
-        started = None
+        self.label, self.backend, self.gpus = label, backend, gpus
+        self.client = self.cluster = self.tmp = self._started = None
+        self.led = 0
         try:
             if shared_dir is not None and not os.path.isdir(shared_dir):
                 raise NwalignError(f"shared_dir {shared_dir}: no such directory",
                                    cli=f"--shared-dir {shared_dir}: no such directory")
-            if gpus:  # the workers start while the sets are written
+            if gpus:  # the workers start while the sets are written (and the first tasks run here)
                 from .background import in_background
 
-                started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks))
+                self._started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks))
             self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
             paths = []
             for k, encoded in enumerate(sets):
@@ -635,34 +657,99 @@ class Spread(Owned):
                 write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
                 paths.append(path)
             self.paths = tuple(paths)
-            if started is not None:
-                self.client, self.cluster = started.result()
-                started = None
-            elif client is not None:
-                self.client = client
-            else:
-                self.client, self.cluster = client_for(workers, scheduler)
+            if gpus:
+                self.workers = len(gpus)
+                return
+            self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
             gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
-            if backend == "cuda" and not gpus:
+            if backend == "cuda":
                 check_gpus(gpus_seen)
         except BaseException:
-            if started is not None:
-                try:
-                    c, cl = started.result()
-                    c.close()
-                    cl.close()
-                except BaseException:
-                    pass
             self.close()
             raise
-        self.workers = max(1, len(self.client.scheduler_info()["workers"]))
-        log.info("%s: %d Dask workers (%s engine)", label, self.workers, backend)
-        for name, (_, gpu) in sorted(gpus_seen.items()):
-            log.info("%s: worker %s: %s", label, name, gpu)
+        self._settle(gpus_seen)
 
-    def map(self, function, tasks):
+    def _settle(self, gpus_seen: dict) -> None:
+        self.workers = max(1, len(self.client.scheduler_info()["workers"]))
+        log.info("%s: %d Dask workers (%s engine)", self.label, self.workers, self.backend)
+        for name, (_, gpu) in sorted(gpus_seen.items()):
+            log.info("%s: worker %s: %s", self.label, name, gpu)
+
+    def join(self) -> None:
+        """Wait for the GPU workers started in the background (nothing when there are none)."""
+        if self._started is None:
+            return
+        started, self._started = self._started, None
+        self.client, self.cluster = started.result()
+        self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
+
+    def close(self) -> None:
+        if self._started is not None:  # started in the background, never joined
+            started, self._started = self._started, None
+            try:
+                client, cluster = started.result()
+                client.close()
+                cluster.close()
+            except BaseException:
+                pass
+        super().close()
+
+    def _lead(self, todo, local):
+        """Tasks of the iterator ``todo`` run here, ``local(task, gpu)`` in a thread per GPU of ``gpus``,
+        while the workers start; yields their results in task order and counts them in ``led``."""
+        import threading
+
+        started, lock = self._started, threading.Lock()
+        ready = threading.Condition(lock)
+        done: dict = {}
+        failed: list = []
+        running = [len(self.gpus)]
+
+        def work(gpu):
+            try:
+                while True:
+                    with lock:
+                        task = None if started.done() or failed else next(todo, None)
+                        if task is None:
+                            return
+                        number = self.led
+                        self.led += 1
+                    result = local(task, gpu)
+                    with ready:
+                        done[number] = result
+                        ready.notify()
+            except BaseException as exc:  # raised where the results are taken
+                with ready:
+                    failed.append(exc)
+            finally:
+                with ready:
+                    running[0] -= 1
+                    ready.notify()
+
+        threads = [threading.Thread(target=work, args=(g,), daemon=True) for g in self.gpus]
+        for t in threads:
+            t.start()
+        k = 0
+        while True:
+            with ready:
+                while k not in done and running[0] and not failed:
+                    ready.wait()
+                if failed:
+                    raise failed[0]
+                if k not in done:
+                    break
+                result = done.pop(k)
+            k += 1
+            yield result
+        for t in threads:
+            t.join()
+        log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, self.led, len(self.gpus))
+
+    def map(self, function, tasks, local=None):
         """``function(task)`` for each task on the workers, results yielded in task order; up to
-        2 x workers + 1 tasks run or wait ahead of the one yielded. Closes the workers at the end.
+        2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
+        starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
+        first tasks meanwhile. Closes the workers at the end.
 
         Raises:
             WorkerLost: a task kept killing workers.
@@ -673,6 +760,9 @@ class Spread(Owned):
 
         try:
             todo = iter(tasks)
+            if local is not None and self._started is not None:
+                yield from self._lead(todo, local)
+            self.join()
             flying: deque = deque()
             while True:
                 while len(flying) < 2 * self.workers + 1:

@@ -117,3 +117,81 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     got = _rows(job.run(cells.append))
     assert 2 <= job._scaleout.led < 20 and job._scaleout.shards == 1 and not job.leads
     assert got == want and len(cells) == len(queries)
+
+
+SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def genes(tmp_path_factory):
+    """60 16S genes with distinct names, and 20 of them cut (pair's i-against-i plan)."""
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(SIXTEEN_S)[:60]
+    folder = tmp_path_factory.mktemp("genes")
+    (folder / "60.fa").write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    (folder / "q20.fa").write_text("".join(f">q{k}\n{r.seq[50:]}\n" for k, r in enumerate(recs[:20])))
+    (folder / "t20.fa").write_text("".join(f">t{k}\n{r.seq[:-40]}\n" for k, r in enumerate(recs[20:40])))
+    return folder
+
+
+def _devices_path_held(monkeypatch, local: str) -> dict:
+    """allpairs and pair as --devices runs them over two GPUs, on GPU 0 twice (one worker process, two
+    threads here): each thread here is held after its first task until the worker is up, so that both
+    this process and the worker run tasks. Returns a record of the tasks run here."""
+    import threading
+
+    import nwalign.scaleout
+
+    up = threading.Event()
+    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.scaleout, local)
+    seen = {"here": 0}
+
+    def started(*args, **kwargs):
+        workers = start(*args, **kwargs)
+        up.set()
+        return workers
+
+    def held(*args, **kwargs):
+        out = run_here(*args, **kwargs)
+        seen["here"] += 1
+        assert up.wait(120)
+        return out
+
+    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    monkeypatch.setattr(nwalign.scaleout, "client_for", started)
+    monkeypatch.setattr(nwalign.scaleout, local, held)
+    return seen
+
+
+@pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
+                                   ["--min-identity", "0.9", "--matrix-out", "{dir}/d.npy"]])
+def test_allpairs_first_blocks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch, extra):
+    from nwalign.cli import main
+
+    outs = []
+    for devices in ("0", None):
+        d = tmp_path / ("one" if devices else "spread")
+        d.mkdir()
+        if devices is None:
+            seen = _devices_path_held(monkeypatch, "block_of")
+        args = ["allpairs", str(genes / "60.fa"), "-o", str(d / "out.tsv")] + [e.format(dir=d) for e in extra]
+        assert main(args + (["--devices", devices] if devices else [])) == 0
+        outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
+    assert outs[0] == outs[1] and outs[0][-1][1].count(b"\n") > 1
+    assert 2 <= seen["here"] <= 6  # the other blocks (16 at least) ran on the worker
+
+
+def test_pair_first_chunks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch):
+    from nwalign.cli import main
+
+    outs = []
+    for devices in ("0", None):
+        out = tmp_path / f"{devices}.sam"
+        if devices is None:
+            seen = _devices_path_held(monkeypatch, "chunk_of")
+        args = ["pair", str(genes / "q20.fa"), str(genes / "t20.fa"), "--format", "sam", "-o", str(out)]
+        assert main(args + (["--devices", devices] if devices else [])) == 0
+        outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])
+    assert outs[0] == outs[1] and len(outs[0]) >= 20
+    assert 2 <= seen["here"] <= 6
