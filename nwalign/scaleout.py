@@ -694,82 +694,48 @@ class Spread(Owned):
                 pass
         super().close()
 
-    def _lead(self, todo, local):
-        """Tasks of the iterator ``todo`` run here, ``local(task, gpu)`` in a thread per GPU of ``gpus``,
-        while the workers start; yields their results in task order and counts them in ``led``."""
-        import threading
-
-        started, lock = self._started, threading.Lock()
-        ready = threading.Condition(lock)
-        done: dict = {}
-        failed: list = []
-        running = [len(self.gpus)]
-
-        def work(gpu):
-            try:
-                while True:
-                    with lock:
-                        task = None if started.done() or failed else next(todo, None)
-                        if task is None:
-                            return
-                        number = self.led
-                        self.led += 1
-                    result = local(task, gpu)
-                    with ready:
-                        done[number] = result
-                        ready.notify()
-            except BaseException as exc:  # raised where the results are taken
-                with ready:
-                    failed.append(exc)
-            finally:
-                with ready:
-                    running[0] -= 1
-                    ready.notify()
-
-        threads = [threading.Thread(target=work, args=(g,), daemon=True) for g in self.gpus]
-        for t in threads:
-            t.start()
-        k = 0
-        while True:
-            with ready:
-                while k not in done and running[0] and not failed:
-                    ready.wait()
-                if failed:
-                    raise failed[0]
-                if k not in done:
-                    break
-                result = done.pop(k)
-            k += 1
-            yield result
-        for t in threads:
-            t.join()
-        log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, self.led, len(self.gpus))
-
     def map(self, function, tasks, local=None):
         """``function(task)`` for each task on the workers, results yielded in task order; up to
         2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
         starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
-        first tasks meanwhile. Closes the workers at the end.
+        first tasks meanwhile (:class:`_Lead`); the workers take the next ones as soon as they are up.
+        Closes the workers at the end.
 
         Raises:
             WorkerLost: a task kept killing workers.
         """
+        import threading
         from collections import deque
 
         from distributed import KilledWorker
 
         try:
-            todo = iter(tasks)
-            if local is not None and self._started is not None:
-                yield from self._lead(todo, local)
+            todo, lock = iter(tasks), threading.Lock()
+            lead = _Lead(self._started, todo, lock, local, self.gpus) \
+                if local is not None and self._started is not None else None
+            if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
+                yield from lead.results()
+                self.led = lead.taken
+                return
             self.join()
             flying: deque = deque()
-            while True:
+
+            def fill():
                 while len(flying) < 2 * self.workers + 1:
-                    task = next(todo, None)
+                    with lock:
+                        task = next(todo, None)
                     if task is None:
-                        break
+                        return
                     flying.append(self.client.submit(function, task, pure=False))
+
+            fill()
+            if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
+                yield from lead.results()
+                self.led = lead.taken
+                log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, lead.taken,
+                         len(self.gpus))
+            while True:
+                fill()
                 if not flying:
                     break
                 try:
@@ -780,4 +746,80 @@ class Spread(Owned):
                 yield result
         finally:
             self.close()
+
+
+class _Lead:
+    """The first tasks of a :meth:`Spread.map`, run in this process while its GPU workers start: a thread
+    per GPU takes the next task (``local(task, gpu)``) until the workers are up (``started`` done) or no
+    task is left. Its tasks are a prefix of the task order; :meth:`results` yields them in that order."""
+
+    def __init__(self, started, todo, lock, local, gpus):
+        import threading
+
+        self.started, self.todo, self.lock, self.local = started, todo, lock, local
+        self.ready = threading.Condition(lock)
+        self.done: dict = {}
+        self.failed: list = []
+        self.taken = 0
+        self.exhausted = False
+        self.running = len(gpus)
+        started.add_done_callback(lambda _: self._notify())
+        self.threads = [threading.Thread(target=self._work, args=(g,), daemon=True) for g in gpus]
+        for t in self.threads:
+            t.start()
+
+    def _notify(self):
+        with self.ready:
+            self.ready.notify_all()
+
+    def _work(self, gpu):
+        try:
+            while True:
+                with self.lock:
+                    if self.started.done() or self.failed or self.exhausted:
+                        return
+                    task = next(self.todo, None)
+                    if task is None:
+                        self.exhausted = True
+                        return
+                    number = self.taken
+                    self.taken += 1
+                result = self.local(task, gpu)
+                with self.ready:
+                    self.done[number] = result
+                    self.ready.notify_all()
+        except BaseException as exc:  # raised where the results are taken
+            with self.ready:
+                self.failed.append(exc)
+        finally:
+            with self.ready:
+                self.running -= 1
+                self.ready.notify_all()
+
+    def wait(self) -> bool:
+        """Wait until the workers are up (True: tasks are left for them) or every task was taken here
+        (False)."""
+        with self.ready:
+            while not self.started.done() and not self.exhausted and self.running and not self.failed:
+                self.ready.wait()
+            if self.failed:
+                raise self.failed[0]
+            return not self.exhausted
+
+    def results(self):
+        """The results of the tasks taken here, in task order, as they finish."""
+        k = 0
+        while True:
+            with self.ready:
+                while k not in self.done and (self.running or k < self.taken) and not self.failed:
+                    self.ready.wait()
+                if self.failed:
+                    raise self.failed[0]
+                if k not in self.done:
+                    break
+                result = self.done.pop(k)
+            k += 1
+            yield result
+        for t in self.threads:
+            t.join()
 
