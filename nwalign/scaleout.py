@@ -732,6 +732,7 @@ class Spread(Owned):
             if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
                 yield from lead.results()
                 self.led = lead.taken
+                _release_gpu_memory(self.gpus)
                 log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, lead.taken,
                          len(self.gpus))
             while True:
@@ -746,6 +747,16 @@ class Spread(Owned):
                 yield result
         finally:
             self.close()
+
+
+def _release_gpu_memory(gpus) -> None:
+    """Hand the memory this process's tasks cached on ``gpus`` (CuPy's pools) back to the driver, for the
+    workers on those GPUs (their batch sizes follow the free memory)."""
+    import cupy
+
+    for g in gpus:
+        with cupy.cuda.Device(g):
+            cupy.get_default_memory_pool().free_all_blocks()
 
 
 class _Lead:

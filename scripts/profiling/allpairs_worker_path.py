@@ -16,16 +16,20 @@ def main():
     path = pathlib.Path(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
-    for tasks in (2, 1):
-        cluster = gpu_cluster([0], tasks)
+    import dask
+
+    for trim, tasks in ((65536, 1), (None, 1), (None, 2)):
+        # Dask's default for worker processes: MALLOC_TRIM_THRESHOLD_=65536 (memory back to the system early)
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": trim}):
+            cluster = gpu_cluster([0], tasks)
         client = distributed.Client(cluster)
         for _ in range(repeats):
-            for label in ("in-process", f"worker ({tasks} tasks at a time)"):
+            for label in ("in-process", f"worker ({tasks} tasks at a time, trim {trim})"):
                 t = time.perf_counter()
                 job = allpairs(path, columns=cols, backend="cuda", **({"devices": "0"} if label == "in-process"
                                                                       else {"client": client}))
                 size = sum(len(b.text) for b in job.blocks())
-                print(f"{label:28s}: {time.perf_counter() - t:.2f} s, {size} bytes of rows", flush=True)
+                print(f"{label:40s}: {time.perf_counter() - t:.2f} s, {size} bytes of rows", flush=True)
         client.close()
         cluster.close()
 
