@@ -407,7 +407,7 @@ def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: i
 
 def _start_devices(devices, backend: str, device: int, database):
     """Futures of (1) the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which
-    waits for CuPy's import to count them) and (2) for two or more, their worker processes started
+    asks the CUDA driver how many there are) and (2) for two or more, their worker processes started
     (:func:`_start_gpu_workers`; else None), both in a background thread from the search's first step:
     the workers' start-up (processes, CuPy, contexts, kernels, the database uploaded) overlaps the reading
     of the input. An error of the first is raised where it is asked for."""
@@ -472,8 +472,8 @@ class _ScaleOut(Owned):
     """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here.
 
     GPU workers started in the background by :class:`Search` (``cluster``, a Future) are joined when the
-    search runs: until they are ready, this process scans the first queries itself on the first of their
-    GPUs (``job.gpu``, the in-process path) and the workers take the rest."""
+    search runs: until they are ready, this process scans the first queries itself on every one of their
+    GPUs (``job.leads``: the one-process path on each) and the workers take the rest."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
@@ -629,9 +629,11 @@ class _ScaleOut(Owned):
         db = job.database
         try:
             yield from self._lead(job, progress)
+            todo = job._encoded[self.led:]
+            if not todo:  # every query scanned here (the workers are closed below, once started)
+                return
             if self._started is not None:
                 self._join()
-            todo = job._encoded[self.led:]
             batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.workers, self.shards, self.BATCH,
                                                         self.MIN_BATCH)]
             # Enough tasks submitted to keep every worker busy with one more waiting (a round: `shards` tasks).

@@ -119,6 +119,18 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     assert got == want and len(cells) == len(queries)
 
 
+def test_a_small_search_on_the_devices_path_equals_one_process(plain_nwdb, monkeypatch):
+    """Five queries on the devices path (GPU 0 named twice): most likely all scanned here before the worker
+    is up (the search then ends without waiting to use it); the hits are those of one process."""
+    import nwalign.scaleout
+
+    want = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda", devices="0"))
+    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    job = search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda")
+    assert job._scaleout is not None
+    assert _rows(job) == want and len(want) == 30 and job._scaleout._started is None
+
+
 SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
 
 
