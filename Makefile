@@ -43,6 +43,4 @@ gpu-allpairs:
 
 # On a machine with two or more GPUs and Dask: the multigpu tests, then search and allpairs/pair on 1 and 2 GPUs.
 gpu-scaleout:
-	$(PYTHON) -m pytest -q -m multigpu -p no:cacheprovider tests/test_scaleout_gpu.py
-	bash benchmarks/gpu_scaleout.sh
-	bash benchmarks/gpu_scaleout_allpairs.sh
+	bash scripts/gpu-scaleout.sh

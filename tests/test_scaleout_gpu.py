@@ -59,6 +59,21 @@ def test_cli_devices_byte_identical(tmp_path, tied_nwdb, fmt):
     assert outs[0] == outs[1] and outs[0]
 
 
+def test_cli_devices_many_queries_byte_identical(tmp_path, tied_nwdb):
+    """400 queries over two GPUs: the first scanned by the command on both GPUs while the workers start,
+    the rest in rounds on the workers (which align their hits): the bytes of one GPU."""
+    from nwalign.sequences import read_fasta
+
+    queries = tmp_path / "q400.fa"
+    queries.write_text("".join(f">{r.id}\n{r.seq}\n" for r in read_fasta(ECOLI)[:400]))
+    outs = []
+    for devices in ("0", "0,1"):
+        out = tmp_path / f"hits_{devices.replace(',', '')}.tsv"
+        assert main(["search", str(queries), tied_nwdb, "--top", "5", "--devices", devices, "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0].count(b"\n") >= 400
+
+
 def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
     """One GPU worker exits as a shard task starts: Dask runs the task on the other (or the restarted)
     worker; the hits are unchanged."""
