@@ -2,9 +2,10 @@
 # Search over every GPU of a host (issue 19), on a machine with two or more GPUs and Dask installed:
 # 2,000 real proteins (the first 2,000 of data/swissprot_ecoli_k12_4306.fasta.gz) against the seeded
 # 570,000-sequence Swiss-Prot-like .nwdb (BLOSUM62 11/1, top 10, 12 BLAST columns), warm caches:
-#   1. one GPU (--devices 0, today's in-process path), 2. two GPUs (--devices 0,1: one worker process per
-#   GPU, a shard each), 3. two GPUs with one worker SIGKILLed mid-search (the nanny restarts it; Dask
-#   runs its task again). Wall times, peak RSS and output checksums; logs under OUTDIR.
+#   1. one GPU (--devices 0, the in-process path), 2. two GPUs (--devices 0,1: one worker process per
+#   GPU holding the whole database, rounds of queries dealt to them; the command scans the first queries
+#   on both GPUs while they start), 3. two GPUs with one worker SIGKILLed mid-search (the nanny restarts
+#   it; Dask runs its task again). Wall times, peak RSS and output checksums; logs under OUTDIR.
 #   bash benchmarks/gpu_scaleout.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-scaleout-out}}
