@@ -390,6 +390,12 @@ class Search:
         return self.run()
 
 
+def _up(started) -> bool:
+    """Whether workers started in the background (a Future) are up: done, and without an error (workers
+    that failed to start leave every query to the scans in this process)."""
+    return started.done() and started.exception() is None
+
+
 def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: int = 8) -> list[tuple[int, int]]:
     """(start, stop) of each round of a search over Dask workers: ``batch`` queries, and where a round's
     tasks are fewer than the workers (``shards`` < ``workers``: rounds run side by side on different
@@ -563,10 +569,10 @@ class _ScaleOut(Owned):
         ready = threading.Condition(lock)
         db = job.database
 
-        def take():  # the next query while the workers are not ready; numbered in query order
+        def take():  # the next query while the workers are not up; numbered in query order
             while True:
                 with lock:
-                    q = None if started.done() else next(queries, None)
+                    q = None if _up(started) else next(queries, None)
                     if q is None:
                         return
                     number[id(q)] = self.led
@@ -612,6 +618,9 @@ class _ScaleOut(Owned):
             yield q.record, hits
         for t in threads:
             t.join()
+        if started.done() and started.exception() is not None:
+            log.warning("search: the GPU workers did not start (%s); every query was scanned in this process",
+                        started.exception())
         import cupy
 
         devices = [searcher.device for searcher, _ in job.leads]

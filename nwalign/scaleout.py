@@ -761,8 +761,8 @@ def _release_gpu_memory(gpus) -> None:
 
 class _Lead:
     """The first tasks of a :meth:`Spread.map`, run in this process while its GPU workers start: a thread
-    per GPU takes the next task (``local(task, gpu)``) until the workers are up (``started`` done) or no
-    task is left. Its tasks are a prefix of the task order; :meth:`results` yields them in that order."""
+    per GPU takes the next task (``local(task, gpu)``) until the workers are up (``started`` done without
+    an error; workers that failed to start leave every task here) or no task is left. Its tasks are a prefix of the task order; :meth:`results` yields them in that order."""
 
     def __init__(self, started, todo, lock, local, gpus):
         import threading
@@ -779,6 +779,10 @@ class _Lead:
         for t in self.threads:
             t.start()
 
+    def _up(self) -> bool:
+        """The workers are up (a start that failed leaves every task to this process)."""
+        return self.started.done() and self.started.exception() is None
+
     def _notify(self):
         with self.ready:
             self.ready.notify_all()
@@ -787,7 +791,7 @@ class _Lead:
         try:
             while True:
                 with self.lock:
-                    if self.started.done() or self.failed or self.exhausted:
+                    if self._up() or self.failed or self.exhausted:
                         return
                     task = next(self.todo, None)
                     if task is None:
@@ -811,10 +815,13 @@ class _Lead:
         """Wait until the workers are up (True: tasks are left for them) or every task was taken here
         (False)."""
         with self.ready:
-            while not self.started.done() and not self.exhausted and self.running and not self.failed:
+            while not self._up() and not self.exhausted and self.running and not self.failed:
                 self.ready.wait()
             if self.failed:
                 raise self.failed[0]
+            if self.exhausted and self.started.done() and self.started.exception() is not None:
+                log.warning("the GPU workers did not start (%s); every task ran in this process",
+                            self.started.exception())
             return not self.exhausted
 
     def results(self):

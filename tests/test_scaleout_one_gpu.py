@@ -207,3 +207,34 @@ def test_pair_first_chunks_here_then_the_worker_byte_identical(tmp_path, genes, 
         outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])
     assert outs[0] == outs[1] and len(outs[0]) >= 20
     assert 2 <= seen["here"] <= 6
+
+
+def test_workers_that_fail_to_start_leave_every_task_here(plain_nwdb, genes, monkeypatch, caplog):
+    """The devices path when the GPU workers cannot start: the search's queries, and allpairs' blocks, all
+    run in this process on its GPUs; the same hits and rows, and a warning that says why."""
+    import logging
+
+    import nwalign.dbsearch
+    import nwalign.scaleout
+    from nwalign import allpairs
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(ECOLI)[:40]
+    want = _rows(search(queries, plain_nwdb, top=3, backend="cuda", devices="0"))
+    cols = ("qseqid", "sseqid", "score", "qlen", "slen")
+    rows = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
+                                            devices="0").blocks())
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("test: no worker processes here")
+
+    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", fail)
+    monkeypatch.setattr(nwalign.scaleout, "client_for", fail)
+    with caplog.at_level(logging.WARNING, logger="nwalign"):
+        got = _rows(search(queries, plain_nwdb, top=3, backend="cuda"))
+        job = allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda")
+        text = "".join(b.text for b in job.blocks())
+    assert got == want and text == rows and rows.count("\n") == 1770
+    warned = [r.getMessage() for r in caplog.records if "did not start" in r.getMessage()]
+    assert len(warned) == 2 and all("no worker processes here" in w for w in warned)
