@@ -295,10 +295,11 @@ def usable(gpus: list[int] | None, devices) -> list[int] | None:
 
 
 def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,
-               gpu_tasks: int = 1, warm: bool = True):
+               gpu_tasks: int = 1, warm=True):
     """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
     cluster of one process per GPU in ``devices`` (each sees only its GPU and runs ``gpu_tasks`` tasks at
-    a time; ``warm``: with CuPy imported and the kernels loaded, :func:`warm_gpu_worker`), or the running
+    a time; ``warm``: with CuPy imported and the search's kernels loaded, :func:`warm_gpu_worker`, or
+    what the function given does on each worker), or the running
     cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
     Returns (client, cluster or None: what to close).
 
@@ -330,7 +331,7 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
         cluster = gpu_cluster(devices, gpu_tasks)
         client = Client(cluster)
         if warm:  # CuPy, the context and the kernels, while the client reads its input
-            client.run(warm_gpu_worker)
+            client.run(warm if callable(warm) else warm_gpu_worker)
         return client, cluster
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster), cluster
@@ -355,6 +356,13 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
                                                       "silence_logs": logs.WARNING}}
     return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
                        name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
+
+
+def warm_gpu_context() -> None:
+    """On a GPU worker: import CuPy and make the context (allpairs and pair load their own kernels)."""
+    from . import cuda
+
+    cuda.warm_up(0).join()
 
 
 def warm_gpu_worker(database: str | None = None) -> bool | None:
@@ -646,7 +654,8 @@ class Spread(Owned):
             if gpus:  # the workers start while the sets are written (and the first tasks run here)
                 from .background import in_background
 
-                self._started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks))
+                self._started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks,
+                                                                 warm=warm_gpu_context))
             self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
             paths = []
             for k, encoded in enumerate(sets):
