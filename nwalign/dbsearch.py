@@ -270,11 +270,11 @@ class Search:
                 offsets = db.offsets
                 order = in_background(lambda: length_order(offsets))
             if resolved is not None:
-                from .scaleout import usable
+                from .scaleout import close_started, usable
 
                 gpus = resolved.result()
-                if usable(gpus, devices) is None and gpus is not None and len(gpus) > 1:  # no working CuPy
-                    _close_cluster(cluster)
+                if gpus is not None and len(gpus) > 1 and usable(gpus, devices) is None:  # no working CuPy
+                    close_started(cluster)
                     gpus = None
                 if gpus is not None and len(gpus) == 1:
                     device, gpus = gpus[0], None
@@ -364,7 +364,9 @@ class Search:
                                            worker_backend)
         except BaseException:  # the GPU workers started above must not outlive a failed set-up
             if cluster is not None:
-                _close_cluster(cluster)
+                from .scaleout import close_started
+
+                close_started(cluster)
             raise
 
 
@@ -388,12 +390,6 @@ class Search:
 
     def __iter__(self):
         return self.run()
-
-
-def _up(started) -> bool:
-    """Whether workers started in the background (a Future) are up: done, and without an error (workers
-    that failed to start leave every query to the scans in this process)."""
-    return started.done() and started.exception() is None
 
 
 def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: int = 8) -> list[tuple[int, int]]:
@@ -454,17 +450,6 @@ def _start_gpu_workers(gpus: list[int], path: str | None):
         cluster.close()
         raise
     return client, cluster, (all(answers.values()) if path is not None else None)
-
-
-def _close_cluster(started) -> None:
-    """Close a cluster that :func:`_start_gpu_workers` is starting or has started."""
-    try:
-        found = started.result()
-    except BaseException:
-        return
-    if found is not None:
-        found[0].close()
-        found[1].close()
 
 
 def _device_database(codes, offsets, device, order=None):
@@ -547,88 +532,38 @@ class _ScaleOut(Owned):
         self.client, self.cluster, fits = started.result()
         self._settle(fits, worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def close(self) -> None:
-        if self._started is not None:  # started in the background, never joined
-            started, self._started = self._started, None
-            _close_cluster(started)
-        super().close()
-
     def _lead(self, job: Search, progress):
         """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
-        each, a thread per GPU taking the next query), while the workers start; yields (query, hits) in
-        query order and leaves in ``self.led`` how many (a prefix of the queries)."""
+        each, :class:`nwalign.scaleout.Lead`'s thread per GPU taking the next queries), while the workers
+        start; yields (query, hits) in query order and leaves in ``self.led`` how many (a prefix of the
+        queries)."""
         import threading
+
+        from .scaleout import Lead, release_gpu_memory
 
         self.led = 0
         if not job.leads or self._started is None:
             return
-        started, queries, lock = self._started, iter(job._encoded), threading.Lock()
-        done: dict = {}
-        running = [len(job.leads)]
-        failed: list = []
-        ready = threading.Condition(lock)
         db = job.database
 
-        def take():  # the next query while the workers are not up; numbered in query order
-            while True:
-                with lock:
-                    q = None if _up(started) else next(queries, None)
-                    if q is None:
-                        return
-                    number[id(q)] = self.led
-                    self.led += 1
-                yield q
-
-        number: dict = {}
-
-        def scan_on(searcher, aligner):
+        def scan_here(queries, lead):
             import cupy
 
-            try:
-                cupy.cuda.Device(searcher.device).use()
-                for q, hits in search_all(take(), db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
-                                          job.min_score, job.threads, searcher, None, job.align, aligner):
-                    with ready:
-                        done[number[id(q)]] = (q, hits)
-                        ready.notify()
-            except BaseException as exc:  # raised where the results are taken
-                failed.append(exc)
-            finally:
-                with ready:
-                    running[0] -= 1
-                    ready.notify()
+            searcher, aligner = lead
+            cupy.cuda.Device(searcher.device).use()
+            yield from search_all(queries, db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
+                                  job.min_score, job.threads, searcher, None, job.align, aligner)
 
-        threads = [threading.Thread(target=scan_on, args=lead, daemon=True) for lead in job.leads]
-        for t in threads:
-            t.start()
-        k = 0
-        while True:
-            with ready:
-                while k not in done and running[0] and not failed:
-                    ready.wait()
-                if failed:
-                    raise failed[0]
-                if k not in done:
-                    break
-                q, hits = done.pop(k)
-            k += 1
+        lead = Lead(self._started, iter(job._encoded), threading.Lock(), scan_here, job.leads, "search")
+        for q, hits in lead.results():
             db.verify()
             if progress:
                 progress(len(q.codes) * db.total_length)
             yield q.record, hits
-        for t in threads:
-            t.join()
-        if started.done() and started.exception() is not None:
-            log.warning("search: the GPU workers did not start (%s); every query was scanned in this process",
-                        started.exception())
-        import cupy
-
+        self.led = lead.taken
         devices = [searcher.device for searcher, _ in job.leads]
         job.leads = []  # their copies of the database leave the GPUs for the workers'
-        for device in devices:
-            with cupy.cuda.Device(device):
-                cupy.get_default_memory_pool().free_all_blocks()
-        log.info("search: %d queries scanned here on %d GPUs while the workers started", self.led, len(devices))
+        release_gpu_memory(devices)
 
     def run(self, job: Search, progress):
         from collections import deque

@@ -32,8 +32,9 @@ from .errors import NwalignError, WorkerLost
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AlignTask", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "block_of", "check_gpus", "chunk_of", "chunks",
-           "pair_block", "check_versions", "client_for", "gather_shards", "gpu_cluster", "merge", "preload_database",
+__all__ = ["AlignTask", "Lead", "Owned", "PairsTask", "Spread", "WorkerLost", "align_chunk", "best_of_shard", "block_of", "check_gpus", "chunk_of", "chunks",
+           "pair_block", "check_versions", "client_for", "close_started", "gather_shards", "gpu_cluster", "merge", "preload_database",
+           "release_gpu_memory",
            "shards", "submit_shards", "usable", "warm_gpu_worker", "worker_gpus"]
 
 
@@ -594,16 +595,32 @@ def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+def close_started(started) -> None:
+    """Close the client and local cluster that a background start (a Future of (client, cluster, ...), or
+    of None) made or is making; nothing where it failed."""
+    try:
+        found = started.result()
+    except BaseException:
+        return
+    if found is not None:
+        found[0].close()
+        found[1].close()
+
+
 class Owned:
     """What a job spread over workers must release: the client and the local cluster it started
-    (``cluster`` None: a cluster it joined, left running) and its temporary directory."""
+    (``cluster`` None: a cluster it joined, left running), one still starting in the background
+    (``_started``, a Future) and its temporary directory."""
 
-    client = cluster = tmp = None
+    client = cluster = tmp = _started = None
 
     def close(self) -> None:
         """Stop the workers started here and remove the temporary files (again: nothing happens)."""
         import shutil
 
+        if self._started is not None:  # started in the background, never joined
+            started, self._started = self._started, None
+            close_started(started)
         if self.cluster is not None:
             self.client.close()
             self.cluster.close()
@@ -692,22 +709,11 @@ class Spread(Owned):
         self.client, self.cluster = started.result()
         self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def close(self) -> None:
-        if self._started is not None:  # started in the background, never joined
-            started, self._started = self._started, None
-            try:
-                client, cluster = started.result()
-                client.close()
-                cluster.close()
-            except BaseException:
-                pass
-        super().close()
-
     def map(self, function, tasks, local=None):
         """``function(task)`` for each task on the workers, results yielded in task order; up to
         2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
         starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
-        first tasks meanwhile (:class:`_Lead`); the workers take the next ones as soon as they are up.
+        first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
         Closes the workers at the end.
 
         Raises:
@@ -720,8 +726,8 @@ class Spread(Owned):
 
         try:
             todo, lock = iter(tasks), threading.Lock()
-            lead = _Lead(self._started, todo, lock, local, self.gpus) \
-                if local is not None and self._started is not None else None
+            lead = Lead(self._started, todo, lock, lambda tasks, gpu: (local(t, gpu) for t in tasks), self.gpus,
+                        self.label) if local is not None and self._started is not None else None
             if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
                 yield from lead.results()
                 self.led = lead.taken
@@ -741,9 +747,7 @@ class Spread(Owned):
             if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
                 yield from lead.results()
                 self.led = lead.taken
-                _release_gpu_memory(self.gpus)
-                log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, lead.taken,
-                         len(self.gpus))
+                release_gpu_memory(self.gpus)
             while True:
                 fill()
                 if not flying:
@@ -758,7 +762,7 @@ class Spread(Owned):
             self.close()
 
 
-def _release_gpu_memory(gpus) -> None:
+def release_gpu_memory(gpus) -> None:
     """Hand the memory this process's tasks cached on ``gpus`` (CuPy's pools) back to the driver, for the
     workers on those GPUs (their batch sizes follow the free memory)."""
     import cupy
@@ -768,23 +772,29 @@ def _release_gpu_memory(gpus) -> None:
             cupy.get_default_memory_pool().free_all_blocks()
 
 
-class _Lead:
-    """The first tasks of a :meth:`Spread.map`, run in this process while its GPU workers start: a thread
-    per GPU takes the next task (``local(task, gpu)``) until the workers are up (``started`` done without
-    an error; workers that failed to start leave every task here) or no task is left. Its tasks are a prefix of the task order; :meth:`results` yields them in that order."""
+class Lead:
+    """The first tasks of a job spread over GPU workers, run in this process while those workers start: a
+    thread per item of ``places`` (a GPU number, or what a thread needs to run there) takes the next tasks
+    of the shared iterator ``todo`` until the workers are up (``started``, a Future, done without an
+    error; workers that failed to start leave every task here) or no task is left. ``run(tasks, place)``
+    gives the results of the tasks it draws from the iterator ``tasks``, in that order (a pipeline may
+    draw a few ahead). The tasks taken here are a prefix of the task order (``taken`` of them);
+    :meth:`results` yields their results in that order. ``lock`` guards ``todo`` (the caller takes the
+    next tasks with it once the workers are up). Used by :meth:`Spread.map` and by the search's scale-out
+    (:class:`nwalign.dbsearch._ScaleOut`)."""
 
-    def __init__(self, started, todo, lock, local, gpus):
+    def __init__(self, started, todo, lock, run, places, label: str):
         import threading
 
-        self.started, self.todo, self.lock, self.local = started, todo, lock, local
+        self.started, self.todo, self.lock, self.run, self.label = started, todo, lock, run, label
         self.ready = threading.Condition(lock)
         self.done: dict = {}
         self.failed: list = []
         self.taken = 0
         self.exhausted = False
-        self.running = len(gpus)
+        self.running = len(places)
         started.add_done_callback(lambda _: self._notify())
-        self.threads = [threading.Thread(target=self._work, args=(g,), daemon=True) for g in gpus]
+        self.threads = [threading.Thread(target=self._work, args=(p,), daemon=True) for p in places]
         for t in self.threads:
             t.start()
 
@@ -796,8 +806,12 @@ class _Lead:
         with self.ready:
             self.ready.notify_all()
 
-    def _work(self, gpu):
-        try:
+    def _work(self, place):
+        from collections import deque
+
+        mine: deque = deque()  # the numbers of the tasks this thread drew, in order
+
+        def take():
             while True:
                 with self.lock:
                     if self._up() or self.failed or self.exhausted:
@@ -806,11 +820,14 @@ class _Lead:
                     if task is None:
                         self.exhausted = True
                         return
-                    number = self.taken
+                    mine.append(self.taken)
                     self.taken += 1
-                result = self.local(task, gpu)
+                yield task
+
+        try:
+            for result in self.run(take(), place):
                 with self.ready:
-                    self.done[number] = result
+                    self.done[mine.popleft()] = result
                     self.ready.notify_all()
         except BaseException as exc:  # raised where the results are taken
             with self.ready:
@@ -828,9 +845,6 @@ class _Lead:
                 self.ready.wait()
             if self.failed:
                 raise self.failed[0]
-            if self.exhausted and self.started.done() and self.started.exception() is not None:
-                log.warning("the GPU workers did not start (%s); every task ran in this process",
-                            self.started.exception())
             return not self.exhausted
 
     def results(self):
@@ -849,4 +863,8 @@ class _Lead:
             yield result
         for t in self.threads:
             t.join()
-
+        if self.started.done() and self.started.exception() is not None:
+            log.warning("%s: the GPU workers did not start (%s); every task ran in this process", self.label,
+                        self.started.exception())
+        log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, self.taken,
+                 len(self.threads))

@@ -536,3 +536,59 @@ def test_allpairs_and_pair_join_a_running_cluster(client, tmp_path, pair_sets):
             outs.append(out.read_bytes())
         assert outs[0] == outs[1] and len(outs[0]) > 100
         assert not list(shared.iterdir())
+
+
+def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplog, monkeypatch):
+    """scaleout.Lead (the tasks run in this process while GPU workers start): threads drawing tasks from
+    one iterator (here two ahead, as a scan pipeline does) give a prefix of the tasks, in order; the rest
+    is left once the workers are up; a start that failed leaves every task here, with a warning; an
+    error in a task is raised where the results are taken."""
+    import logging
+    import threading
+    from concurrent.futures import Future
+
+    from nwalign.scaleout import Lead
+
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
+    up = threading.Event()
+
+    def squares(tasks, place):  # draws up to two tasks ahead of the one it answers
+        pending = []
+        for t in tasks:
+            pending.append(t)
+            if len(pending) > 2:
+                t0 = pending.pop(0)
+                if t0 >= 30:  # the threads stop here until the workers are up
+                    assert up.wait(30)
+                yield t0 * t0
+        yield from (t * t for t in pending)
+
+    started: Future = Future()
+    todo, lock = iter(range(1000)), threading.Lock()
+    lead = Lead(started, todo, lock, squares, [1, 2, 3], "test")
+    got = []
+    for r in lead.results():
+        got.append(r)
+        if len(got) == 10:
+            started.set_result(None)  # the workers are up: no new task is taken here
+            up.set()
+    assert got == [k * k for k in range(lead.taken)] and 10 <= lead.taken < 50
+    with lock:
+        assert next(todo) == lead.taken  # the rest is left, in order
+
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("no workers"))
+    lead = Lead(failed, iter(range(50)), threading.Lock(), squares, [0, 1], "test")
+    with caplog.at_level(logging.WARNING, logger="nwalign"):
+        assert not lead.wait() and list(lead.results()) == [k * k for k in range(50)]
+    assert "test: the GPU workers did not start (no workers)" in caplog.text
+
+    def broken(tasks, place):
+        for t in tasks:
+            if t == 7:
+                raise ValueError("task 7")
+            yield t
+
+    lead = Lead(Future(), iter(range(50)), threading.Lock(), broken, [0, 1], "test")
+    with pytest.raises(ValueError, match="task 7"):
+        list(lead.results())
