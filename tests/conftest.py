@@ -18,6 +18,20 @@ def data_dir():
     return DATA
 
 
+@pytest.fixture(scope="session")
+def genes(tmp_path_factory):
+    """60 16S genes with distinct names (60.fa), and 20 of them cut each way (q20.fa, t20.fa: pair's
+    i-against-i plan); the scale-out tests' small allpairs and pair jobs."""
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(os.path.join(DATA, "16S_100_dada2.fasta.gz"))[:60]
+    folder = tmp_path_factory.mktemp("genes")
+    (folder / "60.fa").write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
+    (folder / "q20.fa").write_text("".join(f">q{k}\n{r.seq[50:]}\n" for k, r in enumerate(recs[:20])))
+    (folder / "t20.fa").write_text("".join(f">t{k}\n{r.seq[:-40]}\n" for k, r in enumerate(recs[20:40])))
+    return folder
+
+
 def pytest_collection_modifyitems(config, items):
     """GPU tests run where CuPy sees a GPU (the lent GPU machine) and are skipped elsewhere, saying why."""
     from nwalign import cuda

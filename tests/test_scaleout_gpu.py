@@ -87,22 +87,6 @@ def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
     assert (tmp_path / "killed").exists() and got == want
 
 
-SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
-
-
-@pytest.fixture(scope="module")
-def genes(tmp_path_factory):
-    """60 16S genes with distinct names, and 20 of them cut, for pair's i-against-i plan."""
-    from nwalign.sequences import read_fasta
-
-    recs = read_fasta(SIXTEEN_S)[:60]
-    folder = tmp_path_factory.mktemp("genes")
-    (folder / "60.fa").write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
-    (folder / "q20.fa").write_text("".join(f">q{k}\n{r.seq[50:]}\n" for k, r in enumerate(recs[:20])))
-    (folder / "t20.fa").write_text("".join(f">t{k}\n{r.seq[:-40]}\n" for k, r in enumerate(recs[20:40])))
-    return folder
-
-
 @pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
                                    ["--min-identity", "0.9", "--matrix-out", "{dir}/d.npy"]])
 def test_allpairs_two_gpus_byte_identical(tmp_path, genes, extra):

@@ -131,22 +131,6 @@ def test_a_small_search_on_the_devices_path_equals_one_process(plain_nwdb, monke
     assert _rows(job) == want and len(want) == 30 and job._scaleout._started is None
 
 
-SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
-
-
-@pytest.fixture(scope="module")
-def genes(tmp_path_factory):
-    """60 16S genes with distinct names, and 20 of them cut (pair's i-against-i plan)."""
-    from nwalign.sequences import read_fasta
-
-    recs = read_fasta(SIXTEEN_S)[:60]
-    folder = tmp_path_factory.mktemp("genes")
-    (folder / "60.fa").write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
-    (folder / "q20.fa").write_text("".join(f">q{k}\n{r.seq[50:]}\n" for k, r in enumerate(recs[:20])))
-    (folder / "t20.fa").write_text("".join(f">t{k}\n{r.seq[:-40]}\n" for k, r in enumerate(recs[20:40])))
-    return folder
-
-
 def _devices_path_held(monkeypatch, local: str) -> dict:
     """allpairs and pair as --devices runs them over two GPUs, on GPU 0 twice (one worker process, two
     threads here): each thread here is held after its first task until the worker is up, so that both
@@ -228,6 +212,7 @@ def test_workers_that_fail_to_start_leave_every_task_here(plain_nwdb, genes, mon
     def fail(*args, **kwargs):
         raise RuntimeError("test: no worker processes here")
 
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", fail)
     monkeypatch.setattr(nwalign.scaleout, "client_for", fail)
