@@ -6,12 +6,7 @@ set -uo pipefail
 MODE=${1:-quick}
 OUT=${OUT:-gpu-check-out}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    rm -rf /tmp/nwalign-site  # a warm machine may hold an older install
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nwalign-site .whl/*.whl
-    export PYTHONPATH=/tmp/nwalign-site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; date -u;
   python3 -c 'import cupy, numba, numpy; print("cupy", cupy.__version__, "numba", numba.__version__, "numpy", numpy.__version__)';
   python3 -m nwalign devices; } 2>&1 | tee "$OUT/device.txt"

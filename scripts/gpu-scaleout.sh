@@ -6,12 +6,7 @@
 set -uo pipefail
 OUT=${OUT:-scaleout-out}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    rm -rf /tmp/nwalign-site
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nwalign-site .whl/*.whl
-    export PYTHONPATH=/tmp/nwalign-site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+source scripts/device-site.sh
 python3 -c "import distributed" || { echo "no Dask here: run scripts/device-wheels.sh and carry .whl"; exit 2; }
 { nvidia-smi --query-gpu=name,memory.total --format=csv; date -u; } | tee "$OUT/device.txt"
 python3 -m pytest -q -m multigpu -p no:cacheprovider tests/test_scaleout_gpu.py 2>&1 | tail -n 5 | tee "$OUT/multigpu-tests.log"

@@ -8,12 +8,7 @@ set -uo pipefail
 WHAT=${1:-all}
 OUT=${OUT:-gpu-search-out}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    rm -rf /tmp/nwalign-site
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nwalign-site .whl/*.whl
-    export PYTHONPATH=/tmp/nwalign-site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv; date -u; } 2>&1 | tee "$OUT/device.txt"
 status=0
 if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then

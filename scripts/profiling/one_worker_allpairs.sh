@@ -8,10 +8,7 @@ set -uo pipefail
 OUT=${OUT:-one-worker-out}
 N=${1:-5000}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
-    export PYTHONPATH=$PWD:/tmp/site
-fi
+source scripts/device-site.sh
 python3 -m compileall -q nwalign > /dev/null 2>&1
 S=/tmp/dna_${N}.fasta
 python3 -c "

@@ -1,5 +1,16 @@
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null; export PYTHONPATH=$PWD:/tmp/site; python3 -m compileall -q nwalign /tmp/site >/dev/null 2>&1
-python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_scaleout_one_gpu.py -p no:logging > $OUT/tests.txt 2>&1; grep -E "^E |Error|passed|failed" $OUT/tests.txt | head -30
+#!/usr/bin/env bash
+# One GPU, search two ways (issue 19's proxy where no two-GPU machine is lent): the in-process path
+# (--devices 0) and the path --devices 0,1 takes with one GPU worker (GPU 0 named twice: one worker, two
+# threads scanning the first queries here while it starts). First the one-GPU scale-out tests; then
+# 2,000 E. coli proteins against the seeded 570,000-sequence .nwdb, top 10. Wall times, the timeline of
+# the worker path, output checksums; logs under $OUT.
+#   [RUNS="1 2"] bash scripts/profiling/one_worker_cli.sh
+set -uo pipefail
+OUT=${OUT:-one-worker-out}
+mkdir -p "$OUT"
+source scripts/device-site.sh
+python3 -m compileall -q nwalign > /dev/null 2>&1
+python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_scaleout_one_gpu.py > $OUT/tests.txt 2>&1; grep -E "^E |passed|failed" $OUT/tests.txt | head -30
 [ -f /tmp/sp570k.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o /tmp/sp570k.nwdb > /dev/null
 python3 -c "
 from nwalign.sequences import read_fasta
