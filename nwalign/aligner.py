@@ -200,6 +200,8 @@ class Aligner:
         n_a, n_b = len(sequences), None if others is None else len(others)
         name = scorer.kernel_for(n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b)  # the whole job's count
         size = scorer.batch_size(name)
+        if span is not None:  # a block of a spread job: several batches, each of whole waves
+            size = block_batch(size, span[1] - span[0], scorer.wave(name))
         stats["kernel"] = name
         log.info("allpairs: GPU kernel %s, batches of up to %d pairs", name, size)
         shifted = (_shift(p, offset) for p in pair_batches(n_a, n_b, size, span))
@@ -230,6 +232,18 @@ class Aligner:
 
             self._searchers[key] = (ScanSearcher(codes, offsets, self.scoring, self.device), codes, offsets)
         return self._searchers[key][0].scores(np.asarray(query, dtype=np.uint8))
+
+
+BLOCK_BATCHES = 3  # batches per block of a spread all-pairs job at least (block_batch)
+
+
+def block_batch(size: int, pairs: int, wave: int) -> int:
+    """The batch size for a block of ``pairs`` pairs of a spread all-pairs job: at most ``size``, at least
+    one ``wave`` (the pairs the score kernel runs at once), and a whole number of waves that cuts the
+    block into :data:`BLOCK_BATCHES` batches or more where it can. A block scored in one batch leaves the
+    GPU idle while its rows are formatted; in several, the next batch runs meanwhile (as in one process)."""
+    share = -(-pairs // BLOCK_BATCHES)
+    return int(min(size, max(wave, share // wave * wave)))
 
 
 def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:

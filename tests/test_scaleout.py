@@ -364,6 +364,20 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
         assert all(a % quantum == 0 for a, _ in spans)
 
 
+def test_a_block_is_scored_in_several_batches_of_whole_waves():
+    from nwalign.aligner import BLOCK_BATCHES, block_batch
+
+    wave = 1000
+    assert BLOCK_BATCHES >= 2
+    for pairs in (1, 999, 1000, 2500, 3000, 4000, 12_345, 10**6):
+        size = block_batch(10**9, pairs, wave)
+        assert size % wave == 0 and size >= wave  # whole waves, never less than one
+        if pairs >= BLOCK_BATCHES * wave:
+            assert -(-pairs // size) >= BLOCK_BATCHES  # several batches: the next runs while one is formatted
+    assert block_batch(3000, 10**6, wave) == 3000  # never over the memory's batch size
+    assert block_batch(3000, 3000 * BLOCK_BATCHES, wave) == 3000
+
+
 @pytest.mark.parametrize("case", ["scores", "identity", "npy", "phy", "against", "local"])
 def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, case):
     """allpairs over the fixture's two workers (and once over 5 blocks per worker): the same TSV bytes,

@@ -178,6 +178,33 @@ def test_allpairs_first_blocks_here_then_the_worker_byte_identical(tmp_path, gen
     assert 2 <= seen["here"] <= 6  # the other blocks (16 at least) ran on the worker
 
 
+def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
+    """A spread all-pairs block is scored in several batches of whole waves (the next one runs while one
+    is formatted): its rows are those of the one-process run at its positions."""
+    from nwalign import allpairs
+    from nwalign.cuda.allpairs import AllPairsScorer
+    from nwalign.scaleout import PairsTask, block_of
+
+    cols = ("qseqid", "sseqid", "score", "qlen", "slen")
+    job = allpairs(genes / "60.fa", columns=cols, backend="cuda", devices="0")
+    whole = "".join(b.text for b in job.blocks()).splitlines(keepends=True)
+    assert len(whole) == 60 * 59 // 2
+    sizes = []
+    stream = AllPairsScorer.stream
+
+    def counted(self, batches, kernel=None):
+        for pairs, scores in stream(self, batches, kernel):
+            sizes.append(len(pairs))
+            yield pairs, scores
+
+    monkeypatch.setattr(AllPairsScorer, "wave", lambda self, kernel: 64)  # small waves: a 1,400-pair block
+    monkeypatch.setattr(AllPairsScorer, "stream", counted)
+    task = PairsTask((None, None), job.scoring, cols, None, False, "cuda", "auto", None, None, 1, (100, 1500))
+    block, stats = block_of(job.a, None, task, 0)
+    assert block.text == "".join(whole[100:1500]) and stats["pairs"] == 1400
+    assert sizes == [448, 448, 448, 56]
+
+
 def test_pair_first_chunks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch):
     from nwalign.cli import main
 

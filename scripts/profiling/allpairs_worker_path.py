@@ -1,10 +1,49 @@
 """allpairs on one GPU: the in-process path against one GPU worker process (the per-GPU part of
---devices 0,1, without the start-up: the worker is started first), score columns, the same blocks.
+--devices 0,1, without the start-up: the worker is started first), score columns. The client's CuPy
+pool is emptied after each in-process run so that the worker's scorers see the GPU's memory free.
+Variants: tasks at a time per worker (1, 2) x batches per block at least (nwalign.aligner.BLOCK_BATCHES:
+1 = a block of ~4 waves scored in one batch, as before session 17; 3 = the default).
+Also the score kernel alone over every pair in batches of 1, 2 and 4 waves (the cost of smaller batches).
 Usage (GPU machine): python3 scripts/profiling/allpairs_worker_path.py FASTA [REPEATS]"""
 
 import pathlib
 import sys
 import time
+
+
+def _set_batches(k: int) -> None:  # on the worker
+    import nwalign.aligner
+
+    nwalign.aligner.BLOCK_BATCHES = k
+
+
+def _free_pool() -> None:
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def kernel_alone(path) -> None:
+    from nwalign import allpairs
+    from nwalign.allvsall import pair_batches
+    from nwalign.cuda.allpairs import AllPairsScorer
+
+    job = allpairs(path, columns=("qseqid", "sseqid", "score"), backend="cuda", devices="0")
+    codes, scoring = [e.codes for e in job.a], job.scoring
+    scorer = AllPairsScorer(codes, scoring)
+    n = len(codes)
+    name = scorer.kernel_for(n * (n - 1) // 2)
+    wave = scorer.wave(name)
+    for waves in (4, 2, 1, 4):
+        size = min(wave * waves, scorer.batch_size(name))
+        scorer.gpu_seconds = 0.0
+        t = time.perf_counter()
+        count = sum(len(p) for p, _ in scorer.stream(pair_batches(n, None, size), name))
+        print(f"kernel {name} alone, batches of {waves} wave(s) ({size} pairs): {time.perf_counter() - t:.2f} s wall, "
+              f"{scorer.gpu_seconds:.2f} s kernel, {count} pairs", flush=True)
+    del scorer
+    _free_pool()
 
 
 def main():
@@ -16,20 +55,24 @@ def main():
     path = pathlib.Path(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
-    import dask
-
-    for trim, tasks in ((65536, 1), (None, 1), (None, 2)):
-        # Dask's default for worker processes: MALLOC_TRIM_THRESHOLD_=65536 (memory back to the system early)
-        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": trim}):
-            cluster = gpu_cluster([0], tasks)
+    kernel_alone(path)
+    for tasks in (2, 1):
+        cluster = gpu_cluster([0], tasks)
         client = distributed.Client(cluster)
         for _ in range(repeats):
-            for label in ("in-process", f"worker ({tasks} tasks at a time, trim {trim})"):
+            t = time.perf_counter()
+            job = allpairs(path, columns=cols, backend="cuda", devices="0")
+            size = sum(len(b.text) for b in job.blocks())
+            print(f"{'in-process':44s}: {time.perf_counter() - t:.2f} s, {size} bytes of rows", flush=True)
+            _free_pool()
+            for batches in (3, 1):
+                client.run(_set_batches, batches)
                 t = time.perf_counter()
-                job = allpairs(path, columns=cols, backend="cuda", **({"devices": "0"} if label == "in-process"
-                                                                      else {"client": client}))
+                job = allpairs(path, columns=cols, backend="cuda", client=client)
                 size = sum(len(b.text) for b in job.blocks())
-                print(f"{label:40s}: {time.perf_counter() - t:.2f} s, {size} bytes of rows", flush=True)
+                label = f"worker ({tasks} tasks at a time, >= {batches} batches/block)"
+                print(f"{label:44s}: {time.perf_counter() - t:.2f} s, {size} bytes of rows, "
+                      f"{job.stats.get('gpu_seconds', 0):.2f} s kernel", flush=True)
         client.close()
         cluster.close()
 
