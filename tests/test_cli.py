@@ -567,6 +567,21 @@ def test_entry_point_guesses_gpu_searches_from_the_words():
         assert wants_gpu_search(words) is None, words
 
 
+def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
+    """allpairs and pair get the warm-up too, on each GPU that --devices names (device 0 for auto/all)."""
+    from nwalign.launch import wants_gpu
+
+    assert wants_gpu(["allpairs", "s.fa"]) == ("allpairs", [0])
+    assert wants_gpu(["allpairs", "s.fa", "--devices", "1,0"]) == ("allpairs", [0, 1])
+    assert wants_gpu(["allpairs", "s.fa", "--devices=auto", "--device", "1"]) == ("allpairs", [1])
+    assert wants_gpu(["pair", "a.fa", "b.fa", "--device=2"]) == ("pair", [2])
+    assert wants_gpu(["search", "q", "db", "--devices", "0,1"]) == ("search", [0, 1])
+    for words in (["allpairs", "s.fa", "--backend", "cpu"], ["pair", "a", "b", "--workers", "3"],
+                  ["allpairs", "s", "--scheduler", "sched.json"], ["allpairs", "--help"],
+                  ["allpairs", "s", "--devices", "gpu0"], ["makedb", "s", "d"], ["bench"]):
+        assert wants_gpu(words) is None, words
+
+
 def test_python_m_nwalign_runs_a_search(tmp_path):
     """The module entry point (nwalign.launch) runs a whole command in a fresh interpreter."""
     import subprocess

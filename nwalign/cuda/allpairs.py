@@ -39,6 +39,12 @@ def _function(name: str):
     return modules.function("allpairs", name, name_expressions=_NAMES)
 
 
+def load_kernels() -> None:
+    """Load the all-pairs kernels' module on the current GPU (compiled once by NVRTC, then from CuPy's
+    cache): the warm-up at the command's start (:mod:`nwalign.launch`)."""
+    _function(_NAMES[0])
+
+
 def choose_kernel(n_pairs: int, max_length: int, multiprocessors: int) -> str:
     """The ``auto`` rule: lazy-rscan (one thread per pair) unless there are too few pairs to give every
     multiprocessor a few warps, where dscan (one block per pair) keeps the GPU busier.
