@@ -206,19 +206,25 @@ class PairCells:
         return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
 
 
-def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1
+def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1, taper: int = 0
            ) -> list[tuple[int, int]]:
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
     over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
-    at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave)."""
+    at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
+    ``taper``: the last ``taper`` blocks (at most half of them) get half, then a quarter of a block's
+    cells, so that the workers finish nearly together (the last block taken runs alone)."""
     along = PairCells(lengths_a, lengths_b)
     total_pairs = int(along.starts[-1])
     if total_pairs == 0:
         return []
+    taper = min(max(0, taper), count // 2)
+    weights = np.ones(count)
+    weights[count - taper:] = [0.5 if j < (taper + 1) // 2 else 0.25 for j in range(taper)]
+    ends = np.cumsum(weights) / weights.sum()
     cuts = [0]
     for k in range(1, count):
-        want = along.total * k / count
+        want = along.total * ends[k - 1]
         i = min(int(np.searchsorted(along.rows, want, side="right")) - 1, len(along.la) - 1)
         first = i + 1 if along.within else 0
         inside = along.la[i] * (along.prefix_b[first + 1:] - along.prefix_b[first])  # row i's cells so far
@@ -659,7 +665,7 @@ class AllPairs:
                 spread.client.submit(gpu_wave, whole, pure=False).result()
         per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
         spans = blocks(lengths, others, max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
-                       quantum)
+                       quantum, taper=2 * spread.workers)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
