@@ -510,13 +510,18 @@ def test_ctrl_c_stops_a_long_cpu_run_at_once():
 
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "nwalign", "pair", "--random", "250k", "--score-only",
-                             "--backend", "cpu", "--mode", "local", "--format", "tsv", "--no-header"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    time.sleep(4)  # past start-up and Numba's cache load: inside the kernel
-    assert proc.poll() is None
+                             "--backend", "cpu", "--mode", "local", "--format", "tsv", "--no-header", "-v"],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    for line in proc.stderr:  # -v: the backend is announced just before the kernel starts
+        seen += line
+        if b"backend: cpu" in line:
+            break
+    time.sleep(2)  # past Numba's cache load: inside the kernel
+    assert proc.poll() is None, seen
     proc.send_signal(signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=8)  # the kernel alone needs ~30 s more
+        out, err = proc.communicate(timeout=20)  # the kernel alone needs ~40 s (on a busy machine, more)
     except subprocess.TimeoutExpired:
         proc.kill()
         raise AssertionError("Ctrl-C did not stop the run")
