@@ -251,6 +251,23 @@ def test_a_running_cluster_reads_a_fasta_database_through_shared_dir(client, tmp
         assert message in err and err.count("\n") == 1, err
 
 
+def test_gpu_workers_start_without_dasks_malloc_trim_setting(monkeypatch):
+    """A GPU worker process (here on a machine without a GPU: only its environment is looked at) sees its
+    GPU alone and runs without Dask's MALLOC_TRIM_THRESHOLD_ (which fixes glibc's mmap threshold: each
+    query's score array mapped and faulted in anew, ~1.5 % of a scan); the client's own setting is kept."""
+    import dask
+    from distributed import Client
+
+    from nwalign.scaleout import gpu_cluster
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with gpu_cluster([0]) as cluster, Client(cluster) as client:
+        seen = list(client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+                                        os.environ.get("CUDA_VISIBLE_DEVICES"))).values())
+    assert seen == [(None, "0")]
+    assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_") == 65536
+
+
 def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     """--devices: auto spreads over every GPU when there are two or more (and Dask is there), unless
     --device names another GPU; one GPU named runs in this process; bad lists are one-line errors."""

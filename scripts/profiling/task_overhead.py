@@ -2,7 +2,7 @@
 (1) the one-process loop (search_all: scan, top hits, alignments on the GPU), (2) the worker's task
 function (best_of_shard with the alignments) called here round after round, (3) the same tasks through
 a Dask worker process (one GPU worker, 3 tasks in flight), each over the same queries.
-Usage (GPU machine): python3 scripts/profiling/task_overhead.py DB.nwdb QUERIES.fasta [N [ROUND]]"""
+Usage (GPU machine): python3 scripts/profiling/task_overhead.py DB.nwdb QUERIES.fasta [N [ROUND [notrim]]]"""
 
 import sys
 import time
@@ -61,7 +61,14 @@ def main():
         print(f"{label:20s}: {n} queries in rounds of {size}: {wall:.2f} s, {1e3 * wall / n:.2f} ms per query",
               flush=True)
         if label == "task function here" and client is None:
-            cluster = gpu_cluster([0])
+            import dask
+
+            # "notrim": the worker without Dask's MALLOC_TRIM_THRESHOLD_=65536 (which also fixes glibc's mmap
+            # threshold: every large array is then mapped and unmapped, its pages faulted in afresh)
+            trim = {} if len(sys.argv) <= 5 or sys.argv[5] != "notrim" else \
+                {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+            with dask.config.set(trim):
+                cluster = gpu_cluster([0])
             client = distributed.Client(cluster)
             client.submit(best_of_shard, tasks()[0], pure=False).result()  # its searcher made
     client.close()
