@@ -667,30 +667,34 @@ class Spread(Owned):
         from .database import database_from_records, write_database
 
         self.label, self.backend, self.gpus = label, backend, gpus
-        self.client = self.cluster = self.tmp = self._started = None
+        self.client = self.cluster = self.tmp = self._started = self._launch = None
         self.led = 0
         try:
             if shared_dir is not None and not os.path.isdir(shared_dir):
                 raise NwalignError(f"shared_dir {shared_dir}: no such directory",
                                    cli=f"--shared-dir {shared_dir}: no such directory")
-            if gpus:  # the workers start while the sets are written (and the first tasks run here)
-                from .background import in_background
-
-                self._started = in_background(lambda: client_for(devices=gpus, gpu_tasks=gpu_tasks,
-                                                                 warm=warm_gpu_context))
             self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
-            paths = []
-            for k, encoded in enumerate(sets):
-                if encoded is None:
-                    paths.append(None)
-                    continue
-                path = os.path.join(self.tmp, f"set{k}.nwdb")
-                write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
-                paths.append(path)
-            self.paths = tuple(paths)
-            if gpus:
+            self.paths = tuple(None if encoded is None else os.path.join(self.tmp, f"set{k}.nwdb")
+                               for k, encoded in enumerate(sets))
+
+            def write():
+                for path, encoded in zip(self.paths, sets):
+                    if encoded is not None:
+                        name = os.path.basename(path)[:-5]
+                        write_database(database_from_records([e.record for e in encoded], name), path)
+
+            if gpus:  # written and started in the background once the first tasks run here (map)
+                from concurrent.futures import Future
+
                 self.workers = len(gpus)
+                self._started = Future()
+
+                def launch():
+                    write()
+                    return client_for(devices=gpus, gpu_tasks=gpu_tasks, warm=warm_gpu_context)
+                self._launch = launch
                 return
+            write()
             self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
             gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
             if backend == "cuda":
@@ -699,6 +703,29 @@ class Spread(Owned):
             self.close()
             raise
         self._settle(gpus_seen)
+
+    def _start(self) -> None:
+        """Write the sets and start the GPU workers in a background thread (once; ``_started`` gets the
+        (client, cluster) or the error). Started after this process's first tasks: Dask's import and
+        start-up then compete for the interpreter with the workers' start, not with the first launches."""
+        import threading
+
+        launch, self._launch = self._launch, None
+        if launch is None:
+            return
+        started = self._started
+
+        def run():
+            try:
+                started.set_result(launch())
+            except BaseException as exc:  # handed to whoever waits (map runs every task here then)
+                started.set_exception(exc)
+        threading.Thread(target=run, daemon=True).start()
+
+    def close(self) -> None:
+        if self._launch is not None:  # never started: nothing to wait for
+            self._launch = self._started = None
+        super().close()
 
     def _settle(self, gpus_seen: dict) -> None:
         self.workers = max(1, len(self.client.scheduler_info()["workers"]))
@@ -710,6 +737,7 @@ class Spread(Owned):
         """Wait for the GPU workers started in the background (nothing when there are none)."""
         if self._started is None:
             return
+        self._start()
         started, self._started = self._started, None
         self.client, self.cluster = started.result()
         self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
@@ -733,6 +761,7 @@ class Spread(Owned):
             todo, lock = iter(tasks), threading.Lock()
             lead = Lead(self._started, todo, lock, lambda tasks, gpu: (local(t, gpu) for t in tasks), self.gpus,
                         self.label) if local is not None and self._started is not None else None
+            self._start()  # the workers, once the first tasks run here
             if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
                 yield from lead.results()
                 self.led = lead.taken

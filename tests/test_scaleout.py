@@ -633,3 +633,46 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
     lead = Lead(Future(), iter(range(50)), threading.Lock(), broken, [0, 1], "test")
     with pytest.raises(ValueError, match="task 7"):
         list(lead.results())
+
+
+def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, caplog):
+    """Spread with GPU workers: nothing is written or started while the job is planned; map starts the
+    first tasks here, then writes the sets and starts the workers in the background; a start that fails
+    leaves every task here (in order, with a warning). A spread closed before map starts nothing."""
+    import logging
+
+    import nwalign.scaleout as scaleout
+    from nwalign.engine import encode_all
+    from nwalign.scoring import make_scoring
+    from nwalign.sequences import as_records
+
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
+    encoded = encode_all(as_records(["ACGTAC", "ACGAAC", "TTGACA"], "s"), make_scoring("dna", "global"), "s")
+    seen = []
+
+    def start(**options):
+        seen.append((options["devices"], all(os.path.exists(p) for p in spread.paths if p)))
+        raise RuntimeError("test: no worker processes")
+
+    monkeypatch.setattr(scaleout, "client_for", start)
+    spread = scaleout.Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
+    assert seen == [] and not os.path.exists(spread.paths[0]) and spread.workers == 2
+    starting = spread._started
+
+    def here(task, gpu):  # after the first two tasks, wait for the start's outcome
+        if task >= 2:
+            for _ in range(3000):
+                if starting.done():
+                    break
+                time.sleep(0.01)
+        return task, gpu in (0, 1)
+
+    with caplog.at_level(logging.WARNING, logger="nwalign"):
+        got = list(spread.map(None, iter(range(12)), here))
+    assert got == [(k, True) for k in range(12)]
+    assert seen == [([0, 1], True)] and "allpairs: the GPU workers did not start" in caplog.text
+    assert spread.tmp is None  # closed by map: the sets removed
+
+    unused = scaleout.Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
+    unused.close()
+    assert len(seen) == 1 and unused.tmp is None
