@@ -639,9 +639,10 @@ class Spread(Owned):
     """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
     read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
 
-    GPU workers of ``gpus`` start in the background and are joined by :meth:`map`, which meanwhile runs
-    the first tasks in this process on every one of those GPUs (its ``local`` function), so that no GPU
-    waits for Dask's start-up.
+    With ``gpus``, :meth:`map` runs the first tasks in this process on every one of those GPUs (its
+    ``local`` function) and then writes the sets and starts the GPU workers in the background
+    (:meth:`_start`), joining them for the next tasks: no GPU waits for Dask's start-up, and Dask's
+    import does not slow the job's plan or its first launches.
 
     Arguments:
         label: the command, for messages (``allpairs``, ``pair``).
