@@ -756,8 +756,6 @@ class Spread(Owned):
         import threading
         from collections import deque
 
-        from distributed import KilledWorker
-
         try:
             todo, lock = iter(tasks), threading.Lock()
             lead = Lead(self._started, todo, lock, lambda tasks, gpu: (local(t, gpu) for t in tasks), self.gpus,
@@ -768,6 +766,7 @@ class Spread(Owned):
                 self.led = lead.taken
                 return
             self.join()
+            from distributed import KilledWorker  # not before the first tasks here: its import takes ~0.5 s
             flying: deque = deque()
 
             def fill():
