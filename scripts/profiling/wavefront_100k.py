@@ -1,4 +1,4 @@
-import numpy as np, sys
+import sys
 sys.path.insert(0, '.')
 from nwalign.scoring import make_scoring
 from nwalign.sequences import random_records, mutate
