@@ -6,10 +6,11 @@ import threading
 from concurrent.futures import Future
 
 
-def in_background(fn) -> Future:
-    """Run ``fn()`` in a daemon thread now; returns a Future with its result or exception. For work that
-    mostly releases the GIL (checksums, copies to the GPU) beside the caller's own."""
-    done: Future = Future()
+def in_background(fn, done: Future | None = None) -> Future:
+    """Run ``fn()`` in a daemon thread now; returns a Future with its result or exception (``done``: a
+    Future made beforehand, e.g. already handed to whoever waits for it). For work that mostly releases
+    the GIL (checksums, copies to the GPU) beside the caller's own."""
+    done = Future() if done is None else done
 
     def run():
         try:

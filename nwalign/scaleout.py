@@ -679,10 +679,9 @@ class Spread(Owned):
                                for k, encoded in enumerate(sets))
 
             def write():
-                for path, encoded in zip(self.paths, sets):
+                for k, (path, encoded) in enumerate(zip(self.paths, sets)):
                     if encoded is not None:
-                        name = os.path.basename(path)[:-5]
-                        write_database(database_from_records([e.record for e in encoded], name), path)
+                        write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
 
             if gpus:  # written and started in the background once the first tasks run here (map)
                 from concurrent.futures import Future
@@ -709,19 +708,11 @@ class Spread(Owned):
         """Write the sets and start the GPU workers in a background thread (once; ``_started`` gets the
         (client, cluster) or the error). Started after this process's first tasks: Dask's import and
         start-up then compete for the interpreter with the workers' start, not with the first launches."""
-        import threading
+        from .background import in_background
 
         launch, self._launch = self._launch, None
-        if launch is None:
-            return
-        started = self._started
-
-        def run():
-            try:
-                started.set_result(launch())
-            except BaseException as exc:  # handed to whoever waits (map runs every task here then)
-                started.set_exception(exc)
-        threading.Thread(target=run, daemon=True).start()
+        if launch is not None:  # an error is handed to whoever waits (map then runs every task here)
+            in_background(launch, self._started)
 
     def close(self) -> None:
         if self._launch is not None:  # never started: nothing to wait for
