@@ -12,10 +12,7 @@ N=${2:-5000}
 WORK=${WORK:-/tmp/nwalign-scaleout-pairs}
 mkdir -p "$OUTDIR" "$WORK"
 S=$WORK/dna_${N}.fasta
-python3 -c "
-from nwalign.bench.workloads import allpairs_records
-recs = allpairs_records(1500, $N, 1, None, 'dna')
-print(''.join(f'>s{k}\n{r.seq}\n' for k, r in enumerate(recs)), end='')" > $S
+python3 benchmarks/allpairs_dna.py $N $S
 head -n 4000 $S > $WORK/q2000.fasta
 tail -n 4000 $S > $WORK/t2000.fasta
 unset PYTHONDONTWRITEBYTECODE

@@ -8,6 +8,7 @@ import time
 
 
 def kernel_alone(path: str, waves_list=(4, 20, 4)) -> list[str]:
+    """The kernel alone over every pair of ``path`` in batches of each number of waves: a line each."""
     import pathlib
 
     import cupy

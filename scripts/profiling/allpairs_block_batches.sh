@@ -11,9 +11,6 @@ source scripts/device-site.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/device.txt
 python3 -m pytest -q -m gpu tests/test_scaleout_one_gpu.py 2>&1 | tail -n 15 | tee $OUT/one_gpu_tests.txt
 S=/tmp/dna_5000.fasta
-python3 -c "
-from nwalign.bench.workloads import allpairs_records
-recs = allpairs_records(1500, 5000, 1, None, 'dna')
-print(''.join(f'>s{k}\n{r.seq}\n' for k, r in enumerate(recs)), end='')" > $S
+python3 benchmarks/allpairs_dna.py 5000 $S
 python3 scripts/profiling/allpairs_worker_path.py $S 1 2>&1 | tee $OUT/allpairs_worker_path.txt
 RUNS=1 bash scripts/profiling/one_worker_allpairs.sh 5000 2>&1 | tee $OUT/one_worker_allpairs.txt

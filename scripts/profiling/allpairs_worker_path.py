@@ -24,30 +24,10 @@ def _free_pool() -> None:
     cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
-def kernel_alone(path) -> None:
-    from nwalign import allpairs
-    from nwalign.allvsall import pair_batches
-    from nwalign.cuda.allpairs import AllPairsScorer
-
-    job = allpairs(path, columns=("qseqid", "sseqid", "score"), backend="cuda", devices="0")
-    codes, scoring = [e.codes for e in job.a], job.scoring
-    scorer = AllPairsScorer(codes, scoring)
-    n = len(codes)
-    name = scorer.kernel_for(n * (n - 1) // 2)
-    wave = scorer.wave(name)
-    for waves in (4, 2, 1, 4):
-        size = min(wave * waves, scorer.batch_size(name))
-        scorer.gpu_seconds = 0.0
-        t = time.perf_counter()
-        count = sum(len(p) for p, _ in scorer.stream(pair_batches(n, None, size), name))
-        print(f"kernel {name} alone, batches of {waves} wave(s) ({size} pairs): {time.perf_counter() - t:.2f} s wall, "
-              f"{scorer.gpu_seconds:.2f} s kernel, {count} pairs", flush=True)
-    del scorer
-    _free_pool()
-
-
 def main():
     import distributed
+
+    from allpairs_batch_in_worker import kernel_alone  # this folder (the script's own, on sys.path)
 
     from nwalign import allpairs
     from nwalign.scaleout import gpu_cluster
@@ -55,7 +35,8 @@ def main():
     path = pathlib.Path(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
-    kernel_alone(path)
+    for line in kernel_alone(path, (4, 2, 1, 4)):
+        print("kernel alone:", line, flush=True)
     for tasks in (2, 1):
         cluster = gpu_cluster([0], tasks)
         client = distributed.Client(cluster)

@@ -9,12 +9,8 @@ OUT=${OUT:-one-worker-out}
 N=${1:-5000}
 mkdir -p "$OUT"
 source scripts/device-site.sh
-python3 -m compileall -q nwalign > /dev/null 2>&1
 S=/tmp/dna_${N}.fasta
-python3 -c "
-from nwalign.bench.workloads import allpairs_records
-recs = allpairs_records(1500, $N, 1, None, 'dna')
-print(''.join(f'>s{k}\n{r.seq}\n' for k, r in enumerate(recs)), end='')" > $S
+python3 benchmarks/allpairs_dna.py $N $S
 COLS=qseqid,sseqid,score,qlen,slen
 python3 -m nwalign allpairs <(head -n 200 $S) --devices 0 --columns $COLS -o /dev/null
 for i in ${RUNS:-1 2}; do

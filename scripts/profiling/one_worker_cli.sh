@@ -9,7 +9,6 @@ set -uo pipefail
 OUT=${OUT:-one-worker-out}
 mkdir -p "$OUT"
 source scripts/device-site.sh
-python3 -m compileall -q nwalign > /dev/null 2>&1
 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/test_scaleout_one_gpu.py > $OUT/tests.txt 2>&1; grep -E "^E |passed|failed" $OUT/tests.txt | head -30
 [ -f /tmp/sp570k.nwdb ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o /tmp/sp570k.nwdb > /dev/null
 python3 -c "
