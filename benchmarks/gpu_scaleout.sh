@@ -6,7 +6,7 @@
 #   GPU holding the whole database, rounds of queries dealt to them; the command scans the first queries
 #   on both GPUs while they start), 3. two GPUs with one worker SIGKILLed mid-search (the nanny restarts
 #   it; Dask runs its task again). Wall times, peak RSS and output checksums; logs under OUTDIR.
-#   bash benchmarks/gpu_scaleout.sh [OUTDIR]
+#   [RUNS=2] bash benchmarks/gpu_scaleout.sh [OUTDIR]   (RUNS: how many times one GPU, then two)
 set -uo pipefail
 OUTDIR=${1:-${OUT:-scaleout-out}}
 HITS=${HITS:-/tmp/nwalign-scaleout-hits}
@@ -27,12 +27,14 @@ from nwalign.sequences import read_fasta
 r = read_fasta('$Q'); print(f'queries: {len(r)} proteins, {sum(len(x) for x in r)} residues')"
 echo "== warm-up (caches)"
 python3 -m nwalign search data/queries_5_opal.fasta $DB.nwdb --devices 0,1 --top 1 -o /dev/null
-echo "== one GPU (--devices 0)"
+for run in $(seq ${RUNS:-2}); do
+echo "== run $run: one GPU (--devices 0)"
 nw search $Q $DB.nwdb --top 10 --devices 0 -v -o $HITS/one.tsv 2>&1 | grep -v "scan of\|query .* done"
-echo "== two GPUs (--devices 0,1; the timeline in scaleout_timeline.txt)"
-NWALIGN_LOG_TIMES=1 nw search $Q $DB.nwdb --top 10 --devices 0,1 -v -o $HITS/two.tsv 2> "$OUTDIR/scaleout_timeline.txt"
-grep -v "query .* done\|round" "$OUTDIR/scaleout_timeline.txt"
-grep "round" "$OUTDIR/scaleout_timeline.txt" | sed -n '1,4p;$p'
+echo "== run $run: two GPUs (--devices 0,1; the timeline in scaleout_timeline$run.txt)"
+NWALIGN_LOG_TIMES=1 nw search $Q $DB.nwdb --top 10 --devices 0,1 -v -o $HITS/two.tsv 2> "$OUTDIR/scaleout_timeline$run.txt"
+grep -v "query .* done\|round\|scan of\|pairs aligned" "$OUTDIR/scaleout_timeline$run.txt"
+grep "round" "$OUTDIR/scaleout_timeline$run.txt" | sed -n '1,4p;$p'
+done
 echo "== two GPUs, one worker SIGKILLed after ${KILL_AFTER:-6} s"
 start=$(date +%s.%N)
 python3 -m nwalign search $Q $DB.nwdb --top 10 --devices 0,1 -o $HITS/killed.tsv &

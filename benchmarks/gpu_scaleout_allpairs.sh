@@ -5,7 +5,7 @@
 #   1. one GPU (--devices 0, the in-process path), 2. two GPUs (--devices 0,1: one worker process per GPU,
 #   blocks of the pair matrix balanced by DP cells), then pair on 2 x 2,000 of them (i against i, SAM).
 # Wall times, peak RSS and output checksums; logs under OUTDIR.
-#   bash benchmarks/gpu_scaleout_allpairs.sh [OUTDIR] [N]
+#   [RUNS=2] bash benchmarks/gpu_scaleout_allpairs.sh [OUTDIR] [N]   (RUNS: how many times one GPU, then two)
 set -uo pipefail
 OUTDIR=${1:-${OUT:-scaleout-out}}
 N=${2:-5000}
@@ -29,10 +29,13 @@ echo "== warm-up (caches)"
 head -n 200 $S > $WORK/warm.fasta
 python3 -m nwalign allpairs $WORK/warm.fasta --devices 0,1 --columns $COLS -o /dev/null
 python3 -m nwalign allpairs $WORK/warm.fasta --devices 0 --columns $COLS -o /dev/null
-echo "== allpairs, one GPU (--devices 0)"
+for run in $(seq ${RUNS:-2}); do
+echo "== run $run: allpairs, one GPU (--devices 0)"
 nw allpairs $S --devices 0 --columns $COLS -v -o $WORK/one.tsv
-echo "== allpairs, two GPUs (--devices 0,1)"
-nw allpairs $S --devices 0,1 --columns $COLS -v -o $WORK/two.tsv
+echo "== run $run: allpairs, two GPUs (--devices 0,1; the timeline in allpairs_timeline$run.txt)"
+NWALIGN_LOG_TIMES=1 nw allpairs $S --devices 0,1 --columns $COLS -v -o $WORK/two.tsv 2> "$OUTDIR/allpairs_timeline$run.txt"
+cat "$OUTDIR/allpairs_timeline$run.txt"
+done
 echo "== pair, 2,000 x 2,000 (i against i), SAM, one GPU then two"
 nw pair $WORK/q2000.fasta $WORK/t2000.fasta --format sam --devices 0 -v -o $WORK/pair_one.sam 2>&1 | tail -n 3
 nw pair $WORK/q2000.fasta $WORK/t2000.fasta --format sam --devices 0,1 -v -o $WORK/pair_two.sam 2>&1 | tail -n 4

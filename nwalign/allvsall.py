@@ -644,7 +644,8 @@ class AllPairs:
 
     def _spread_blocks(self, progress):
         """The blocks from the workers (:mod:`nwalign.scaleout`): the pair order cut by :func:`blocks`;
-        ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every GPU's)."""
+        ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every task's
+        kernel time, which overlap on a GPU; ``tasks``: how many)."""
         from .scaleout import PairsTask, pair_block
 
         spread, stats = self._spread, self.stats
@@ -681,6 +682,7 @@ class AllPairs:
             stats["kernel"] = part.get("kernel", stats["kernel"])
             if part.get("gpu_seconds"):
                 stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
+            stats["tasks"] = stats.get("tasks", 0) + 1
             stats["score_seconds"] = time.perf_counter() - clock
             if progress:
                 progress(block.stop - block.start)

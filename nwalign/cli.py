@@ -486,7 +486,10 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f %s, %.0f pairs/s, output included)",
                  stats["pairs"], stats["kernel"], stats["score_seconds"], stats["cells"] / stats["score_seconds"] / 1e9,
                  unit, stats["pairs"] / stats["score_seconds"])
-    if stats.get("gpu_seconds"):
+    if stats.get("gpu_seconds") and stats.get("tasks", 1) > 1:  # tasks share a GPU: no rate from their sum
+        log.info("allpairs: GPU kernel time %.2f s summed over %d tasks (overlapping on each GPU)",
+                 stats["gpu_seconds"], stats["tasks"])
+    elif stats.get("gpu_seconds"):
         log.info("allpairs: GPU kernel time %.2f s: %.1f %s, %.0f pairs/s", stats["gpu_seconds"],
                  stats["cells"] / stats["gpu_seconds"] / 1e9, unit, stats["pairs"] / stats["gpu_seconds"])
     if stats.get("banded_pairs"):

@@ -451,6 +451,7 @@ def test_allpairs_api_blocks_on_a_client(pair_sets, client):
     got = "".join(b.text for b in spread.blocks())
     assert got == want and got.count("\n") == one.stats["pairs"] - one.stats["filtered"] - one.stats["below"]
     assert spread.stats["pairs"] == one.stats["pairs"] == 276 and spread.stats["below"] == one.stats["below"]
+    assert spread.stats["tasks"] >= 4 and "tasks" not in one.stats  # -v gives no GCUPS from overlapping tasks
 
 
 def test_allpairs_worker_killed_loses_nothing(tmp_path, pair_sets):
