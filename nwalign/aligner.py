@@ -353,7 +353,7 @@ class Pairs:
                      if kernel == "diagonal-block" else "")
         self._spread = None
         if spread or gpus:
-            from .scaleout import Spread
+            from .spread import Spread
 
             # Local CPU workers share this host's memory; a cluster's workers have their own.
             self._share = max(1, max_memory // workers) if workers > 1 else max_memory
@@ -384,7 +384,7 @@ class Pairs:
         before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback (in this process).
 
         Raises:
-            nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
+            nwalign.errors.WorkerLost: (spread) a task kept killing its workers.
         """
         if self._spread is not None:
             return self._spread_run()
@@ -410,7 +410,7 @@ class Pairs:
             yield next(batched) if is_small[k] else next(large)
 
     def _spread_run(self) -> Iterator[Alignment]:
-        from .scaleout import AlignTask, align_chunk, chunks
+        from .spread import AlignTask, align_chunk, chunks
 
         spread = self._spread
         cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
@@ -422,7 +422,7 @@ class Pairs:
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
                            self._share, self._options) for a, b in parts)
         def here(task, gpu):  # a chunk on one of the workers' GPUs, in this process, while they start
-            from .scaleout import chunk_of
+            from .spread import chunk_of
 
             return chunk_of(self.queries, self.targets, task, gpu)
 

@@ -476,7 +476,7 @@ class AllPairs:
         backend, kernel, slice_k, block, device: ``auto``/``cuda``/``cpu`` and the GPU kernel choice.
         threads: CPU threads (0: every core).
         workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers
-            (:mod:`nwalign.scaleout`; :meth:`blocks` then gathers blocks of the pair matrix balanced by DP
+            (:mod:`nwalign.spread`; :meth:`blocks` then gathers blocks of the pair matrix balanced by DP
             cells, at least four per worker, formatted by the workers): a local cluster of ``workers``
             CPU-engine processes, the running cluster at ``scheduler`` (address or scheduler file), a
             ``distributed.Client``, or one worker process per GPU of ``devices`` (``auto``: every visible
@@ -564,7 +564,7 @@ class AllPairs:
         self._cells_along: PairCells | None = None
         self._spread = None
         if spread or gpus:
-            from .scaleout import Spread
+            from .spread import Spread
 
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
                                   shared_dir, gpu_tasks=2)  # a block formats its rows while the next is scored
@@ -612,7 +612,7 @@ class AllPairs:
         called after each block.
 
         Raises:
-            nwalign.scaleout.WorkerLost: (spread) a task kept killing its workers.
+            nwalign.errors.WorkerLost: (spread) a task kept killing its workers.
         """
         if self._spread is not None:
             yield from self._spread_blocks(progress)
@@ -643,10 +643,10 @@ class AllPairs:
     PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
 
     def _spread_blocks(self, progress):
-        """The blocks from the workers (:mod:`nwalign.scaleout`): the pair order cut by :func:`blocks`;
+        """The blocks from the workers (:mod:`nwalign.spread`): the pair order cut by :func:`blocks`;
         ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every task's
         kernel time, which overlap on a GPU; ``tasks``: how many)."""
-        from .scaleout import PairsTask, pair_block
+        from .spread import PairsTask, pair_block
 
         spread, stats = self._spread, self.stats
         stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
@@ -657,7 +657,7 @@ class AllPairs:
         scored = not needs_traceback(self.columns, self.min_identity, self.distances) or \
             (self.min_identity is not None and self.scoring.mode == "global" and not self.distances)
         if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
-            from .scaleout import gpu_wave, wave_of
+            from .spread import gpu_wave, wave_of
 
             whole = PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances,
                               self.backend, self.kernel, self.slice_k, self.block, threads, (0, self.pairs))
@@ -672,7 +672,7 @@ class AllPairs:
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
         clock = time.perf_counter()
         def here(task, gpu):  # a block on one of the workers' GPUs, in this process, while they start
-            from .scaleout import block_of
+            from .spread import block_of
 
             return block_of(self.a, self.b, task, gpu)
 

@@ -182,7 +182,7 @@ class Search:
         device: GPU number.
         threads: CPU threads (0: every core).
         query_source: a name for the queries in error messages (a file name).
-        workers, scheduler, client, shards: spread the scan over Dask workers (:mod:`nwalign.scaleout`):
+        workers, scheduler, client, shards: spread the scan over Dask workers (:mod:`nwalign.shards`):
             a local cluster of ``workers`` CPU-engine processes, the running cluster at ``scheduler`` (an
             address or a scheduler file), or ``client`` (a ``distributed.Client``), whose workers run
             the CPU engine, or with ``backend="cuda"`` the scan kernel on the one GPU each sees; the
@@ -376,7 +376,7 @@ class Search:
         query's scan with its DP cells (query length x the database's residues).
 
         Raises:
-            nwalign.scaleout.WorkerLost: (spread over workers) a task kept killing its workers.
+            nwalign.errors.WorkerLost: (spread over workers) a task kept killing its workers.
         """
         if self._scaleout is not None:
             yield from self._scaleout.run(self, progress)
@@ -440,9 +440,10 @@ def _start_gpu_workers(gpus: list[int], path: str | None):
     """(client, cluster, fits): one Dask worker per GPU of ``gpus``, each warmed up and, where ``path`` is
     a .nwdb, holding the whole database on its GPU; ``fits``: whether it fitted on every GPU (None: no
     database given to upload)."""
-    from .scaleout import client_for, warm_gpu_worker
+    from .scaleout import client_for
+    from .shards import warm_gpu_worker
 
-    client, cluster = client_for(devices=gpus, warm=False)
+    client, cluster = client_for(devices=gpus)  # warmed below, with the upload
     try:
         answers = client.run(warm_gpu_worker, path)
     except BaseException:
@@ -460,7 +461,7 @@ def _device_database(codes, offsets, device, order=None):
 
 
 class _ScaleOut(Owned):
-    """A search's scan spread over Dask workers (see :mod:`nwalign.scaleout`); the hits are aligned here.
+    """A search's scan spread over Dask workers (see :mod:`nwalign.shards`); the hits are aligned here.
 
     GPU workers started in the background by :class:`Search` (``cluster``, a Future) are joined when the
     search runs: until they are ready, this process scans the first queries itself on every one of their
@@ -512,7 +513,7 @@ class _ScaleOut(Owned):
         on every worker (the work balances itself, and each scan runs the whole database: fuller launches),
         else one shard per worker. ``fits``: the GPU workers' answers to :func:`preload_database` (None: ask
         them now)."""
-        from .scaleout import preload_database
+        from .shards import preload_database
 
         if self.backend == "cuda" and fits is None and self._shards in (None, 1):
             fits = all(self.client.run(preload_database, self.path).values())
@@ -534,12 +535,12 @@ class _ScaleOut(Owned):
 
     def _lead(self, job: Search, progress):
         """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
-        each, :class:`nwalign.scaleout.Lead`'s thread per GPU taking the next queries), while the workers
+        each, :class:`nwalign.spread.Lead`'s thread per GPU taking the next queries), while the workers
         start; yields (query, hits) in query order and leaves in ``self.led`` how many (a prefix of the
         queries)."""
         import threading
 
-        from .scaleout import Lead, release_gpu_memory
+        from .spread import Lead, release_gpu_memory
 
         self.led = 0
         if not job.leads or self._started is None:
@@ -568,7 +569,7 @@ class _ScaleOut(Owned):
     def run(self, job: Search, progress):
         from collections import deque
 
-        from .scaleout import gather_shards, submit_shards
+        from .shards import gather_shards, submit_shards
 
         db = job.database
         try:

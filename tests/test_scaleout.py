@@ -1,4 +1,4 @@
-"""The search spread over Dask workers (nwalign.scaleout): shards balanced by residues, an exact merge,
+"""The search spread over Dask workers (nwalign.scaleout, nwalign.shards, nwalign.spread): shards balanced by residues, an exact merge,
 output byte-identical to a one-process search for any number of shards and workers, and after a worker
 dies; a task that keeps killing workers ends the run with exit 1 and no output."""
 
@@ -12,7 +12,8 @@ import pytest
 from nwalign import search
 from nwalign.cli import main
 from nwalign.dbsearch import top_hits
-from nwalign.scaleout import WorkerLost, merge, shards
+from nwalign.errors import WorkerLost
+from nwalign.shards import merge, shards
 
 from conftest import DATA
 
@@ -499,7 +500,7 @@ def test_allpairs_spread_options_refused(tmp_path, pair_sets, capsys):
 # -- pair over workers -----------------------------------------------------------------------------
 
 def test_chunks_cover_the_plan_once_balanced_by_cells():
-    from nwalign.scaleout import chunks
+    from nwalign.spread import chunks
 
     rng = np.random.default_rng(4)
     for n in (1, 2, 5, 40):
@@ -581,7 +582,7 @@ def test_allpairs_and_pair_join_a_running_cluster(client, tmp_path, pair_sets):
 
 
 def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplog, monkeypatch):
-    """scaleout.Lead (the tasks run in this process while GPU workers start): threads drawing tasks from
+    """spread.Lead (the tasks run in this process while GPU workers start): threads drawing tasks from
     one iterator (here two ahead, as a scan pipeline does) give a prefix of the tasks, in order; the rest
     is left once the workers are up; a start that failed leaves every task here, with a warning; an
     error in a task is raised where the results are taken."""
@@ -589,7 +590,7 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
     import threading
     from concurrent.futures import Future
 
-    from nwalign.scaleout import Lead
+    from nwalign.spread import Lead
 
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     up = threading.Event()
@@ -644,6 +645,7 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
 
     import nwalign.scaleout as scaleout
     from nwalign.engine import encode_all
+    from nwalign.spread import Spread
     from nwalign.scoring import make_scoring
     from nwalign.sequences import as_records
 
@@ -656,7 +658,7 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
         raise RuntimeError("test: no worker processes")
 
     monkeypatch.setattr(scaleout, "client_for", start)
-    spread = scaleout.Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
+    spread = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
     assert seen == [] and not os.path.exists(spread.paths[0]) and spread.workers == 2
     starting = spread._started
 
@@ -674,6 +676,6 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
     assert seen == [([0, 1], True)] and "allpairs: the GPU workers did not start" in caplog.text
     assert spread.tmp is None  # closed by map: the sets removed
 
-    unused = scaleout.Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
+    unused = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
     unused.close()
     assert len(seen) == 1 and unused.tmp is None

@@ -64,15 +64,15 @@ def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
 
 
 def _uploads_held() -> int:
-    from nwalign.scaleout import _SHARDS
+    from nwalign.scaleout import _CACHE
 
-    return sum(1 for key in _SHARDS if key[0] == "upload")
+    return sum(1 for key in _CACHE if key[0] == "upload")
 
 
 def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
     """preload_database on the worker: the whole .nwdb on its GPU, taken by the next one-shard search's
     searcher (here with another matrix than the earlier tests' searchers), and then no longer held."""
-    from nwalign.scaleout import preload_database
+    from nwalign.shards import preload_database
 
     assert gpu_client.run(preload_database, plain_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
     assert list(gpu_client.run(_uploads_held).values()) == [1]
@@ -138,9 +138,10 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
     import threading
 
     import nwalign.scaleout
+    import nwalign.spread
 
     up = threading.Event()
-    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.scaleout, local)
+    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.spread, local)
     seen = {"here": 0}
 
     def started(*args, **kwargs):
@@ -156,7 +157,7 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
 
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.scaleout, "client_for", started)
-    monkeypatch.setattr(nwalign.scaleout, local, held)
+    monkeypatch.setattr(nwalign.spread, local, held)
     return seen
 
 
@@ -183,7 +184,7 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
     is formatted): its rows are those of the one-process run at its positions."""
     from nwalign import allpairs
     from nwalign.cuda.allpairs import AllPairsScorer
-    from nwalign.scaleout import PairsTask, block_of
+    from nwalign.spread import PairsTask, block_of
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
     job = allpairs(genes / "60.fa", columns=cols, backend="cuda", devices="0")

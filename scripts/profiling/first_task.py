@@ -10,7 +10,7 @@ import numpy as np
 
 
 def setup_times(task):  # on the worker
-    import nwalign.scaleout as s
+    import nwalign.shards as s
 
     t = time.perf_counter()
     db = s._worker_database(task.database)
@@ -28,7 +28,8 @@ def main():
     import distributed
 
     from nwalign.engine import encode_all
-    from nwalign.scaleout import ShardTask, best_of_shard, gpu_cluster, warm_gpu_worker
+    from nwalign.scaleout import gpu_cluster
+    from nwalign.shards import ShardTask, best_of_shard, warm_gpu_worker
     from nwalign.scoring import make_scoring
     from nwalign.sequences import read_fasta
 

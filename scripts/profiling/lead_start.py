@@ -9,6 +9,7 @@ import sys
 import threading
 
 import nwalign.scaleout as scaleout
+import nwalign.spread as spread
 
 log = logging.getLogger("nwalign")
 
@@ -35,8 +36,8 @@ def main():
     import nwalign.cuda.allpairs as allpairs
 
     scaleout.resolve_devices = lambda *a, **k: [0, 0]
-    traced(scaleout.Spread, "_start", "Spread._start")
-    traced(scaleout, "block_of", "block_of")
+    traced(spread.Spread, "_start", "Spread._start")
+    traced(spread, "block_of", "block_of")
     traced(scaleout, "client_for", "client_for")
     traced(nwalign.aligner.Aligner, "__init__", "Aligner()")
     traced(allpairs.AllPairsScorer, "__init__", "AllPairsScorer()")

@@ -1,5 +1,5 @@
 """Per-query time of the scan on a whole database and on one of its shards, in one process, as a GPU
-worker of `search --devices` runs it (nwalign.scaleout.best_of_shard's loop): does a half database take
+worker of `search --devices` runs it (nwalign.shards.best_of_shard's loop): does a half database take
 half the time? Usage (GPU machine): python3 scripts/profiling/shard_scan.py DB.nwdb QUERIES.fasta [N]"""
 
 import sys
@@ -10,7 +10,7 @@ import time
 from nwalign.cuda.search import ScanSearcher
 from nwalign.dbsearch import top_hits
 from nwalign.engine import encode_all
-from nwalign.scaleout import _load_shard
+from nwalign.shards import _load_shard
 from nwalign.scoring import make_scoring
 from nwalign.sequences import read_fasta
 

@@ -18,7 +18,8 @@ def main():
     from nwalign.database import load_database
     from nwalign.dbsearch import search_all
     from nwalign.engine import encode_all
-    from nwalign.scaleout import ShardTask, best_of_shard, gpu_cluster
+    from nwalign.scaleout import gpu_cluster
+    from nwalign.shards import ShardTask, best_of_shard
     from nwalign.scoring import make_scoring
     from nwalign.sequences import read_fasta
     from nwalign.statistics import parameters

@@ -19,7 +19,8 @@ def imp():
 def main():
     t0 = time.perf_counter()
     import distributed
-    from nwalign.scaleout import gpu_cluster, preload_database, warm_gpu_worker
+    from nwalign.scaleout import gpu_cluster
+    from nwalign.shards import preload_database, warm_gpu_worker
     t1 = time.perf_counter()
     cluster = gpu_cluster([0])
     client = distributed.Client(cluster)

@@ -1,0 +1,407 @@
+"""allpairs and pair spread over Dask workers, and the tasks run in this process while GPU workers start.
+
+All pairs: the pair order cut into blocks of nearly equal DP cells (:func:`nwalign.allvsall.blocks`, at
+least four per worker), each task (:class:`PairsTask`) aligning and formatting one block (the rows and
+the distances), gathered in order by the client, which alone writes. Pairs of the pair command: chunks of
+the plan balanced by DP cells (:func:`chunks`; a pair is never split), aligned on the workers
+(:class:`AlignTask`), their alignments written in order by the client. Both through :class:`Spread`,
+whose sets travel as temporary ``.nwdb`` files the workers memory-map and keep between tasks.
+:class:`Lead` runs a job's first tasks in this process on every GPU while the GPU workers start (the
+search's scale-out uses it too). Dask's side: :mod:`nwalign.scaleout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import scaleout
+from .errors import NwalignError, WorkerLost
+from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
+
+log = logging.getLogger("nwalign")
+
+__all__ = ["AlignTask", "Lead", "PairsTask", "Spread", "align_chunk", "block_of", "chunk_of", "chunks", "gpu_wave",
+           "pair_block", "release_gpu_memory", "wave_of"]
+
+
+@dataclass(frozen=True)
+class PairsTask:
+    """One block of an all-pairs job: small and picklable (the sequences stay in the .nwdb files)."""
+
+    sets: tuple                   # (.nwdb path of the set, of the second set or None)
+    scoring: object
+    columns: tuple
+    min_identity: float | None
+    distances: bool
+    backend: str                  # the worker's engine: cpu, or cuda on its one visible GPU
+    kernel: str
+    slice_k: int | None
+    block: int | None
+    threads: int
+    span: tuple                   # (start, stop) positions in the pair order
+
+
+def _pair_sets(paths: tuple, scoring):
+    """The encoded records of the .nwdb files, kept by the worker between tasks."""
+    key = ("sets",) + tuple((p, os.path.getmtime(p)) for p in paths if p) + (scoring.alphabet,)
+
+    def make():
+        from .database import load_database
+        from .engine import encode_all
+
+        out = []
+        for path in paths:
+            if path is None:
+                out.append(None)
+                continue
+            db = load_database(path)
+            out.append(encode_all([db.record(k) for k in range(db.count)], scoring, path))
+        return out
+
+    return worker_cached(key, make)
+
+
+def pair_block(task: PairsTask):
+    """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
+    stats as :func:`nwalign.allvsall.run` fills them)."""
+    a, b = _pair_sets(task.sets, task.scoring)
+    return block_of(a, b, task, 0)
+
+
+def block_of(a, b, task: PairsTask, device: int):
+    """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
+    one of this process's while the workers start)."""
+    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
+
+    stats: dict = {}
+    if not needs_traceback(task.columns, task.min_identity, task.distances):
+        parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
+                                  task.block, device, task.threads, task.span))
+        text = "".join(p.text for p in parts)
+        return Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts)), stats
+    results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
+                       task.backend, task.kernel, task.slice_k, task.block, device, task.span))
+    return format_results(results, task.columns, task.distances, task.span[0]), stats
+
+
+def gpu_wave(task: PairsTask) -> int:
+    """On a GPU worker: how many pairs the all-pairs score kernel for the whole job runs at once
+    (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
+    a, b = _pair_sets(task.sets, task.scoring)
+    return wave_of(a, b, task, 0)
+
+
+def wave_of(a, b, task: PairsTask, device: int) -> int:
+    """:func:`gpu_wave` on the encoded sets ``a``, ``b`` and GPU ``device``."""
+    from .cuda.allpairs import AllPairsScorer
+
+    codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
+    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, device)
+    total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
+    return scorer.wave(scorer.kernel_for(total))
+
+
+@dataclass(frozen=True)
+class AlignTask:
+    """A chunk of the pair command's plan: (query, target) indices into the two .nwdb files."""
+
+    sets: tuple                   # (.nwdb of the queries, of the targets)
+    scoring: object
+    plan: tuple                   # ((query index, target index), ...)
+    score_only: bool
+    backend: str
+    threads: int
+    max_memory: int               # bytes for this task's CPU tracebacks
+    options: object = None        # nwalign.cuda.pair.Options (device 0: the worker's GPU) or None
+
+
+def align_chunk(task: AlignTask) -> list:
+    """Align a chunk of pairs on a worker: their :class:`~nwalign.results.Alignment` objects, in order."""
+    queries, targets = _pair_sets(task.sets, task.scoring)
+    return chunk_of(queries, targets, task, 0)
+
+
+def chunk_of(queries, targets, task: AlignTask, device: int) -> list:
+    """:func:`align_chunk` on the encoded sets and GPU ``device`` (a worker's only GPU, or one of this
+    process's while the workers start)."""
+    from .aligner import Aligner
+
+    aligner = Aligner(task.scoring, task.backend, device, task.threads, task.max_memory, task.options, announce=False)
+    return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))
+
+
+def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """Cut a list of pairs (their DP cells, in order) into at most ``count`` consecutive (start, stop)
+    ranges of nearly equal cells; a pair is never split."""
+    total = np.cumsum(np.asarray(cells, dtype=np.float64))
+    if total.size == 0:
+        return []
+    cuts = {0, int(total.size)}
+    for k in range(1, count):
+        cuts.add(int(np.searchsorted(total, total[-1] * k / count, side="left")) + 1)
+    cuts = sorted(c for c in cuts if 0 <= c <= total.size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+class Spread(Owned):
+    """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
+    read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
+
+    With ``gpus``, :meth:`map` runs the first tasks in this process on every one of those GPUs (its
+    ``local`` function) and then writes the sets and starts the GPU workers in the background
+    (:meth:`_start`), joining them for the next tasks: no GPU waits for Dask's start-up, and Dask's
+    import does not slow the job's plan or its first launches.
+
+    Arguments:
+        label: the command, for messages (``allpairs``, ``pair``).
+        sets: encoded record lists (or None), written in this order.
+        backend: the workers' engine (``cuda``: each worker's one visible GPU).
+        workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
+        gpus: GPUs for one worker process each (a local cluster), or None.
+        shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
+        gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
+
+    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``
+    (None until :meth:`map` joins the GPU workers), ``gpus``.
+
+    Raises:
+        NwalignError: no Dask, a missing ``shared_dir``, a cluster that cannot be joined or runs another
+            version, or (backend cuda) workers without a GPU of their own.
+    """
+
+    def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
+                 client=None, gpus: list[int] | None = None, shared_dir: str | None = None, gpu_tasks: int = 1):
+        import tempfile
+
+        from .database import database_from_records, write_database
+
+        self.label, self.backend, self.gpus = label, backend, gpus
+        self.client = self.cluster = self.tmp = self._started = self._launch = None
+        self.led = 0
+        try:
+            if shared_dir is not None and not os.path.isdir(shared_dir):
+                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                   cli=f"--shared-dir {shared_dir}: no such directory")
+            self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+            self.paths = tuple(None if encoded is None else os.path.join(self.tmp, f"set{k}.nwdb")
+                               for k, encoded in enumerate(sets))
+
+            def write():
+                for k, (path, encoded) in enumerate(zip(self.paths, sets)):
+                    if encoded is not None:
+                        write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
+
+            if gpus:  # written and started in the background once the first tasks run here (map)
+                from concurrent.futures import Future
+
+                self.workers = len(gpus)
+                self._started = Future()
+
+                def launch():
+                    write()
+                    return scaleout.client_for(devices=gpus, gpu_tasks=gpu_tasks, warm=scaleout.warm_gpu_context)
+                self._launch = launch
+                return
+            write()
+            self.client, self.cluster = (client, None) if client is not None else scaleout.client_for(workers, scheduler)
+            gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
+            if backend == "cuda":
+                check_gpus(gpus_seen)
+        except BaseException:
+            self.close()
+            raise
+        self._settle(gpus_seen)
+
+    def _start(self) -> None:
+        """Write the sets and start the GPU workers in a background thread (once; ``_started`` gets the
+        (client, cluster) or the error). Started after this process's first tasks: Dask's import and
+        start-up then compete for the interpreter with the workers' start, not with the first launches."""
+        from .background import in_background
+
+        launch, self._launch = self._launch, None
+        if launch is not None:  # an error is handed to whoever waits (map then runs every task here)
+            in_background(launch, self._started)
+
+    def close(self) -> None:
+        if self._launch is not None:  # never started: nothing to wait for
+            self._launch = self._started = None
+        super().close()
+
+    def _settle(self, gpus_seen: dict) -> None:
+        self.workers = max(1, len(self.client.scheduler_info()["workers"]))
+        log.info("%s: %d Dask workers (%s engine)", self.label, self.workers, self.backend)
+        for name, (_, gpu) in sorted(gpus_seen.items()):
+            log.info("%s: worker %s: %s", self.label, name, gpu)
+
+    def join(self) -> None:
+        """Wait for the GPU workers started in the background (nothing when there are none)."""
+        if self._started is None:
+            return
+        self._start()
+        started, self._started = self._started, None
+        self.client, self.cluster = started.result()
+        self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
+
+    def map(self, function, tasks, local=None):
+        """``function(task)`` for each task on the workers, results yielded in task order; up to
+        2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
+        starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
+        first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
+        Closes the workers at the end.
+
+        Raises:
+            WorkerLost: a task kept killing workers.
+        """
+        import threading
+        from collections import deque
+
+        try:
+            todo, lock = iter(tasks), threading.Lock()
+            lead = Lead(self._started, todo, lock, lambda tasks, gpu: (local(t, gpu) for t in tasks), self.gpus,
+                        self.label) if local is not None and self._started is not None else None
+            self._start()  # the workers, once the first tasks run here
+            if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
+                yield from lead.results()
+                self.led = lead.taken
+                return
+            self.join()
+            from distributed import KilledWorker  # not before the first tasks here: its import takes ~0.5 s
+            flying: deque = deque()
+
+            def fill():
+                while len(flying) < 2 * self.workers + 1:
+                    with lock:
+                        task = next(todo, None)
+                    if task is None:
+                        return
+                    flying.append(self.client.submit(function, task, pure=False))
+
+            fill()
+            if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
+                yield from lead.results()
+                self.led = lead.taken
+                release_gpu_memory(self.gpus)
+            while True:
+                fill()
+                if not flying:
+                    break
+                try:
+                    result = flying.popleft().result()
+                except KilledWorker as exc:
+                    raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
+                                     "written") from None
+                yield result
+        finally:
+            self.close()
+
+
+def release_gpu_memory(gpus) -> None:
+    """Hand the memory this process's tasks cached on ``gpus`` (CuPy's pools) back to the driver, for the
+    workers on those GPUs (their batch sizes follow the free memory)."""
+    import cupy
+
+    for g in gpus:
+        with cupy.cuda.Device(g):
+            cupy.get_default_memory_pool().free_all_blocks()
+
+
+class Lead:
+    """The first tasks of a job spread over GPU workers, run in this process while those workers start: a
+    thread per item of ``places`` (a GPU number, or what a thread needs to run there) takes the next tasks
+    of the shared iterator ``todo`` until the workers are up (``started``, a Future, done without an
+    error; workers that failed to start leave every task here) or no task is left. ``run(tasks, place)``
+    gives the results of the tasks it draws from the iterator ``tasks``, in that order (a pipeline may
+    draw a few ahead). The tasks taken here are a prefix of the task order (``taken`` of them);
+    :meth:`results` yields their results in that order. ``lock`` guards ``todo`` (the caller takes the
+    next tasks with it once the workers are up). Used by :meth:`Spread.map` and by the search's scale-out
+    (:class:`nwalign.dbsearch._ScaleOut`)."""
+
+    def __init__(self, started, todo, lock, run, places, label: str):
+        import threading
+
+        self.started, self.todo, self.lock, self.run, self.label = started, todo, lock, run, label
+        self.ready = threading.Condition(lock)
+        self.done: dict = {}
+        self.failed: list = []
+        self.taken = 0
+        self.exhausted = False
+        self.running = len(places)
+        started.add_done_callback(lambda _: self._notify())
+        self.threads = [threading.Thread(target=self._work, args=(p,), daemon=True) for p in places]
+        for t in self.threads:
+            t.start()
+
+    def _up(self) -> bool:
+        """The workers are up (a start that failed leaves every task to this process)."""
+        return self.started.done() and self.started.exception() is None
+
+    def _notify(self):
+        with self.ready:
+            self.ready.notify_all()
+
+    def _work(self, place):
+        from collections import deque
+
+        mine: deque = deque()  # the numbers of the tasks this thread drew, in order
+
+        def take():
+            while True:
+                with self.lock:
+                    if self._up() or self.failed or self.exhausted:
+                        return
+                    task = next(self.todo, None)
+                    if task is None:
+                        self.exhausted = True
+                        return
+                    mine.append(self.taken)
+                    self.taken += 1
+                yield task
+
+        try:
+            for result in self.run(take(), place):
+                with self.ready:
+                    self.done[mine.popleft()] = result
+                    self.ready.notify_all()
+        except BaseException as exc:  # raised where the results are taken
+            with self.ready:
+                self.failed.append(exc)
+        finally:
+            with self.ready:
+                self.running -= 1
+                self.ready.notify_all()
+
+    def wait(self) -> bool:
+        """Wait until the workers are up (True: tasks are left for them) or every task was taken here
+        (False)."""
+        with self.ready:
+            while not self._up() and not self.exhausted and self.running and not self.failed:
+                self.ready.wait()
+            if self.failed:
+                raise self.failed[0]
+            return not self.exhausted
+
+    def results(self):
+        """The results of the tasks taken here, in task order, as they finish."""
+        k = 0
+        while True:
+            with self.ready:
+                while k not in self.done and (self.running or k < self.taken) and not self.failed:
+                    self.ready.wait()
+                if self.failed:
+                    raise self.failed[0]
+                if k not in self.done:
+                    break
+                result = self.done.pop(k)
+            k += 1
+            yield result
+        for t in self.threads:
+            t.join()
+        if self.started.done() and self.started.exception() is not None:
+            log.warning("%s: the GPU workers did not start (%s); every task ran in this process", self.label,
+                        self.started.exception())
+        log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, self.taken,
+                 len(self.threads))
