@@ -160,7 +160,7 @@ class Spread(Owned):
         label: the command, for messages (``allpairs``, ``pair``).
         sets: encoded record lists (or None), written in this order.
         backend: the workers' engine (``cuda``: each worker's one visible GPU).
-        workers, scheduler, client: as :func:`client_for` takes them (or a ``distributed.Client``).
+        workers, scheduler, client: as :func:`nwalign.scaleout.client_for` takes them (or a ``distributed.Client``).
         gpus: GPUs for one worker process each (a local cluster), or None.
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
         gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
