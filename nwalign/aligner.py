@@ -426,8 +426,14 @@ class Pairs:
 
             return chunk_of(self.queries, self.targets, task, gpu)
 
-        for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None):
+        for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None, total=len(parts)):
             yield from alignments
+
+    @property
+    def tasks(self) -> tuple[int, int] | None:
+        """(tasks done, tasks in all) of a job spread over workers once its chunks are planned, else None."""
+        spread = self._spread
+        return (spread.done, spread.total) if spread is not None and spread.total else None
 
     def close(self) -> None:
         """Stop the workers this job started (a spread job that is not run to its end)."""

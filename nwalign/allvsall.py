@@ -586,6 +586,12 @@ class AllPairs:
         return self._cells_along
 
     @property
+    def tasks(self) -> tuple[int, int] | None:
+        """(tasks done, tasks in all) of a job spread over workers once its blocks are planned, else None."""
+        spread = self._spread
+        return (spread.done, spread.total) if spread is not None and spread.total else None
+
+    @property
     def pairs(self) -> int:
         """How many pairs the run yields."""
         return len(self.a) * len(self.b) if self.b else len(self.a) * (len(self.a) - 1) // 2
@@ -676,7 +682,7 @@ class AllPairs:
 
             return block_of(self.a, self.b, task, gpu)
 
-        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None):
+        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans)):
             for key in ("pairs", "filtered", "below", "cells"):
                 stats[key] += part.get(key, 0)
             stats["kernel"] = part.get("kernel", stats["kernel"])

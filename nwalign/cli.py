@@ -363,7 +363,7 @@ def _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, 
                   else WRITERS[fmt](out, job.scoring, **kwargs))
         writer.begin()
         cells = [job.cells(k) for k in range(len(job.plan))]  # the bar's rate in GCUPS
-        progress = _progress("pair", sum(cells), quiet or len(job.plan) < 2, "cells")
+        progress = _progress("pair", sum(cells), quiet or len(job.plan) < 2, "cells", tasks=lambda: job.tasks)
         for k, aln in enumerate(results):
             writer.write(aln)
             progress(cells[k])
@@ -473,7 +473,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                 output_stream(output, (seqs, against)) as out:
             if header:
                 out.write("\t".join(cols) + "\n")
-            advance = _progress("allpairs", job.cells, quiet, "cells")  # blocks done, in DP cells (GCUPS)
+            advance = _progress("allpairs", job.cells, quiet, "cells", tasks=lambda: job.tasks)  # in DP cells
             for block in job.blocks():
                 advance(job.span_cells(block.start, block.stop))
                 out.write(block.text)
@@ -629,7 +629,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
     with output_stream(output, (query, database)) as out:
         writer = None
         cells = sum(len(q.seq) for q in run.queries) * db.total_length
-        for _, hits in run.run(_progress("search", cells, quiet, "cells")):  # the rate in GCUPS
+        for _, hits in run.run(_progress("search", cells, quiet, "cells", tasks=lambda: run.tasks)):  # GCUPS
             if writer is None:  # a header only once the first query's hits exist (and the database checked out)
                 targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
                 writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
@@ -664,11 +664,12 @@ def _status(label: str, quiet: bool):
     return update
 
 
-def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: bool = False):
+def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: bool = False, tasks=None):
     """A Rich progress bar on stderr (done / total, or with ``unit`` "cells" the rate in GCUPS; the share
     done and the time left), only when stderr is a terminal and not ``-q``. Returns advance(n), or with
     ``fraction`` set(f) for the fraction f (0..1) done; the bar is redrawn at most ten times a second and
-    closes when full."""
+    closes when full. ``tasks``: a function giving (tasks done, tasks in all) of a job spread over
+    workers, or None while it runs in this process, shown as "k/N tasks"."""
     if quiet or total <= 0 or not sys.stderr.isatty():
         return lambda n: None
     import time
@@ -678,12 +679,12 @@ def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: boo
                                TimeRemainingColumn)
 
     if unit == "cells":  # DP cells: the share done and the rate in GCUPS, not 12-digit counts
-        counts = (TextColumn("{task.fields[gcups]}"),)
+        counts = (TextColumn("{task.fields[gcups]}"), TextColumn("{task.fields[tasks]}"))
     else:
         counts = (MofNCompleteColumn(), TextColumn(unit))
     bar = Progress(TextColumn(label), BarColumn(), *counts, TaskProgressColumn(), TimeRemainingColumn(),
                    console=Console(stderr=True), transient=True)
-    task = bar.add_task(label, total=total, gcups="")
+    task = bar.add_task(label, total=total, gcups="", tasks="")
     bar.start()
     state = {"done": 0, "at": 0.0, "start": time.monotonic()}
 
@@ -692,7 +693,9 @@ def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: boo
         now = time.monotonic()
         if state["done"] >= total or now - state["at"] > 0.1:
             rate = state["done"] / max(now - state["start"], 1e-9) / 1e9
-            bar.update(task, completed=state["done"], gcups=f"{rate:.1f} GCUPS")
+            spread = tasks() if tasks is not None else None
+            bar.update(task, completed=state["done"], gcups=f"{rate:.1f} GCUPS",
+                       tasks=f"{spread[0]}/{spread[1]} tasks" if spread else "")
             state["at"] = now
         if state["done"] >= total:
             bar.stop()

@@ -388,6 +388,13 @@ class Search:
             log.debug("search: query %s done", q.record.id)
             yield q.record, hits
 
+    @property
+    def tasks(self) -> tuple[int, int] | None:
+        """(tasks done, tasks in all) of a search spread over workers once its rounds are planned (after the
+        queries scanned here while GPU workers start), else None."""
+        out = getattr(self, "_scaleout", None)
+        return (out.done, out.total) if out is not None and out.total else None
+
     def __iter__(self):
         return self.run()
 
@@ -482,6 +489,7 @@ class _ScaleOut(Owned):
         self.tmp = None
         self.client = self.cluster = None
         self._started, self._shards = cluster, shards
+        self.done, self.total = 0, None  # tasks gathered, of how many (once the rounds are planned)
         try:
             if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
                 if scheduler is not None and shared_dir is None:
@@ -581,6 +589,7 @@ class _ScaleOut(Owned):
                 self._join()
             batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.workers, self.shards, self.BATCH,
                                                         self.MIN_BATCH)]
+            self.total = len(batches) * self.shards  # a task per round and shard
             # Enough tasks submitted to keep every worker busy with one more waiting (a round: `shards` tasks).
             in_flight = max(self.IN_FLIGHT, -(-(2 * self.workers + 1) // self.shards))
             with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
@@ -593,6 +602,7 @@ class _ScaleOut(Owned):
                                                     job.top, self.shards, backend=self.backend, align=job.align))
                     batch = batches[k]
                     found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    self.done += self.shards
                     log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
                     if first:
                         db.verify()

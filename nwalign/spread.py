@@ -166,7 +166,8 @@ class Spread(Owned):
         gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
 
     Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``
-    (None until :meth:`map` joins the GPU workers), ``gpus``.
+    (None until :meth:`map` joins the GPU workers), ``gpus``, ``done`` and ``total`` (the tasks whose
+    results :meth:`map` yielded, of how many; None: not given).
 
     Raises:
         NwalignError: no Dask, a missing ``shared_dir``, a cluster that cannot be joined or runs another
@@ -182,6 +183,7 @@ class Spread(Owned):
         self.label, self.backend, self.gpus = label, backend, gpus
         self.client = self.cluster = self.tmp = self._started = self._launch = None
         self.led = 0
+        self.done, self.total = 0, None  # tasks whose results map yielded, of how many (its caller's count)
         try:
             if shared_dir is not None and not os.path.isdir(shared_dir):
                 raise NwalignError(f"shared_dir {shared_dir}: no such directory",
@@ -246,8 +248,9 @@ class Spread(Owned):
         self.client, self.cluster = started.result()
         self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def map(self, function, tasks, local=None):
-        """``function(task)`` for each task on the workers, results yielded in task order; up to
+    def map(self, function, tasks, local=None, total: int | None = None):
+        """``function(task)`` for each task on the workers, results yielded in task order (``total``: how
+        many tasks, for :attr:`done`/:attr:`total`, the progress bar's count); up to
         2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
         starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
         first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
@@ -259,13 +262,14 @@ class Spread(Owned):
         import threading
         from collections import deque
 
+        self.total = total
         try:
             todo, lock = iter(tasks), threading.Lock()
             lead = Lead(self._started, todo, lock, lambda tasks, gpu: (local(t, gpu) for t in tasks), self.gpus,
                         self.label) if local is not None and self._started is not None else None
             self._start()  # the workers, once the first tasks run here
             if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
-                yield from lead.results()
+                yield from self._counted(lead.results())
                 self.led = lead.taken
                 return
             self.join()
@@ -282,7 +286,7 @@ class Spread(Owned):
 
             fill()
             if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
-                yield from lead.results()
+                yield from self._counted(lead.results())
                 self.led = lead.taken
                 release_gpu_memory(self.gpus)
             while True:
@@ -294,9 +298,15 @@ class Spread(Owned):
                 except KilledWorker as exc:
                     raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
                                      "written") from None
+                self.done += 1
                 yield result
         finally:
             self.close()
+
+    def _counted(self, results):
+        for result in results:
+            self.done += 1
+            yield result
 
 
 def release_gpu_memory(gpus) -> None:

@@ -423,6 +423,24 @@ def test_sigterm_removes_the_temporary_output(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_progress_bar_counts_tasks_of_a_spread_job(monkeypatch):
+    """In DP cells with a job spread over workers: the rate in GCUPS and "k/N tasks" as they come back."""
+    from nwalign import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    done = [0]
+    advance = cli._progress("allpairs", 4 * 10**9, False, "cells", tasks=lambda: (done[0], 4) if done[0] else None)
+    for _ in range(4):
+        done[0] += 1
+        advance(10**9)
+    assert "4/4 tasks" in err.getvalue() and "GCUPS" in err.getvalue()
+
+
 def test_progress_bar_takes_fractions(monkeypatch):
     """The fraction form (a lone pair's traceback) counts 0..1 onto the same bar and closes at 1."""
     from nwalign import cli

@@ -112,9 +112,10 @@ def test_query_batches_over_workers_in_many_rounds_equal_one_process(client, tie
     monkeypatch.setattr(_ScaleOut, "MIN_BATCH", 1)
     want = _rows(search(queries, OPAL, top=3, backend="cpu", threads=2))
     job = search(queries, OPAL, top=3, backend="cpu", client=client)
-    assert job._scaleout.shards == 1 and job._scaleout.workers == 2
+    assert job._scaleout.shards == 1 and job._scaleout.workers == 2 and job.tasks is None  # nothing planned yet
     got = _rows(job)
     assert got == want and len(want) == 23 * 3
+    assert job.tasks[0] == job.tasks[1] >= 6  # rounds of at most 4 queries, each one task, all gathered
 
 
 def test_cli_workers_byte_identical(tmp_path, tied_db, capsys, monkeypatch):
@@ -453,6 +454,7 @@ def test_allpairs_api_blocks_on_a_client(pair_sets, client):
     assert got == want and got.count("\n") == one.stats["pairs"] - one.stats["filtered"] - one.stats["below"]
     assert spread.stats["pairs"] == one.stats["pairs"] == 276 and spread.stats["below"] == one.stats["below"]
     assert spread.stats["tasks"] >= 4 and "tasks" not in one.stats  # -v gives no GCUPS from overlapping tasks
+    assert spread.tasks == (spread.stats["tasks"],) * 2 and one.tasks is None  # the progress bar's count
 
 
 def test_allpairs_worker_killed_loses_nothing(tmp_path, pair_sets):
@@ -542,9 +544,11 @@ def test_pair_api_on_a_client_and_a_killed_worker(tmp_path, pair_sets):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="align_chunk"))
-        got = [(a.query_id, a.target_id, a.score, a.cigar()) for a in Pairs(prots, prots, backend="cpu", client=c)]
+        job = Pairs(prots, prots, backend="cpu", client=c)
+        got = [(a.query_id, a.target_id, a.score, a.cigar()) for a in job]
         _settle(cl, c, 2)
     assert (tmp_path / "killed").exists() and got == want and len(want) == 30
+    assert job.tasks[0] == job.tasks[1] >= 8  # every chunk's task counted once, the killed one too
 
 
 def test_pair_spread_errors(tmp_path, pair_sets, client, monkeypatch, capsys):
