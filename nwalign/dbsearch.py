@@ -319,17 +319,24 @@ class Search:
             if gpus is not None:
                 from .cuda.batch import BatchAligner
 
-                if upload is not None and db.letters == scoring.alphabet:
+                if kernel == "scan" and (upload is None or db.letters == scoring.alphabet):
+                    # A .nwdb's codes uploaded above; a FASTA database's uploaded now, on every GPU at once.
+                    from .background import in_background
                     from .cuda.search import ScanSearcher
 
-                    try:
-                        for g in gpus:
-                            self.leads.append((ScanSearcher(self._codes, db.offsets, scoring, g,
-                                                            uploaded=upload[g].result()),
-                                               BatchAligner(scoring, g) if align else None))
-                    except NwalignError as exc:  # too large to hold here beside a worker's copy: workers only
-                        self.leads = []
-                        log.info("search: no scans here while the workers start (%s)", exc)
+                    def lead_on(g):
+                        return (ScanSearcher(self._codes, db.offsets, scoring, g,
+                                             uploaded=upload[g].result() if upload else None),
+                                BatchAligner(scoring, g) if align else None)
+                    made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
+                    failed = [m.exception() for m in made if m.exception() is not None]
+                    if failed and all(isinstance(e, NwalignError) for e in failed):
+                        # too large to hold here beside a worker's copy: the workers scan every query
+                        log.info("search: no scans here while the workers start (%s)", failed[0])
+                    elif failed:
+                        raise failed[0]
+                    else:
+                        self.leads = [m.result() for m in made]
                 elif upload is not None:
                     for pending in upload.values():
                         pending.exception()
@@ -460,6 +467,28 @@ def _start_gpu_workers(gpus: list[int], path: str | None):
     return client, cluster, (all(answers.values()) if path is not None else None)
 
 
+def _workers_holding(started, written, path: str):
+    """A Future of (client, cluster, fits) as :func:`_start_gpu_workers` gives it: the GPU workers of
+    ``started`` once the temporary .nwdb ``path`` (of a FASTA database, ``written`` in the background) is
+    written and each worker holds it on its GPU (:func:`nwalign.shards.preload_database`; ``fits``: on
+    every one). Until then this process scans the first queries (:class:`_ScaleOut`); a failure here
+    leaves every query to it, as workers that failed to start do."""
+    from .background import in_background
+
+    def ready():
+        client, cluster, _ = started.result()
+        try:
+            from .shards import preload_database
+
+            written.result()
+            return client, cluster, all(client.run(preload_database, path).values())
+        except BaseException:
+            client.close()
+            cluster.close()
+            raise
+    return in_background(ready)
+
+
 def _device_database(codes, offsets, device, order=None):
     """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
     from .cuda.search import DeviceDatabase
@@ -503,7 +532,13 @@ class _ScaleOut(Owned):
 
                 self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
                 path = os.path.join(self.tmp, "database.nwdb")
-                write_database(db, path)
+                if cluster is not None:  # GPU workers starting: written meanwhile, while the first queries scan here
+                    from .background import in_background
+
+                    written = in_background(lambda: write_database(db, path))
+                    self._started = _workers_holding(cluster, written, os.path.abspath(path))
+                else:
+                    write_database(db, path)
             self.path = os.path.abspath(path)
             self.backend = backend
             if cluster is None:
@@ -563,7 +598,7 @@ class _ScaleOut(Owned):
             yield from search_all(queries, db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
                                   job.min_score, job.threads, searcher, None, job.align, aligner)
 
-        lead = Lead(self._started, iter(job._encoded), threading.Lock(), scan_here, job.leads, "search")
+        lead = Lead(self._started, iter(job._encoded), threading.Lock(), scan_here, job.leads, "search", "queries")
         for q, hits in lead.results():
             db.verify()
             if progress:

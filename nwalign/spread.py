@@ -330,10 +330,11 @@ class Lead:
     next tasks with it once the workers are up). Used by :meth:`Spread.map` and by the search's scale-out
     (:class:`nwalign.dbsearch._ScaleOut`)."""
 
-    def __init__(self, started, todo, lock, run, places, label: str):
+    def __init__(self, started, todo, lock, run, places, label: str, unit: str = "tasks"):
         import threading
 
         self.started, self.todo, self.lock, self.run, self.label = started, todo, lock, run, label
+        self.unit = unit  # what a task is, for the log (a search's are queries)
         self.ready = threading.Condition(lock)
         self.done: dict = {}
         self.failed: list = []
@@ -411,7 +412,7 @@ class Lead:
         for t in self.threads:
             t.join()
         if self.started.done() and self.started.exception() is not None:
-            log.warning("%s: the GPU workers did not start (%s); every task ran in this process", self.label,
-                        self.started.exception())
-        log.info("%s: %d tasks run here on %d GPUs while the workers started", self.label, self.taken,
+            log.warning("%s: the GPU workers did not start (%s); all %s ran in this process", self.label,
+                        self.started.exception(), self.unit)
+        log.info("%s: %d %s run here on %d GPUs while the workers started", self.label, self.taken, self.unit,
                  len(self.threads))

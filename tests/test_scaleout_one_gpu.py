@@ -82,11 +82,13 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
     assert list(gpu_client.run(_uploads_held).values()) == [0]
 
 
-def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch):
+@pytest.mark.parametrize("form", ["nwdb", "fasta"])
+def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch, form):
     """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
     one worker and two scanning threads here): this process scans the first queries on its GPUs until the
     worker is ready (each thread held after its first query until then), the worker the rest; the hits
-    are those of one process, in query order."""
+    are those of one process, in query order. For a .nwdb and for a FASTA database (uploaded here on every
+    GPU at once; the workers read it as a temporary .nwdb)."""
     import threading
 
     import nwalign.dbsearch
@@ -94,7 +96,8 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:150]
-    want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
+    database = plain_nwdb if form == "nwdb" else ECOLI
+    want = _rows(search(queries, database, top=5, backend="cuda", devices="0"))
     up = threading.Event()
     start, scan = nwalign.dbsearch._start_gpu_workers, nwalign.dbsearch.search_all
 
@@ -112,7 +115,7 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", started)
     monkeypatch.setattr(nwalign.dbsearch, "search_all", held)
-    job = search(queries, plain_nwdb, top=5, backend="cuda")
+    job = search(queries, database, top=5, backend="cuda")
     assert job._scaleout is not None and len(job.leads) == 2  # GPU 0 twice: two threads scan here
     got = _rows(job.run(cells.append))
     assert 2 <= job._scaleout.led < 20 and job._scaleout.shards == 1 and not job.leads
