@@ -583,10 +583,11 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
               help="Spread the scan over a running Dask cluster (its scheduler's address or scheduler file); "
                    "the database must be a .nwdb every worker can read.")
 @click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
-              help="GPUs to scan on: auto = every visible GPU when there are two or more and nwalign[dask] is "
-                   "installed (unless --device names another GPU), all, or a list such as 0,1. Two or more: one "
-                   "worker process per GPU, each holding a shard of the database balanced by residues; the hits "
-                   "are unchanged.")
+              help="GPUs to scan on: auto = every visible GPU when there are two or more, nwalign[dask] is "
+                   "installed and the search has at least 10^13 DP cells as its files' sizes bound them (query "
+                   "letters x database letters; unless --device names another GPU), all, or a list such as "
+                   "0,1. Two or more: one worker process per GPU, each holding the whole database (or a shard "
+                   "of it balanced by residues where it does not fit); the hits are unchanged.")
 @click.option("--shared-dir", metavar="DIR",
               help="Directory for the temporary .nwdb of a FASTA database that the workers read (default: the "
                    "system's temporary directory; with --scheduler, a directory every worker can read).")

@@ -247,7 +247,8 @@ class Search:
                 warm_up_search(device)
             resolved = None
             if not self._spread and kernel == "scan":  # GPUs counted (and their workers started) meanwhile
-                resolved, cluster = _start_devices(devices, backend, device, database)
+                resolved, cluster = _start_devices(devices, backend, device, database,
+                                                   _estimated_cells(queries, database))
             if isinstance(queries, os.PathLike):
                 from .scoring import max_sequence_length
                 from .sequences import read_fasta
@@ -421,17 +422,39 @@ def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: i
     return out
 
 
-def _start_devices(devices, backend: str, device: int, database):
+def _estimated_cells(queries, database) -> int | None:
+    """An upper estimate of a search's DP cells before its input is read (query residues x database
+    residues, from the files' sizes: :func:`nwalign.sequences.residues_bound`), or None where either is
+    unknown (standard input, records given in Python)."""
+    import os
+
+    from .sequences import residues_bound
+
+    if not isinstance(queries, os.PathLike):
+        return None
+    found = residues_bound(os.fspath(queries))
+    if isinstance(database, Database):
+        others = database.total_length
+    elif isinstance(database, (str, os.PathLike)):
+        others = residues_bound(os.fspath(database))
+    else:
+        others = None
+    return None if found is None or others is None else found * others
+
+
+def _start_devices(devices, backend: str, device: int, database, cells: int | None = None):
     """Futures of (1) the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which
-    asks the CUDA driver how many there are) and (2) for two or more, their worker processes started
-    (:func:`_start_gpu_workers`; else None), both in a background thread from the search's first step:
-    the workers' start-up (processes, CuPy, contexts, kernels, the database uploaded) overlaps the reading
-    of the input. An error of the first is raised where it is asked for."""
+    asks the CUDA driver how many there are; ``devices`` auto keeps a search of fewer than
+    :data:`nwalign.scaleout.AUTO_MIN_SEARCH_CELLS` estimated ``cells`` in one process) and (2) for two or
+    more, their worker processes started (:func:`_start_gpu_workers`; else None), both in a background
+    thread from the search's first step: the workers' start-up (processes, CuPy, contexts, kernels, the
+    database uploaded) overlaps the reading of the input. An error of the first is raised where it is
+    asked for."""
     import os
     from concurrent.futures import Future
 
     from .background import in_background
-    from .scaleout import resolve_devices
+    from .scaleout import AUTO_MIN_SEARCH_CELLS, resolve_devices
 
     path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
     if path is not None and (path == "-" or not os.path.isfile(path)):
@@ -440,7 +463,7 @@ def _start_devices(devices, backend: str, device: int, database):
 
     def start():
         try:
-            gpus = resolve_devices(devices, backend, device)
+            gpus = resolve_devices(devices, backend, device, cells, AUTO_MIN_SEARCH_CELLS)
         except BaseException as exc:
             resolved.set_exception(exc)
             return None

@@ -17,25 +17,30 @@ from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AUTO_MIN_CELLS", "Owned", "check_gpus", "check_versions", "client_for", "close_started", "gpu_cluster",
+__all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for", "close_started", "gpu_cluster",
            "resolve_devices", "usable", "warm_gpu_context", "worker_cached", "worker_gpus"]
 
 
 AUTO_MIN_CELLS = 10**12  # allpairs and pair: less work than this stays in one process under devices=auto
 # (about a second on one GPU; starting the workers takes about two)
+AUTO_MIN_SEARCH_CELLS = 10**13  # a search's (estimated from its files' sizes): ~2.5 s on one H100; below
+# it the command's own scans on every GPU would end before the workers are up, which it then waits for
 
 
-def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None) -> list[int] | None:
+def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None,
+                    min_cells: int = AUTO_MIN_CELLS) -> list[int] | None:
     """The GPUs a job spreads over (two or more, one worker process each), one GPU named alone (the
     caller runs on it in its own process), or None for one process as the other options say.
 
     Arguments:
         devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed,
             ``device`` is 0 (a job told to use another GPU uses that one alone) and the job has at least
-            :data:`AUTO_MIN_CELLS` DP cells (``cells``; None: a search, always); ``"all"``: every
+            ``min_cells`` DP cells (``cells``; None: unknown, always); ``"all"``: every
             visible GPU; ``"N[,N...]"`` or a list of ints: those GPUs (one: in this process on it).
         backend: ``cpu`` never spreads over GPUs.
-        cells: the job's DP cells (allpairs, pair), or None.
+        cells: the job's DP cells (allpairs, pair; a search's estimate from its files' sizes), or None.
+        min_cells: the fewest cells ``auto`` spreads: :data:`AUTO_MIN_CELLS`, or for a search
+            :data:`AUTO_MIN_SEARCH_CELLS`.
 
     Raises:
         NwalignError: a malformed list, a GPU number out of range, a repeated GPU, GPUs with backend cpu,
@@ -49,7 +54,7 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
-    if spec == "auto" and (not have_dask or (cells is not None and cells < AUTO_MIN_CELLS)):
+    if spec == "auto" and (not have_dask or (cells is not None and cells < min_cells)):
         return None  # one process, without waiting for CuPy to count the GPUs
     from . import cuda
 

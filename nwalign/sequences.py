@@ -59,6 +59,27 @@ def _read_bytes(path: str) -> bytes | bytearray:
         raise NwalignError(f"{path}: permission denied") from None
 
 
+def residues_bound(path: str) -> int | None:
+    """An upper estimate of the residues in a sequence file (FASTA or .nwdb) from its size, before it is
+    read: the size itself, or for a compressed file the larger of gzip's recorded size and 4 x the size
+    (bzip2, xz: 8 x); None for standard input or a file that cannot be examined. For choices that only
+    cost time when wrong (whether ``--devices auto`` spreads a search), never for a result."""
+    if path == "-":
+        return None
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            magic = handle.read(6)
+            if magic[:2] == b"\x1f\x8b" and size >= 18:  # gzip's last 4 bytes: the size mod 2^32
+                handle.seek(size - 4)
+                return max(int.from_bytes(handle.read(4), "little"), 4 * size)
+    except OSError:
+        return None
+    if magic[:3] == b"BZh" or magic == b"\xfd7zXZ\x00":
+        return 8 * size
+    return size
+
+
 #: A record may span this many bytes per residue it is allowed (line ends, CRLF, short lines, spaces).
 _BYTES_PER_RESIDUE = 3
 

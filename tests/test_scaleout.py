@@ -288,6 +288,11 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     # allpairs and pair: auto keeps small jobs in one process; a named list spreads them anyway
     assert resolve_devices("auto", cells=10**11) is None and resolve_devices("auto", cells=10**13) == [0, 1, 2]
     assert resolve_devices("0,1", cells=10) == [0, 1]
+    # a search: auto spreads from its own, larger, threshold (its cells estimated from its files' sizes)
+    from nwalign.scaleout import AUTO_MIN_SEARCH_CELLS as least
+    assert resolve_devices("auto", cells=least - 1, min_cells=least) is None
+    assert resolve_devices("auto", cells=least, min_cells=least) == [0, 1, 2]
+    assert resolve_devices("0,2", cells=10, min_cells=least) == [0, 2]
     for spec, message in (("3", "GPU 3 is not one of the 3 visible"), ("0,0", "each GPU once"),
                           ("x", "give auto, all or GPU numbers"), ("", "give auto, all or GPU numbers")):
         with pytest.raises(NwalignError, match=message) as err:
@@ -315,6 +320,45 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     assert resolve_devices("auto") is None
     with pytest.raises(NwalignError, match="more than one GPU needs Dask"):
         resolve_devices("0,1")
+
+
+def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
+    """--devices auto and a search: its DP cells bounded from the files' sizes before they are read (a
+    compressed file at gzip's recorded size or 4 x its own, 8 x for bzip2/xz); a small search stays in one
+    process without starting workers, a large one spreads; standard input or records: unknown (spreads)."""
+    import bz2
+    import gzip
+
+    from nwalign import cuda, dbsearch
+    from nwalign.database import load_database, makedb
+    from nwalign.sequences import residues_bound
+
+    plain = tmp_path / "q.fa"
+    plain.write_text(">q\n" + "ACDEFGHIKL" * 100 + "\n")
+    packed = tmp_path / "q.fa.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    squeezed = tmp_path / "q.fa.bz2"
+    squeezed.write_bytes(bz2.compress(plain.read_bytes()))
+    size = plain.stat().st_size
+    assert residues_bound(str(plain)) == size >= 1000
+    assert residues_bound(str(packed)) == max(size, 4 * packed.stat().st_size) >= size
+    assert residues_bound(str(squeezed)) == 8 * squeezed.stat().st_size
+    assert residues_bound("-") is None and residues_bound(str(tmp_path / "none.fa")) is None
+    nwdb = str(tmp_path / "db.nwdb")
+    makedb(SP196, nwdb)
+    cells = dbsearch._estimated_cells(plain, nwdb)
+    assert cells == size * os.path.getsize(nwdb) >= 1000 * load_database(nwdb).total_length
+    assert dbsearch._estimated_cells(plain, load_database(nwdb)) == size * load_database(nwdb).total_length
+    assert dbsearch._estimated_cells(["ACDE"], nwdb) is None
+    assert dbsearch._estimated_cells(pathlib.Path("-"), nwdb) is None
+
+    monkeypatch.setattr(cuda, "gpu_count", lambda: 2)  # two GPUs as the driver counts them
+    started = []
+    monkeypatch.setattr(dbsearch, "_start_gpu_workers", lambda gpus, path: started.append(gpus) or "workers")
+    resolved, workers = dbsearch._start_devices("auto", "cuda", 0, nwdb, cells)
+    assert resolved.result() is None and workers.result() is None and started == []
+    resolved, workers = dbsearch._start_devices("auto", "cuda", 0, nwdb, 10**15)
+    assert resolved.result() == [0, 1] and workers.result() == "workers" and started == [[0, 1]]
 
 
 def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
