@@ -59,17 +59,20 @@ def test_cli_devices_byte_identical(tmp_path, tied_nwdb, fmt):
     assert outs[0] == outs[1] and outs[0]
 
 
-def test_cli_devices_many_queries_byte_identical(tmp_path, tied_nwdb):
-    """400 queries over two GPUs: the first scanned by the command on both GPUs while the workers start,
-    the rest in rounds on the workers (which align their hits): the bytes of one GPU."""
+@pytest.mark.parametrize("form", ["nwdb", "fasta"])
+def test_cli_devices_many_queries_byte_identical(tmp_path, tied_nwdb, form):
+    """400 queries over two GPUs: the first scanned by the command on both GPUs while the workers start
+    (for a FASTA database, while its temporary .nwdb is written), the rest in rounds on the workers (which
+    align their hits): the bytes of one GPU."""
     from nwalign.sequences import read_fasta
 
     queries = tmp_path / "q400.fa"
     queries.write_text("".join(f">{r.id}\n{r.seq}\n" for r in read_fasta(ECOLI)[:400]))
+    database = tied_nwdb if form == "nwdb" else str(pathlib.Path(tied_nwdb).with_name("tied.fa"))
     outs = []
     for devices in ("0", "0,1"):
         out = tmp_path / f"hits_{devices.replace(',', '')}.tsv"
-        assert main(["search", str(queries), tied_nwdb, "--top", "5", "--devices", devices, "-o", str(out)]) == 0
+        assert main(["search", str(queries), database, "--top", "5", "--devices", devices, "-o", str(out)]) == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b"\n") >= 400
 
