@@ -17,8 +17,9 @@ from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for", "close_started", "gpu_cluster",
-           "resolve_devices", "usable", "warm_gpu_context", "worker_cached", "worker_gpus"]
+__all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for",
+           "close_started", "gpu_cluster", "resolve_devices", "usable", "warm_gpu_context", "worker_cached",
+           "worker_gpus", "worker_uncache"]
 
 
 AUTO_MIN_CELLS = 10**12  # allpairs and pair: less work than this stays in one process under devices=auto

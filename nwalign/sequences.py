@@ -61,9 +61,10 @@ def _read_bytes(path: str) -> bytes | bytearray:
 
 def residues_bound(path: str) -> int | None:
     """An upper estimate of the residues in a sequence file (FASTA or .nwdb) from its size, before it is
-    read: the size itself, or for a compressed file the larger of gzip's recorded size and 4 x the size
-    (bzip2, xz: 8 x); None for standard input or a file that cannot be examined. For choices that only
-    cost time when wrong (whether ``--devices auto`` spreads a search), never for a result."""
+    read: the size itself; for a gzip file the uncompressed size it records (of its last member, modulo
+    2^32), or 4 x the size where that is smaller than the file (several members, as bgzip writes); bzip2
+    and xz: 8 x the size. None for standard input or a file that cannot be examined. For choices that
+    only cost time when wrong (whether ``--devices auto`` spreads a search), never for a result."""
     if path == "-":
         return None
     try:
@@ -72,7 +73,8 @@ def residues_bound(path: str) -> int | None:
             magic = handle.read(6)
             if magic[:2] == b"\x1f\x8b" and size >= 18:  # gzip's last 4 bytes: the size mod 2^32
                 handle.seek(size - 4)
-                return max(int.from_bytes(handle.read(4), "little"), 4 * size)
+                recorded = int.from_bytes(handle.read(4), "little")
+                return recorded if recorded >= size else 4 * size
     except OSError:
         return None
     if magic[:3] == b"BZh" or magic == b"\xfd7zXZ\x00":

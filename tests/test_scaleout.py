@@ -324,8 +324,9 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
 
 def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     """--devices auto and a search: its DP cells bounded from the files' sizes before they are read (a
-    compressed file at gzip's recorded size or 4 x its own, 8 x for bzip2/xz); a small search stays in one
-    process without starting workers, a large one spreads; standard input or records: unknown (spreads)."""
+    gzip file at its recorded size, or 4 x its own for several members; 8 x for bzip2/xz); a small
+    search stays in one process without starting workers, a large one spreads; standard input or
+    records: unknown (spreads)."""
     import bz2
     import gzip
 
@@ -341,7 +342,10 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     squeezed.write_bytes(bz2.compress(plain.read_bytes()))
     size = plain.stat().st_size
     assert residues_bound(str(plain)) == size >= 1000
-    assert residues_bound(str(packed)) == max(size, 4 * packed.stat().st_size) >= size
+    assert residues_bound(str(packed)) == size  # gzip's recorded size
+    members = tmp_path / "q2.fa.gz"  # two members (as bgzip writes them), the last one empty
+    members.write_bytes(packed.read_bytes() + gzip.compress(b""))
+    assert residues_bound(str(members)) == 4 * members.stat().st_size
     assert residues_bound(str(squeezed)) == 8 * squeezed.stat().st_size
     assert residues_bound("-") is None and residues_bound(str(tmp_path / "none.fa")) is None
     nwdb = str(tmp_path / "db.nwdb")
