@@ -148,12 +148,15 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     """A local Dask cluster of one worker process per GPU of ``devices`` (numbers as this process sees
     them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
     ``tasks`` tasks at a time (2 for allpairs: one block formats its rows while the next one's kernels
-    run); worker ``gpuN`` runs on GPU N. dask-cuda's ``LocalCUDACluster`` does the same
+    run); worker ``gpuN`` runs on GPU N; its process ends as soon as it is closed
+    (:class:`nwalign.workerexit.QuickExit`). dask-cuda's ``LocalCUDACluster`` does the same
     with more machinery (and pinned dependencies) than a scan needs."""
     import logging as logs
 
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
+
+    from .workerexit import QuickExit
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     names = [x.strip() for x in visible.split(",")] if visible else None
@@ -161,7 +164,7 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     for d in devices:
         physical = names[d] if names and d < len(names) else str(d)
         spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": tasks, "env": {"CUDA_VISIBLE_DEVICES": physical},
-                                                      "silence_logs": logs.WARNING}}
+                                                      "silence_logs": logs.WARNING, "plugins": (QuickExit(),)}}
     # Without Dask's MALLOC_TRIM_THRESHOLD_ for the worker processes: setting it also fixes glibc's mmap
     # threshold, so that each query's score array (MBs) is mapped and its pages faulted in anew (a GPU
     # worker's scan measured 2.7-3.2 % over one process with it, 1.1-1.5 % without, on an H100).
@@ -287,9 +290,11 @@ class Owned:
             started, self._started = self._started, None
             close_started(started)
         if self.cluster is not None:
+            log.debug("closing the workers")
             self.client.close()
             self.cluster.close()
             self.cluster = None
+            log.debug("workers closed")
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None

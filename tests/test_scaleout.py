@@ -256,7 +256,8 @@ def test_a_running_cluster_reads_a_fasta_database_through_shared_dir(client, tmp
 def test_gpu_workers_start_without_dasks_malloc_trim_setting(monkeypatch):
     """A GPU worker process (here on a machine without a GPU: only its environment is looked at) sees its
     GPU alone and runs without Dask's MALLOC_TRIM_THRESHOLD_ (which fixes glibc's mmap threshold: each
-    query's score array mapped and faulted in anew, ~1.5 % of a scan); the client's own setting is kept."""
+    query's score array mapped and faulted in anew, ~1.5 % of a scan); the client's own setting is kept; the
+    process ends with the cluster (QuickExit)."""
     import dask
     from distributed import Client
 
@@ -266,7 +267,12 @@ def test_gpu_workers_start_without_dasks_malloc_trim_setting(monkeypatch):
     with gpu_cluster([0]) as cluster, Client(cluster) as client:
         seen = list(client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"),
                                         os.environ.get("CUDA_VISIBLE_DEVICES"))).values())
-    assert seen == [(None, "0")]
+        plugins = list(client.run(lambda dask_worker: sorted(dask_worker.plugins)).values())
+        pids = list(client.run(os.getpid).values())
+    assert seen == [(None, "0")] and "nwalign-quick-exit" in plugins[0]
+    for pid in pids:  # the worker's process ended with the cluster (QuickExit), nothing left behind
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_") == 65536
 
 
