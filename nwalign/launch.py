@@ -41,12 +41,6 @@ def wants_gpu(argv: list[str]) -> tuple[str, list[int]] | None:
     return argv[0], devices
 
 
-def wants_gpu_search(argv: list[str]) -> int | None:
-    """The GPU device a ``search`` command line will most likely use (:func:`wants_gpu`), or None."""
-    found = wants_gpu(argv)
-    return found[1][0] if found and found[0] == "search" else None
-
-
 def _allpairs_kernels(cupy) -> None:
     from .cuda.allpairs import load_kernels
 

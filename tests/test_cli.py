@@ -578,16 +578,16 @@ def test_pair_columns_errors(capsys, args, message):
 
 def test_entry_point_guesses_gpu_searches_from_the_words():
     """nwalign.launch starts the GPU warm-up only for a search that may use a GPU, on the device named."""
-    from nwalign.launch import wants_gpu_search
+    from nwalign.launch import wants_gpu
 
-    assert wants_gpu_search(["search", "q.fa", "db.nwdb"]) == 0
-    assert wants_gpu_search(["search", "q.fa", "db.nwdb", "--device", "1", "-v"]) == 1
-    assert wants_gpu_search(["search", "--device=2", "q.fa", "db"]) == 2
-    assert wants_gpu_search(["search", "q.fa", "db", "--backend", "cuda"]) == 0
+    assert wants_gpu(["search", "q.fa", "db.nwdb"]) == ("search", [0])
+    assert wants_gpu(["search", "q.fa", "db.nwdb", "--device", "1", "-v"]) == ("search", [1])
+    assert wants_gpu(["search", "--device=2", "q.fa", "db"]) == ("search", [2])
+    assert wants_gpu(["search", "q.fa", "db", "--backend", "cuda"]) == ("search", [0])
     for words in (["search", "q", "db", "--backend", "cpu"], ["search", "--backend=cpu", "q", "db"],
-                  ["search", "--help"], ["search", "q", "db", "--workers", "2"], ["pair", "a", "b"], [],
+                  ["search", "--help"], ["search", "q", "db", "--workers", "2"], [],
                   ["search", "q", "db", "--device", "x"], ["--version"]):
-        assert wants_gpu_search(words) is None, words
+        assert wants_gpu(words) is None, words
 
 
 def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():

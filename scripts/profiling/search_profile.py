@@ -6,15 +6,16 @@ import sys
 
 sort = sys.argv[1] if len(sys.argv) > 2 and sys.argv[2] == "--" else "tottime"
 args = sys.argv[sys.argv.index("--") + 1:]
-from nwalign.launch import wants_gpu_search  # noqa: E402
+from nwalign.launch import wants_gpu  # noqa: E402
 
 prof = cProfile.Profile()
 prof.enable()
-device = wants_gpu_search(args)
-if device is not None:  # as the command's entry point does
+found = wants_gpu(args)
+if found is not None and found[0] == "search":  # as the command's entry point does
     from nwalign.cuda import warm_up_search
 
-    warm_up_search(device)
+    for device in found[1]:
+        warm_up_search(device)
 from nwalign.cli import main  # noqa: E402  (returns the exit code; the entry point would os._exit)
 
 main(args)
