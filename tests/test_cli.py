@@ -344,13 +344,16 @@ def test_pair_format_reads_with_biopython_emboss_parser(mode, tmp_path):
     assert [a.annotations["Score"] for a in Align.parse(str(out), "emboss")] == scores and len(scores) == 5
 
 
+class Tty(io.StringIO):
+    """A stderr that says it is a terminal (the progress bar and bench's status line only show there)."""
+
+    def isatty(self):
+        return True
+
+
 def test_progress_bar_only_on_a_terminal(monkeypatch):
     """Progress goes to stderr only when it is a terminal and not -q; it counts to the total and closes."""
     from nwalign import cli
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
 
     for tty, quiet, shown in ((False, False, False), (True, True, False), (True, False, True)):
         err = Tty() if tty else io.StringIO()
@@ -369,10 +372,6 @@ def test_bench_reports_each_result_as_measured(monkeypatch):
     heard = []
     rows = run_pair([300], "cpu", repeats=1, warmup=0, backend="cpu", peers=False, progress=heard.append)
     assert heard == rows and len(rows) >= 1
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
@@ -427,10 +426,6 @@ def test_progress_bar_counts_tasks_of_a_spread_job(monkeypatch):
     """In DP cells with a job spread over workers: the rate in GCUPS and "k/N tasks" as they come back."""
     from nwalign import cli
 
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
     done = [0]
@@ -444,10 +439,6 @@ def test_progress_bar_counts_tasks_of_a_spread_job(monkeypatch):
 def test_progress_bar_takes_fractions(monkeypatch):
     """The fraction form (a lone pair's traceback) counts 0..1 onto the same bar and closes at 1."""
     from nwalign import cli
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
