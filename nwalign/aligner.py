@@ -432,8 +432,7 @@ class Pairs:
     @property
     def tasks(self) -> tuple[int, int] | None:
         """(tasks done, tasks in all) of a job spread over workers once its chunks are planned, else None."""
-        spread = self._spread
-        return (spread.done, spread.total) if spread is not None and spread.total else None
+        return None if self._spread is None else self._spread.tasks
 
     def close(self) -> None:
         """Stop the workers this job started (a spread job that is not run to its end)."""

@@ -588,8 +588,7 @@ class AllPairs:
     @property
     def tasks(self) -> tuple[int, int] | None:
         """(tasks done, tasks in all) of a job spread over workers once its blocks are planned, else None."""
-        spread = self._spread
-        return (spread.done, spread.total) if spread is not None and spread.total else None
+        return None if self._spread is None else self._spread.tasks
 
     @property
     def pairs(self) -> int:
@@ -688,7 +687,7 @@ class AllPairs:
             stats["kernel"] = part.get("kernel", stats["kernel"])
             if part.get("gpu_seconds"):
                 stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
-            stats["tasks"] = stats.get("tasks", 0) + 1
+            stats["tasks"] = spread.done
             stats["score_seconds"] = time.perf_counter() - clock
             if progress:
                 progress(block.stop - block.start)

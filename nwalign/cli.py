@@ -694,9 +694,9 @@ def _progress(label: str, total: int, quiet: bool, unit: str = "", fraction: boo
         now = time.monotonic()
         if state["done"] >= total or now - state["at"] > 0.1:
             rate = state["done"] / max(now - state["start"], 1e-9) / 1e9
-            spread = tasks() if tasks is not None else None
+            counted = tasks() if tasks is not None else None
             bar.update(task, completed=state["done"], gcups=f"{rate:.1f} GCUPS",
-                       tasks=f"{spread[0]}/{spread[1]} tasks" if spread else "")
+                       tasks=f"{counted[0]}/{counted[1]} tasks" if counted else "")
             state["at"] = now
         if state["done"] >= total:
             bar.stop()

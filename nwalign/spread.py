@@ -303,6 +303,11 @@ class Spread(Owned):
         finally:
             self.close()
 
+    @property
+    def tasks(self) -> tuple[int, int] | None:
+        """(tasks done, tasks in all) once :meth:`map` was given their number, else None."""
+        return (self.done, self.total) if self.total else None
+
     def _counted(self, results):
         for result in results:
             self.done += 1
