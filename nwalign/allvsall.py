@@ -675,7 +675,8 @@ class AllPairs:
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
-        clock = time.perf_counter()
+        clock, epoch = time.perf_counter(), time.time()
+
         def here(task, gpu):  # a block on one of the workers' GPUs, in this process, while they start
             from .spread import block_of
 
@@ -688,6 +689,12 @@ class AllPairs:
             if part.get("gpu_seconds"):
                 stats["gpu_seconds"] = stats.get("gpu_seconds", 0.0) + part["gpu_seconds"]
             stats["tasks"] = spread.done
+            if "ran" in part:  # the -v timeline (NWALIGN_LOG_TIMES): where and when each block ran
+                began, ended, pid, gpu = part["ran"]
+                log.debug("allpairs: block %d of %d in (%d pairs): ran %.2f-%.2f s after the plan in process %d%s, "
+                          "kernels %.2f s", spread.done, len(spans), block.stop - block.start, began - epoch,
+                          ended - epoch, pid, f" on GPU {gpu}" if self.backend == "cuda" else "",
+                          part.get("gpu_seconds") or 0.0)
             stats["score_seconds"] = time.perf_counter() - clock
             if progress:
                 progress(block.stop - block.start)

@@ -75,17 +75,23 @@ def pair_block(task: PairsTask):
 def block_of(a, b, task: PairsTask, device: int):
     """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
     one of this process's while the workers start)."""
+    import time
+
     from .allvsall import Block, format_results, needs_traceback, run, score_blocks
 
     stats: dict = {}
+    began = time.time()  # wall clock, comparable across the processes of one host (the -v timeline)
     if not needs_traceback(task.columns, task.min_identity, task.distances):
         parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
                                   task.block, device, task.threads, task.span))
         text = "".join(p.text for p in parts)
-        return Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts)), stats
-    results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
-                       task.backend, task.kernel, task.slice_k, task.block, device, task.span))
-    return format_results(results, task.columns, task.distances, task.span[0]), stats
+        block = Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts))
+    else:
+        results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
+                           task.backend, task.kernel, task.slice_k, task.block, device, task.span))
+        block = format_results(results, task.columns, task.distances, task.span[0])
+    stats["ran"] = (began, time.time(), os.getpid(), device)
+    return block, stats
 
 
 def gpu_wave(task: PairsTask) -> int:
