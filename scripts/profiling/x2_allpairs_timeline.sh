@@ -16,7 +16,7 @@ export NWALIGN_LOG_TIMES=1
 head -n 200 $S > $WORK/warm.fasta
 python3 -m nwalign allpairs $WORK/warm.fasta --devices 0,1 --columns $COLS -o /dev/null
 python3 -m nwalign allpairs $WORK/warm.fasta --devices 0 --columns $COLS -o /dev/null
-for run in ${RUNS:-1}; do
+for run in $(seq ${RUNS:-1}); do
     nw allpairs $S --devices 0 --columns $COLS -v -o $WORK/one.tsv 2> "$OUTDIR/one_gpu$run.txt"
     nw allpairs $S --devices 0,1 --columns $COLS -v -o $WORK/two.tsv 2> "$OUTDIR/two_gpus$run.txt"
     nw allpairs $S --devices 0,1 --columns $COLS -v -o /dev/null 2> "$OUTDIR/two_gpus_devnull$run.txt"
