@@ -669,6 +669,12 @@ class AllPairs:
             # this host's GPUs (the workers' own) are asked here, while the workers start
             quantum = wave_of(self.a, self.b, whole, spread.gpus[0]) if spread.gpus else \
                 spread.client.submit(gpu_wave, whole, pure=False).result()
+            if spread.gpus:  # the GPU workers, still to start, ready only once they can run a block at once
+                import functools
+
+                from .spread import prepare_pairs_worker
+
+                spread.warm = functools.partial(prepare_pairs_worker, whole)
         per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
         spans = blocks(lengths, others, max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
                        quantum, taper=2 * spread.workers)

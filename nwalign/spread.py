@@ -25,7 +25,7 @@ from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
 log = logging.getLogger("nwalign")
 
 __all__ = ["AlignTask", "Lead", "PairsTask", "Spread", "align_chunk", "block_of", "chunk_of", "chunks", "gpu_wave",
-           "pair_block", "release_gpu_memory", "wave_of"]
+           "pair_block", "prepare_pairs_worker", "release_gpu_memory", "wave_of"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,15 @@ def gpu_wave(task: PairsTask) -> int:
     return wave_of(a, b, task, 0)
 
 
+def prepare_pairs_worker(task: PairsTask) -> int:
+    """On a GPU worker before its first block (:attr:`Spread.warm`): CuPy and the context, the job's sets
+    read and encoded (kept), the score kernel's module loaded (:func:`gpu_wave`, whose answer is
+    returned). Its first block then starts as soon as it is given: it began 0.7 s after the workers were
+    ready on two H200s, a few tenths of a second of each GPU idle after this process's first blocks."""
+    scaleout.warm_gpu_context()
+    return gpu_wave(task)
+
+
 def wave_of(a, b, task: PairsTask, device: int) -> int:
     """:func:`gpu_wave` on the encoded sets ``a``, ``b`` and GPU ``device``."""
     from .cuda.allpairs import AllPairsScorer
@@ -171,7 +180,9 @@ class Spread(Owned):
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
         gpu_tasks: tasks each GPU worker of ``gpus`` runs at a time.
 
-    Attributes: ``paths`` (the .nwdb files, None where a set is None), ``workers`` (how many), ``client``
+    Attributes: ``warm`` (a function each GPU worker runs before it is ready: CuPy and its context, or
+    more, e.g. :func:`prepare_pairs_worker`; set before :meth:`map`), ``paths`` (the .nwdb files, None where
+    a set is None), ``workers`` (how many), ``client``
     (None until :meth:`map` joins the GPU workers), ``gpus``, ``done`` and ``total`` (the tasks whose
     results :meth:`map` yielded, of how many; None: not given).
 
@@ -187,6 +198,7 @@ class Spread(Owned):
         from .database import database_from_records, write_database
 
         self.label, self.backend, self.gpus = label, backend, gpus
+        self.warm = scaleout.warm_gpu_context  # run on each GPU worker before it is ready (see prepare_pairs_worker)
         self.client = self.cluster = self.tmp = self._started = self._launch = None
         self.led = 0
         self.done, self.total = 0, None  # tasks whose results map yielded, of how many (its caller's count)
@@ -211,7 +223,7 @@ class Spread(Owned):
 
                 def launch():
                     write()
-                    return scaleout.client_for(devices=gpus, gpu_tasks=gpu_tasks, warm=scaleout.warm_gpu_context)
+                    return scaleout.client_for(devices=gpus, gpu_tasks=gpu_tasks, warm=self.warm)
                 self._launch = launch
                 return
             write()
@@ -256,8 +268,9 @@ class Spread(Owned):
 
     def map(self, function, tasks, local=None, total: int | None = None):
         """``function(task)`` for each task on the workers, results yielded in task order (``total``: how
-        many tasks, for :attr:`done`/:attr:`total`, the progress bar's count); up to
-        2 x workers + 1 tasks run or wait ahead of the one yielded. Where the GPU workers are still
+        many tasks, for :attr:`done`/:attr:`total`, the progress bar's count); as many tasks run as the
+        workers have threads (the next one given as soon as any ends), up to twice that many done ahead of
+        the one yielded. Where the GPU workers are still
         starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
         first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
         Closes the workers at the end.
@@ -279,28 +292,35 @@ class Spread(Owned):
                 self.led = lead.taken
                 return
             self.join()
-            from distributed import KilledWorker  # not before the first tasks here: its import takes ~0.5 s
-            flying: deque = deque()
+            from distributed import KilledWorker, wait  # not before the first tasks here: ~0.5 s to import
+            # As many tasks running as the workers have threads, and no more: a task waiting on a busy worker
+            # is not given to another one that frees first (the last full block of an allpairs job queued
+            # behind two others ran alone at the end while the other GPU idled, 0.5-0.7 s on two H200s).
+            slots = max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()))
+            order: deque = deque()  # the tasks' futures in task order, done ones waiting to be yielded
 
-            def fill():
-                while len(flying) < 2 * self.workers + 1:
+            def fill(spare: int = 0):
+                while len(order) <= 2 * slots and sum(not f.done() for f in order) < slots + spare:
                     with lock:
                         task = next(todo, None)
                     if task is None:
                         return
-                    flying.append(self.client.submit(function, task, pure=False))
+                    order.append(self.client.submit(function, task, pure=False))
 
-            fill()
-            if lead is not None:  # the tasks run here come first; the workers are busy meanwhile
+            if lead is not None:  # the tasks run here come first; the workers are busy meanwhile (one
+                fill(self.workers)  # more task each: none is given a new one until these are yielded)
                 yield from self._counted(lead.results())
                 self.led = lead.taken
                 release_gpu_memory(self.gpus)
             while True:
                 fill()
-                if not flying:
+                if not order:
                     break
+                if not order[0].done():  # the next in order still runs: a new task as soon as any ends
+                    wait([f for f in order if not f.done()], return_when="FIRST_COMPLETED")
+                    continue
                 try:
-                    result = flying.popleft().result()
+                    result = order.popleft().result()
                 except KilledWorker as exc:
                     raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
                                      "written") from None
