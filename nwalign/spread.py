@@ -72,16 +72,21 @@ def pair_block(task: PairsTask):
     return block_of(a, b, task, 0)
 
 
-def block_of(a, b, task: PairsTask, device: int):
+def block_of(a, b, task: PairsTask, device: int, deferred: bool = False):
     """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
-    one of this process's while the workers start)."""
+    one of this process's while the workers start). ``deferred``: a score-only block comes back scored
+    but not formatted (:class:`nwalign.allvsall.Scored`), for the caller to format when it writes it."""
     import time
 
-    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
+    from .allvsall import Block, Scored, format_results, needs_traceback, run, score_batches, score_blocks
 
     stats: dict = {}
     began = time.time()  # wall clock, comparable across the processes of one host (the -v timeline)
-    if not needs_traceback(task.columns, task.min_identity, task.distances):
+    if deferred and not needs_traceback(task.columns, task.min_identity, task.distances):
+        block = Scored(task.span[0], task.span[1], list(score_batches(
+            a, b, task.scoring, stats, task.backend, task.kernel, task.slice_k, task.block, device, task.threads,
+            task.span)))
+    elif not needs_traceback(task.columns, task.min_identity, task.distances):
         parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
                                   task.block, device, task.threads, task.span))
         text = "".join(p.text for p in parts)

@@ -223,6 +223,30 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     assert "".join(p.text for p in part) == "".join(want.text.splitlines(keepends=True)[3:want.stop - 2])
 
 
+@pytest.mark.parametrize("against", [False, True])
+def test_deferred_block_formats_as_the_block_itself(against, tmp_path):
+    """A block scored here while GPU workers start comes back unformatted (spread.block_of's deferred
+    form, nwalign.allvsall.Scored) and is formatted as it is written: the same Block as the formatted
+    form, for a span inside the pair order; a job with a traceback column is never deferred."""
+    from nwalign.allvsall import Scored, ScoreRows
+    from nwalign.spread import PairsTask, block_of
+
+    scoring = make_scoring("dna", "global")
+    enc = encode_all(_records(12), scoring, "16S")
+    a, b = (enc[:7], enc[7:]) if against else (enc, None)
+    columns = ("qseqid", "sseqid", "score", "qlen", "slen")
+    total = 7 * 5 if against else 12 * 11 // 2
+    task = PairsTask((None, None), scoring, columns, None, False, "cpu", "auto", None, None, 1, (4, total - 3))
+    done, stats = block_of(a, b, task, 0)
+    scored, deferred_stats = block_of(a, b, task, 0, deferred=True)
+    assert isinstance(scored, Scored) and (scored.start, scored.stop) == (4, total - 3)
+    assert scored.block(ScoreRows(a, b, columns)) == done and done.text.count("\n") == total - 7
+    assert deferred_stats["pairs"] == stats["pairs"] == total - 7
+    aligned = PairsTask((None, None), scoring, ("qseqid", "cigar"), None, False, "cpu", "auto", None, None, 1,
+                        (0, 5))
+    assert not isinstance(block_of(a, b, aligned, 0, deferred=True)[0], Scored)
+
+
 def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
     """The guard on banded GPU paths (nwalign.cpu.banded.kernel_paths_scores): paths laid out as the kernel
     returns them (columns walked back from (m, n) to the border, the rest along row/column 0) are rescored
