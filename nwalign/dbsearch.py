@@ -480,7 +480,7 @@ def _start_gpu_workers(gpus: list[int], path: str | None):
     from .scaleout import client_for
     from .shards import warm_gpu_worker
 
-    client, cluster = client_for(devices=gpus)  # warmed below, with the upload
+    client, cluster = client_for(devices=gpus, gpu_tasks=_ScaleOut.GPU_TASKS)  # warmed below, with the upload
     try:
         answers = client.run(warm_gpu_worker, path)
     except BaseException:
@@ -529,6 +529,9 @@ class _ScaleOut(Owned):
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
     MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
+    # Rounds a GPU worker scans at a time (each thread its own searcher over the one upload): its GPU
+    # scans on while one round's last hits are aligned and sent back and the next round starts.
+    GPU_TASKS = 2
 
     def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
                  backend: str = "cpu"):
@@ -583,7 +586,9 @@ class _ScaleOut(Owned):
 
         if self.backend == "cuda" and fits is None and self._shards in (None, 1):
             fits = all(self.client.run(preload_database, self.path).values())
-        workers = self.workers = len(self.client.scheduler_info()["workers"])
+        found = self.client.scheduler_info()["workers"]
+        workers = self.workers = len(found)
+        self.slots = max(workers, sum(w.get("nthreads", 1) for w in found.values()))  # tasks at a time
         log.debug("search: %d Dask workers ready", workers)
         self.shards = self._shards or (1 if fits is not False else max(1, workers))
         log.info("search: %s on %d Dask workers (%s engine)", "query batches against the whole database"
@@ -645,11 +650,12 @@ class _ScaleOut(Owned):
                 return
             if self._started is not None:
                 self._join()
-            batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.workers, self.shards, self.BATCH,
+            batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.slots, self.shards, self.BATCH,
                                                         self.MIN_BATCH)]
             self.total = len(batches) * self.shards  # a task per round and shard
-            # Enough tasks submitted to keep every worker busy with one more waiting (a round: `shards` tasks).
-            in_flight = max(self.IN_FLIGHT, -(-(2 * self.workers + 1) // self.shards))
+            # Enough tasks submitted to keep every worker thread busy and one more waiting on each worker
+            # (a round: `shards` tasks).
+            in_flight = max(self.IN_FLIGHT, -(-(self.slots + self.workers + 1) // self.shards))
             with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
                 flying: deque = deque()
                 first = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 from .errors import NwalignError
 
@@ -248,14 +249,36 @@ _CACHE: dict = {}  # a worker's database, shards, searchers and sets, kept betwe
 _KEEP = 6
 
 
+_CACHE_LOCK = threading.RLock()  # a worker's threads (two per GPU worker) make each entry once
+_THREAD = threading.local()
+
+
 def worker_cached(key, make):
     """``make()``, kept by this (worker) process under ``key`` between tasks: its database, shards,
-    searchers and sequence sets; at most :data:`_KEEP` entries (the cache starts over when full)."""
-    if key not in _CACHE:
-        if len(_CACHE) >= _KEEP:
-            _CACHE.clear()
-        _CACHE[key] = make()
-    return _CACHE[key]
+    uploads and sequence sets; at most :data:`_KEEP` entries (the cache starts over when full). Made
+    once where the worker's threads ask for it together."""
+    found = _CACHE.get(key)
+    if found is None:
+        with _CACHE_LOCK:
+            if key not in _CACHE:
+                if len(_CACHE) >= _KEEP:
+                    _CACHE.clear()
+                _CACHE[key] = make()
+            found = _CACHE[key]
+    return found
+
+
+def thread_cached(key, make):
+    """:func:`worker_cached` for what one thread of a worker keeps to itself between its tasks (a scan's
+    streams and buffers, an aligner's): at most :data:`_KEEP` entries per thread."""
+    cache = getattr(_THREAD, "cache", None)
+    if cache is None:
+        cache = _THREAD.cache = {}
+    if key not in cache:
+        if len(cache) >= _KEEP:
+            cache.clear()
+        cache[key] = make()
+    return cache[key]
 
 
 def worker_uncache(key):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NwalignError, WorkerLost
-from .scaleout import worker_cached, worker_uncache
+from .scaleout import thread_cached, worker_cached, worker_uncache
 
 __all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards",
            "warm_gpu_worker"]
@@ -107,27 +107,38 @@ def preload_database(path: str) -> bool:
 def _shard_searcher(task: ShardTask):
     """The shard's indices, a :class:`nwalign.cuda.search.ScanSearcher` holding its sequences on the
     worker's GPU, and their codes and offsets on the host, kept between tasks (a worker that takes over a
-    lost worker's shard holds both)."""
+    lost worker's shard holds both). The sequences are on the GPU once per worker process; each of its
+    threads (a GPU worker runs two tasks at a time) scans them with a searcher of its own (streams and
+    buffers)."""
     sc = task.scoring
     key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
            sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
 
-    def make():
-        from .cuda.search import ScanSearcher
+    def on_gpu():
+        from .cuda.search import DeviceDatabase
 
         index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
         # The whole database uploaded beforehand (preload_database), in the file's codes: used once.
         uploaded = worker_uncache(_upload_key(task.database))
         if task.shards != 1 or _worker_database(task.database).letters != sc.alphabet:
             uploaded = None
-        searcher = ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
-        return index, searcher, sub, offsets
+        if uploaded is None and index.size:
+            uploaded = DeviceDatabase(sub, offsets, 0)
+        return index, uploaded, sub, offsets
 
-    return worker_cached(key, make)
+    index, uploaded, sub, offsets = worker_cached(key, on_gpu)
+
+    def make():
+        from .cuda.search import ScanSearcher
+
+        return ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
+
+    return index, thread_cached(key, make), sub, offsets
 
 
 def _worker_aligner(scoring):
-    """A :class:`nwalign.cuda.batch.BatchAligner` on the worker's GPU for ``scoring``, kept between tasks."""
+    """A :class:`nwalign.cuda.batch.BatchAligner` on the worker's GPU for ``scoring``, kept between tasks
+    by each thread of the worker."""
     key = ("aligner", scoring.alphabet, scoring.matrix.tobytes(), scoring.gap_open, scoring.gap_extend,
            scoring.mode)
 
@@ -136,7 +147,7 @@ def _worker_aligner(scoring):
 
         return BatchAligner(scoring, 0)
 
-    return worker_cached(key, make)
+    return thread_cached(key, make)
 
 
 def best_of_shard(task: ShardTask) -> list[tuple]:
