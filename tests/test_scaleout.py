@@ -772,3 +772,46 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
     unused = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
     unused.close()
     assert len(seen) == 1 and unused.tmp is None
+
+
+def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():
+    """A GPU worker's two threads (two search rounds at a time): what the process keeps
+    (scaleout.worker_cached: the database on the GPU) is made once when both ask together; what a
+    thread keeps (scaleout.thread_cached: its searcher, its aligner) is made once per thread."""
+    import threading
+    import time
+
+    from nwalign import scaleout
+
+    made = []
+
+    def slow():
+        made.append(threading.get_ident())
+        time.sleep(0.2)  # both threads ask while the first is still making it
+        return object()
+
+    key = ("test-shared", time.time())
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(scaleout.worker_cached(key, slow))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and got[0] is got[1]
+    scaleout.worker_uncache(key)
+
+    own = {}
+    together = threading.Barrier(2)  # both threads alive at once
+
+    def per_thread(name):
+        first = scaleout.thread_cached("test-own", object)
+        assert scaleout.thread_cached("test-own", object) is first  # kept between a thread's tasks
+        own[name] = first
+        together.wait(10)
+
+    threads = [threading.Thread(target=per_thread, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(own) == 2 and len({id(v) for v in own.values()}) == 2
