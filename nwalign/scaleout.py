@@ -149,7 +149,7 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     """A local Dask cluster of one worker process per GPU of ``devices`` (numbers as this process sees
     them), each started by a ``distributed.Nanny`` with ``CUDA_VISIBLE_DEVICES`` naming its GPU alone,
     ``tasks`` tasks at a time (2 for allpairs: one block formats its rows while the next one's kernels
-    run); worker ``gpuN`` runs on GPU N; its process ends as soon as it is closed
+    run; 2 for search: one round's hits are aligned and sent back while the other round scans); worker ``gpuN`` runs on GPU N; its process ends as soon as it is closed
     (:class:`nwalign.workerexit.QuickExit`). dask-cuda's ``LocalCUDACluster`` does the same
     with more machinery (and pinned dependencies) than a scan needs."""
     import logging as logs
