@@ -728,7 +728,14 @@ class AllPairs:
 
         rows = ScoreRows(self.a, self.b, self.columns) if not needs_traceback(
             self.columns, self.min_identity, self.distances) else None
-        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans)):
+
+        def scored_here(tasks, gpu):  # score-only blocks here: one stream of batches on each GPU
+            from .spread import scored_blocks_on
+
+            return scored_blocks_on(self.a, self.b, tasks, gpu)
+
+        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans),
+                                      local_stream=scored_here if spread.gpus and rows is not None else None):
             if isinstance(block, Scored):
                 block = block.block(rows)
             for key in ("pairs", "filtered", "below", "cells"):

@@ -247,6 +247,119 @@ def test_deferred_block_formats_as_the_block_itself(against, tmp_path):
     assert not isinstance(block_of(a, b, aligned, 0, deferred=True)[0], Scored)
 
 
+class _CpuScorer:
+    """The streaming side of nwalign.cuda.allpairs.AllPairsScorer on the CPU engine, for the logic above it
+    without a GPU: two batches in flight (batch k comes back once batch k + 2 is queued), cells counted
+    as a batch is queued, waves of 7 pairs, 1 ms of "kernel time" a batch."""
+
+    def __init__(self, codes, scoring):
+        self.codes, self.scoring = codes, scoring
+        self.q_lengths = self.t_lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        self.cells, self.gpu_seconds, self.queued = 0, 0.0, []
+
+    def wave(self, kernel):
+        return 7
+
+    def _scored(self, pairs):
+        from nwalign import cpu
+
+        s = self.scoring
+        self.gpu_seconds += 0.001
+        return pairs, np.array([cpu.score_codes(self.codes[i], self.codes[j], s.matrix, s.gap_open, s.gap_extend,
+                                                s.mode_code) for i, j in pairs.tolist()], dtype=np.int64)
+
+    def stream(self, batches, kernel=None):
+        from collections import deque
+
+        pending = deque()
+        for pairs in batches:
+            self.cells += int((self.q_lengths[pairs[:, 0]] * self.t_lengths[pairs[:, 1]]).sum())
+            self.queued.append(len(pairs))
+            pending.append(pairs)
+            if len(pending) > 2:
+                yield self._scored(pending.popleft())
+        while pending:
+            yield self._scored(pending.popleft())
+
+
+@pytest.mark.parametrize("against", [False, True])
+def test_spans_through_one_stream_equal_each_span_scored_alone(against):
+    """nwalign.aligner.stream_spans (the blocks run here while GPU workers start, one stream of batches for
+    all of them): each span's pairs in order, cut as a spread block is (whole waves, 3 batches or more),
+    its scores those of the CPU engine, its cells and kernel time its own; spans are drawn no further
+    ahead than the two batches in flight need; an empty span is refused."""
+    from nwalign.aligner import block_batch, stream_spans
+    from nwalign.allvsall import PairCells, pair_batches
+
+    scoring = make_scoring("dna", "global")
+    enc = encode_all(_records(30), scoring, "16S")
+    a, b = (enc[:12], enc[12:]) if against else (enc, None)
+    codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
+    n_b = None if b is None else len(b)
+    total = 12 * 18 if against else 30 * 29 // 2
+    spans = [(0, 50), (50, 51), (51, 130), (130, total - 5), (total - 5, total)]
+    scorer = _CpuScorer(codes, scoring)
+    drawn = []
+
+    def lazily():
+        for span in spans:
+            drawn.append(span)
+            yield span
+
+    along = PairCells([len(c) for c in codes[:len(a)]], None if b is None else [len(e.codes) for e in b])
+    got = []
+    for k, (span, batches, stats) in enumerate(stream_spans(scorer, "lazy-rscan", 40, len(a), n_b, lazily(),
+                                                            len(a) if against else 0)):
+        assert span == spans[k] and len(drawn) <= k + 3  # two batches in flight: (50, 51) is one
+        want = list(pair_batches(len(a), n_b, block_batch(40, span[1] - span[0], 7), span))
+        assert [len(p) for p, _ in batches] == [len(p) for p in want]
+        pairs = np.concatenate([p for p, _ in batches])
+        assert np.array_equal(pairs, np.concatenate(want))
+        targets = a if b is None else b
+        assert [int(x) for _, s in batches for x in s] == [
+            align_pair(a[i], targets[j], scoring).score for i, j in pairs.tolist()]
+        assert stats["pairs"] == span[1] - span[0] and stats["kernel"] == "lazy-rscan"
+        assert stats["cells"] == along.before(span[1]) - along.before(span[0])
+        assert stats["gpu_seconds"] == pytest.approx(0.001 * len(batches)) and stats["began"] <= stats["ended"]
+        got.append(span)
+    assert got == spans and sum(scorer.queued) == total
+    with pytest.raises(ValueError, match="empty span"):
+        list(stream_spans(_CpuScorer(codes, scoring), "lazy-rscan", 40, len(a), n_b, [(0, 10), (10, 10)]))
+
+
+def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(monkeypatch):
+    """spread.scored_blocks_on (the score-only blocks run here while GPU workers start): the Scored blocks of
+    the tasks drawn, in order, formatted as block_of formats each block alone, with their stats (the GPU's
+    scorer played by the CPU engine)."""
+    import nwalign.aligner
+    from nwalign.allvsall import ScoreRows
+    from nwalign.spread import PairsTask, block_of, scored_blocks_on
+
+    scoring = make_scoring("dna", "global")
+    enc = encode_all(_records(20), scoring, "16S")
+    columns = ("qseqid", "sseqid", "score", "qlen", "slen")
+
+    class Here:  # Aligner on "GPU 1": score_spans through the CPU scorer
+        def __init__(self, scoring, backend, device, threads, announce=True):
+            assert (backend, device) == ("cuda", 1)
+            self.scoring = scoring
+
+        def score_spans(self, sequences, others, spans, kernel, slice_k, block):
+            return nwalign.aligner.stream_spans(_CpuScorer(list(sequences), self.scoring), "lazy-rscan", 30,
+                                                len(sequences), None, spans)
+
+    tasks = [PairsTask((None, None), scoring, columns, None, False, "cuda", "auto", None, None, 1, span)
+             for span in [(0, 64), (64, 100), (100, 190)]]
+    alone = [block_of(enc, None, dataclasses.replace(task, backend="cpu"), 0)[0] for task in tasks]
+    monkeypatch.setattr(nwalign.aligner, "Aligner", Here)
+    out = list(scored_blocks_on(enc, None, iter(tasks), 1))
+    assert list(scored_blocks_on(enc, None, iter([]), 1)) == []
+    rows = ScoreRows(enc, None, columns)
+    for task, (scored, stats), alone in zip(tasks, out, alone, strict=True):
+        assert scored.block(rows) == alone and alone.text.count("\n") == task.span[1] - task.span[0]
+        assert stats["pairs"] == task.span[1] - task.span[0] and stats["ran"][2:] == (os.getpid(), 1)
+
+
 def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
     """The guard on banded GPU paths (nwalign.cpu.banded.kernel_paths_scores): paths laid out as the kernel
     returns them (columns walked back from (m, n) to the border, the rest along row/column 0) are rescored

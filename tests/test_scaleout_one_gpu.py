@@ -137,7 +137,8 @@ def test_a_small_search_on_the_devices_path_equals_one_process(plain_nwdb, monke
 def _devices_path_held(monkeypatch, local: str) -> dict:
     """allpairs and pair as --devices runs them over two GPUs, on GPU 0 twice (one worker process, two
     threads here): each thread here is held after its first task until the worker is up, so that both
-    this process and the worker run tasks. Returns a record of the tasks run here."""
+    this process and the worker run tasks. ``local``: what runs a task here (block_of, chunk_of), or the
+    pipeline of tasks here (scored_blocks_on). Returns a record of the tasks run here."""
     import threading
 
     import nwalign.scaleout
@@ -158,15 +159,23 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
         assert up.wait(120)
         return out
 
+    def held_stream(*args, **kwargs):
+        for out in run_here(*args, **kwargs):
+            seen["here"] += 1
+            assert up.wait(120)
+            yield out
+
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.scaleout, "client_for", started)
-    monkeypatch.setattr(nwalign.spread, local, held)
+    monkeypatch.setattr(nwalign.spread, local, held_stream if local == "scored_blocks_on" else held)
     return seen
 
 
 @pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
                                    ["--min-identity", "0.9", "--matrix-out", "{dir}/d.npy"]])
 def test_allpairs_first_blocks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch, extra):
+    """Score columns: the blocks here through one stream of batches a GPU (spread.scored_blocks_on);
+    the identity filter and a distance matrix: block by block (spread.block_of)."""
     from nwalign.cli import main
 
     outs = []
@@ -174,7 +183,7 @@ def test_allpairs_first_blocks_here_then_the_worker_byte_identical(tmp_path, gen
         d = tmp_path / ("one" if devices else "spread")
         d.mkdir()
         if devices is None:
-            seen = _devices_path_held(monkeypatch, "block_of")
+            seen = _devices_path_held(monkeypatch, "block_of" if "--min-identity" in extra else "scored_blocks_on")
         args = ["allpairs", str(genes / "60.fa"), "-o", str(d / "out.tsv")] + [e.format(dir=d) for e in extra]
         assert main(args + (["--devices", devices] if devices else [])) == 0
         outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
