@@ -303,10 +303,34 @@ class Owned:
     (``cluster`` None: a cluster it joined, left running), one still starting in the background
     (``_started``, a Future) and its temporary directory."""
 
-    client = cluster = tmp = _started = None
+    client = cluster = tmp = _started = _closing = None
+
+    def close_in_background(self) -> None:
+        """Start :meth:`close` in a thread and return at once, once every result is in: the command
+        finishes its output meanwhile (renaming a 300 MB TSV over an existing file took 0.25 s, as long
+        as the two GPU workers' close, on two H100s). :meth:`close` waits for it; so does the
+        interpreter's exit."""
+        import threading
+
+        if self._closing is None:
+            self._closing = threading.Thread(target=self._close_quietly, name="nwalign-close")
+            self._closing.start()
+
+    def _close_quietly(self) -> None:
+        try:
+            self._close_now()
+        except Exception as exc:  # every result is in: a worker that fails to stop changes nothing
+            log.debug("closing the workers: %s", exc)
 
     def close(self) -> None:
-        """Stop the workers started here and remove the temporary files (again: nothing happens)."""
+        """Stop the workers started here and remove the temporary files (again: nothing happens); waits
+        for a close started by :meth:`close_in_background`."""
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            closing.join()
+        self._close_now()
+
+    def _close_now(self) -> None:
         import shutil
 
         if self._started is not None:  # started in the background, never joined

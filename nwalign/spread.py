@@ -306,62 +306,69 @@ class Spread(Owned):
         first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
         ``local_stream(tasks, gpu)``, where given, does so in place of ``local``: a pipeline that yields
         the results of the tasks it draws from the iterator ``tasks``, in order.
-        Closes the workers at the end.
+        Closes the workers at the end: in the background once every result is out
+        (:meth:`close_in_background`; :meth:`close` waits for it), at once on an error or when the caller
+        stops early.
 
         Raises:
             WorkerLost: a task kept killing workers.
         """
+        try:
+            yield from self._map(function, tasks, local, total, local_stream)
+        except BaseException:  # GeneratorExit too: the caller stopped taking results
+            self.close()
+            raise
+        self.close_in_background()
+
+    def _map(self, function, tasks, local, total, local_stream):
         import threading
         from collections import deque
 
         self.total = total
-        try:
-            todo, lock = iter(tasks), threading.Lock()
-            run = local_stream or (None if local is None else lambda tasks, gpu: (local(t, gpu) for t in tasks))
-            lead = Lead(self._started, todo, lock, run, self.gpus, self.label) \
-                if run is not None and self._started is not None else None
-            self._start()  # the workers, once the first tasks run here
-            if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
-                yield from self._counted(lead.results())
-                self.led = lead.taken
-                return
-            self.join()
-            from distributed import KilledWorker, wait  # not before the first tasks here: ~0.5 s to import
-            # As many tasks running as the workers have threads, and no more: a task waiting on a busy worker
-            # is not given to another one that frees first (the last full block of an allpairs job queued
-            # behind two others ran alone at the end while the other GPU idled, 0.5-0.7 s on two H200s).
-            slots = max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()))
-            order: deque = deque()  # the tasks' futures in task order, done ones waiting to be yielded
+        todo, lock = iter(tasks), threading.Lock()
+        run = local_stream or (None if local is None else lambda tasks, gpu: (local(t, gpu) for t in tasks))
+        lead = Lead(self._started, todo, lock, run, self.gpus, self.label) \
+            if run is not None and self._started is not None else None
+        self._start()  # the workers, once the first tasks run here
+        if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
+            yield from self._counted(lead.results())
+            self.led = lead.taken
+            return
+        self.join()
+        from distributed import KilledWorker, wait  # not before the first tasks here: ~0.5 s to import
+        # As many tasks running as the workers have threads, and no more: a task waiting on a busy worker
+        # is not given to another one that frees first (the last full block of an allpairs job queued
+        # behind two others ran alone at the end while the other GPU idled, 0.5-0.7 s on two H200s).
+        slots = max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()))
+        order: deque = deque()  # the tasks' futures in task order, done ones waiting to be yielded
 
-            def fill(spare: int = 0):
-                while len(order) <= 2 * slots and sum(not f.done() for f in order) < slots + spare:
-                    with lock:
-                        task = next(todo, None)
-                    if task is None:
-                        return
-                    order.append(self.client.submit(function, task, pure=False))
+        def fill(spare: int = 0):
+            while len(order) <= 2 * slots and sum(not f.done() for f in order) < slots + spare:
+                with lock:
+                    task = next(todo, None)
+                if task is None:
+                    return
+                order.append(self.client.submit(function, task, pure=False))
 
-            if lead is not None:  # the tasks run here come first; the workers are busy meanwhile (one
-                fill(self.workers)  # more task each: none is given a new one until these are yielded)
-                yield from self._counted(lead.results())
-                self.led = lead.taken
-                release_gpu_memory(self.gpus)
-            while True:
-                fill()
-                if not order:
-                    break
-                if not order[0].done():  # the next in order still runs: a new task as soon as any ends
-                    wait([f for f in order if not f.done()], return_when="FIRST_COMPLETED")
-                    continue
-                try:
-                    result = order.popleft().result()
-                except KilledWorker as exc:
-                    raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
-                                     "written") from None
-                self.done += 1
-                yield result
-        finally:
-            self.close()
+        if lead is not None:  # the tasks run here come first; the workers are busy meanwhile (one
+            fill(self.workers)  # more task each: none is given a new one until these are yielded)
+            yield from self._counted(lead.results())
+            self.led = lead.taken
+            release_gpu_memory(self.gpus)
+        while True:
+            fill()
+            if not order:
+                break
+            if not order[0].done():  # the next in order still runs: a new task as soon as any ends
+                wait([f for f in order if not f.done()], return_when="FIRST_COMPLETED")
+                continue
+            try:
+                result = order.popleft().result()
+            except KilledWorker as exc:
+                raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
+                                 "written") from None
+            self.done += 1
+            yield result
 
     @property
     def tasks(self) -> tuple[int, int] | None:

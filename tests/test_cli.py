@@ -596,6 +596,30 @@ def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
         assert wants_gpu(words) is None, words
 
 
+def test_entry_point_warms_further_gpus_once_the_first_is_warm(monkeypatch):
+    """allpairs/pair over several GPUs: the first GPU's warm-up runs alone (the job plans on it), the
+    others' start once it has ended, in order."""
+    import threading
+
+    import nwalign.cuda
+    from nwalign.launch import _warm_up_after
+
+    gate, done, calls = threading.Event(), threading.Event(), []
+    first = threading.Thread(target=gate.wait)
+    first.start()
+
+    def warm_up(device, prepare=None):
+        calls.append((device, gate.is_set(), prepare))
+        if device == 3:
+            done.set()
+
+    monkeypatch.setattr(nwalign.cuda, "warm_up", warm_up)
+    _warm_up_after(first, [1, 3], "kernels")
+    assert not done.wait(0.2) and calls == []  # the first GPU's warm-up has not ended
+    gate.set()
+    assert done.wait(30) and calls == [(1, True, "kernels"), (3, True, "kernels")]
+
+
 def test_python_m_nwalign_runs_a_search(tmp_path):
     """The module entry point (nwalign.launch) runs a whole command in a fresh interpreter."""
     import subprocess

@@ -767,7 +767,9 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
         got = list(spread.map(None, iter(range(12)), here))
     assert got == [(k, True) for k in range(12)]
     assert seen == [([0, 1], True)] and "allpairs: the GPU workers did not start" in caplog.text
-    assert spread.tmp is None  # closed by map: the sets removed
+    assert spread._closing is not None or spread.tmp is None  # map closes it once every result is out
+    spread.close()  # and close waits for that
+    assert spread.tmp is None and spread._closing is None  # the sets removed
 
     unused = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
     unused.close()
