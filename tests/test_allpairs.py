@@ -327,6 +327,54 @@ def test_spans_through_one_stream_equal_each_span_scored_alone(against):
         list(stream_spans(_CpuScorer(codes, scoring), "lazy-rscan", 40, len(a), n_b, [(0, 10), (10, 10)]))
 
 
+class _StandInScorer(_CpuScorer):
+    """nwalign.cuda.allpairs.AllPairsScorer's place taken by the CPU engine (its constructor's arguments,
+    the lazy-rscan kernel, batches of 40 pairs at most)."""
+
+    def __init__(self, codes, scoring, kernel, slice_k, tile, device):
+        super().__init__(list(codes), scoring)
+
+    def kernel_for(self, n_pairs):
+        return "lazy-rscan"
+
+    def batch_size(self, kernel):
+        return 40
+
+
+@pytest.mark.parametrize("against", [False, True])
+def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(against, monkeypatch):
+    """Aligner.score_pairs on the GPU path (a span, or all pairs) and Aligner.score_spans (spans through one
+    stream), the GPU's scorer played by the CPU engine: the pairs and scores of the CPU path, in order,
+    the second set's indices shifted back."""
+    import nwalign.cuda.allpairs
+    from nwalign.aligner import Aligner
+
+    scoring = make_scoring("dna", "global")
+    codes = [e.codes for e in encode_all(_records(24), scoring, "16S")]
+    seqs, others = (codes[:9], codes[9:]) if against else (codes, None)
+    total = 9 * 15 if against else 24 * 23 // 2
+
+    def joined(batches):
+        batches = list(batches)
+        return np.concatenate([p for p, _ in batches]).tolist(), np.concatenate([s for _, s in batches]).tolist()
+
+    cpu = Aligner(scoring, "cpu")
+    monkeypatch.setattr(nwalign.cuda.allpairs, "AllPairsScorer", _StandInScorer)
+    gpu = Aligner(scoring, "cpu")
+    gpu.gpu = True
+    for span in (None, (7, total - 11)):
+        stats = {}
+        assert joined(gpu.score_pairs(seqs, others, span=span, stats=stats)) == \
+            joined(cpu.score_pairs(seqs, others, span=span))
+        assert stats["kernel"] == "lazy-rscan" and stats["cells"] > 0
+    spans = [(0, 13), (13, 90), (90, total)]
+    got = list(gpu.score_spans(seqs, others, iter(spans)))
+    assert [span for span, _, _ in got] == spans
+    for span, batches, stats in got:
+        assert joined(batches) == joined(cpu.score_pairs(seqs, others, span=span))
+        assert stats["pairs"] == span[1] - span[0]
+
+
 def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(monkeypatch):
     """spread.scored_blocks_on (the score-only blocks run here while GPU workers start): the Scored blocks of
     the tasks drawn, in order, formatted as block_of formats each block alone, with their stats (the GPU's
