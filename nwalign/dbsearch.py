@@ -569,6 +569,7 @@ class _ScaleOut(Owned):
             self.backend = backend
             if cluster is None:
                 self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+                self.own_client = client is None
                 gpus = worker_gpus(self.client) if backend == "cuda" else {}
                 if backend == "cuda":
                     check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU

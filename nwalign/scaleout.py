@@ -300,10 +300,12 @@ def close_started(started) -> None:
 
 class Owned:
     """What a job spread over workers must release: the client and the local cluster it started
-    (``cluster`` None: a cluster it joined, left running), one still starting in the background
+    (``cluster`` None: a cluster it joined, left running; its client is closed when the job made it,
+    ``own_client``, and left open when the caller gave it), one still starting in the background
     (``_started``, a Future) and its temporary directory."""
 
     client = cluster = tmp = _started = _closing = None
+    own_client = False
 
     def close_in_background(self) -> None:
         """Start :meth:`close` in a thread and return at once, once every result is in: the command
@@ -342,6 +344,9 @@ class Owned:
             self.cluster.close()
             self.cluster = None
             log.debug("workers closed")
+        elif self.own_client and self.client is not None:  # a running cluster's: only the connection made here
+            self.client.close()
+        self.own_client = False
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None

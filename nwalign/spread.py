@@ -259,6 +259,7 @@ class Spread(Owned):
                 return
             write()
             self.client, self.cluster = (client, None) if client is not None else scaleout.client_for(workers, scheduler)
+            self.own_client = client is None
             gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
             if backend == "cuda":
                 check_gpus(gpus_seen)

@@ -31,6 +31,12 @@ def client():
     cluster.close()
 
 
+def _joins(c):
+    """scaleout.client_for as --scheduler ADDRESS gives it: a new connection to ``c``'s scheduler, which
+    the job closes (leaving ``c`` and its cluster running)."""
+    return lambda workers=0, scheduler=None: (distributed.Client(c.scheduler.address), None)
+
+
 @pytest.fixture(scope="module")
 def tied_db(tmp_path_factory):
     """SP196 with every tenth record repeated at the end under another name: equal scores in other shards."""
@@ -133,7 +139,7 @@ def test_cli_workers_byte_identical(tmp_path, tied_db, capsys, monkeypatch):
 def test_formats_byte_identical_with_workers(tmp_path, tied_db, client, monkeypatch, fmt):
     import nwalign.scaleout
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
     outs = []
     for extra in ([], ["--workers", "2"]):
         out = tmp_path / f"x{len(extra)}.{fmt}"
@@ -192,7 +198,7 @@ def test_a_task_that_kills_every_worker_ends_the_run(tmp_path, tied_db, monkeypa
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True))
         with pytest.raises(WorkerLost):
             list(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=1))
-        monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (c, None))
+        monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(c))
         out = tmp_path / "hits.tsv"
         assert main(["search", OPAL, tied_db, "--backend", "cpu", "--workers", "2", "-o", str(out)]) == 1
         assert not out.exists() and capsys.readouterr().err.count("\n") == 1
@@ -503,7 +509,7 @@ def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeyp
     import nwalign.allvsall
     import nwalign.scaleout
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
     genes, prots = str(pair_sets / "16s.fa"), str(pair_sets / "prot.fa")
     args = {"scores": [genes, "--columns", "qseqid,sseqid,score,qlen,slen"],
             "identity": [genes, "--min-identity", "0.9", "--columns", "qseqid,sseqid,score,pident,length,nident,"
@@ -565,7 +571,7 @@ def test_allpairs_task_that_kills_every_worker_ends_the_run(tmp_path, pair_sets,
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True, task="pair_block"))
-        monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (c, None))
+        monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(c))
         out = tmp_path / "pairs.tsv"
         assert main(["allpairs", str(pair_sets / "16s.fa"), "-q", "--backend", "cpu", "--workers", "2", "-o", str(out),
                      "--matrix-out", str(tmp_path / "d.npy")]) == 1
@@ -612,7 +618,7 @@ def test_pair_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch
     the fixture's workers: the same bytes as one process (the @PG line of SAM names the command)."""
     import nwalign.scaleout
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
     prots, few = str(pair_sets / "prot.fa"), str(pair_sets / "prot_b.fa")
     for query, target in ((prots, prots), (few, prots.replace("prot.fa", "prot_b.fa"))):
         outs = []
@@ -645,7 +651,7 @@ def test_pair_spread_errors(tmp_path, pair_sets, client, monkeypatch, capsys):
     --workers, --shared-dir alone: one-line errors."""
     import nwalign.scaleout
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", lambda workers=0, scheduler=None: (client, None))
+    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
     prots = str(pair_sets / "prot.fa")
     out = tmp_path / "x.tsv"
     for extra, message in ((["--workers", "2", "--max-memory", "1k"], "memory"),
@@ -672,6 +678,25 @@ def test_allpairs_and_pair_join_a_running_cluster(client, tmp_path, pair_sets):
             outs.append(out.read_bytes())
         assert outs[0] == outs[1] and len(outs[0]) > 100
         assert not list(shared.iterdir())
+
+
+def test_a_joined_cluster_keeps_running_and_only_the_jobs_own_connection_is_closed(client, tmp_path, pair_sets):
+    """A job that joined a running cluster by its address closes the connection it made (left open, it
+    tried to reconnect once that cluster was gone, a traceback at the interpreter's exit) and leaves the
+    cluster running; a client the caller gave stays open."""
+    from nwalign import allpairs
+
+    genes = pathlib.Path(pair_sets / "16s.fa")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    joined = allpairs(genes, backend="cpu", scheduler=client.scheduler.address, shared_dir=str(shared))
+    given = allpairs(genes, backend="cpu", client=client)
+    texts = ["".join(b.text for b in job.blocks()) for job in (joined, given)]
+    joined.close()
+    given.close()
+    assert texts[0] == texts[1] and texts[0].count("\n") == 276
+    assert joined._spread.client.status == "closed" and given._spread.client is client
+    assert client.status == "running" and len(client.scheduler_info()["workers"]) == 2
 
 
 def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplog, monkeypatch):
