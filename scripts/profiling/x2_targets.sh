@@ -4,7 +4,8 @@
 # (everything is logged under OUTDIR as it goes, so a run cut off by the call's limit still reports).
 # The same commands as benchmarks/gpu_scaleout.sh and gpu_scaleout_allpairs.sh, without the SIGKILL run,
 # the pair run and the two-GPU tests (session 19's x2_final.sh has them).
-#   bash scripts/profiling/x2_targets.sh [OUTDIR]
+# TESTS=1 first runs the two-GPU tests and the one-GPU scale-out tests (~3 min) on the code as it stands.
+#   [TESTS=1] bash scripts/profiling/x2_targets.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-targets}}
 mkdir -p "$OUTDIR"
@@ -14,6 +15,11 @@ unset PYTHONDONTWRITEBYTECODE
 say() { echo "$@" | tee -a "$LOG"; }
 nw() { /usr/bin/time -a -o "$LOG" -f "%e s wall, %M KB peak RSS (client)" python3 -m nwalign "$@"; }
 say "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs) ($SECONDS s)"
+if [ "${TESTS:-0}" = 1 ]; then
+    timeout 240 python3 -m pytest -q -p no:cacheprovider -m "gpu or multigpu" tests/test_scaleout_gpu.py \
+        tests/test_scaleout_one_gpu.py 2>&1 | tail -n 15 > "$OUTDIR/scaleout-tests.log"
+    say "tests: $(tail -n 1 "$OUTDIR/scaleout-tests.log") ($SECONDS s)"
+fi
 DB=/tmp/sp570k; Q=/tmp/ecoli_2000.fasta; W=/tmp/pairs; mkdir -p $W
 python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb >> "$LOG"
 python3 -c "
