@@ -501,10 +501,10 @@ class Pairs:
         log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
                            self._share, self._options) for a, b in parts)
-        def here(task, gpu):  # a chunk on one of the workers' GPUs, in this process, while they start
+        def here(tasks, gpu):  # chunks on one of the workers' GPUs, in this process, while they start
             from .spread import chunk_of
 
-            return chunk_of(self.queries, self.targets, task, gpu)
+            return (chunk_of(self.queries, self.targets, task, gpu) for task in tasks)
 
         for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None, total=len(parts)):
             yield from alignments

@@ -721,21 +721,17 @@ class AllPairs:
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
         clock, epoch = time.perf_counter(), time.time()
 
-        def here(task, gpu):  # a block on one of the workers' GPUs, in this process, while they start
-            from .spread import block_of
-
-            return block_of(self.a, self.b, task, gpu, deferred=True)  # formatted below, as it is written
-
         rows = ScoreRows(self.a, self.b, self.columns) if not needs_traceback(
             self.columns, self.min_identity, self.distances) else None
 
-        def scored_here(tasks, gpu):  # score-only blocks here: one stream of batches on each GPU
-            from .spread import scored_blocks_on
+        def here(tasks, gpu):  # blocks on one of the workers' GPUs, in this process, while they start
+            from .spread import block_of, scored_blocks_on
 
-            return scored_blocks_on(self.a, self.b, tasks, gpu)
+            if rows is not None:  # one stream of batches; formatted below, as they are written
+                return scored_blocks_on(self.a, self.b, tasks, gpu)
+            return (block_of(self.a, self.b, task, gpu) for task in tasks)
 
-        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans),
-                                      local_stream=scored_here if spread.gpus and rows is not None else None):
+        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans)):
             if isinstance(block, Scored):
                 block = block.block(rows)
             for key in ("pairs", "filtered", "below", "cells"):

@@ -72,21 +72,16 @@ def pair_block(task: PairsTask):
     return block_of(a, b, task, 0)
 
 
-def block_of(a, b, task: PairsTask, device: int, deferred: bool = False):
+def block_of(a, b, task: PairsTask, device: int):
     """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
-    one of this process's while the workers start). ``deferred``: a score-only block comes back scored
-    but not formatted (:class:`nwalign.allvsall.Scored`), for the caller to format when it writes it."""
+    one of this process's while the workers start; score-only blocks there: :func:`scored_blocks_on`)."""
     import time
 
-    from .allvsall import Block, Scored, format_results, needs_traceback, run, score_batches, score_blocks
+    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
 
     stats: dict = {}
     began = time.time()  # wall clock, comparable across the processes of one host (the -v timeline)
-    if deferred and not needs_traceback(task.columns, task.min_identity, task.distances):
-        block = Scored(task.span[0], task.span[1], list(score_batches(
-            a, b, task.scoring, stats, task.backend, task.kernel, task.slice_k, task.block, device, task.threads,
-            task.span)))
-    elif not needs_traceback(task.columns, task.min_identity, task.distances):
+    if not needs_traceback(task.columns, task.min_identity, task.distances):
         parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
                                   task.block, device, task.threads, task.span))
         text = "".join(p.text for p in parts)
@@ -100,13 +95,14 @@ def block_of(a, b, task: PairsTask, device: int, deferred: bool = False):
 
 
 def scored_blocks_on(a, b, tasks, device: int):
-    """:func:`block_of` with ``deferred`` for the score-only tasks drawn from the iterator ``tasks``, on GPU
-    ``device`` of this process, with one scorer and one stream of batches for all of them
-    (:meth:`nwalign.aligner.Aligner.score_spans`): the blocks a job runs here while its GPU workers
-    start, one after another without the GPU idling between them (a block per scorer ran at 1.34-1.40 s
-    against 1.19 s at the one-process rate on two H100s). Yields (:class:`nwalign.allvsall.Scored`, stats)
-    per task, in order, drawing the next task once a task's last batch is queued (:class:`Lead` takes
-    such a pipeline)."""
+    """The score-only blocks a job runs in this process while its GPU workers start, for the tasks drawn
+    from the iterator ``tasks``, on GPU ``device``: one scorer and one stream of batches for all of them
+    (:meth:`nwalign.aligner.Aligner.score_spans`), so that the GPU does not idle between blocks (a block
+    per scorer ran at 1.34-1.40 s against 1.19 s at the one-process rate on two H100s), and each block
+    scored but not formatted (:class:`nwalign.allvsall.Scored`: formatted as the command writes it; in
+    the threads that score, with Dask starting in the same interpreter, formatting made blocks 1.5-1.6 s
+    on two H200s). Yields (Scored, stats as :func:`block_of` gives them) per task, in order, drawing the
+    next task once a task's last batch is queued (a pipeline, as :meth:`Spread.map` takes)."""
     import itertools
 
     from .aligner import Aligner
@@ -298,15 +294,14 @@ class Spread(Owned):
         self.client, self.cluster = started.result()
         self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def map(self, function, tasks, local=None, total: int | None = None, local_stream=None):
+    def map(self, function, tasks, local=None, total: int | None = None):
         """``function(task)`` for each task on the workers, results yielded in task order (``total``: how
         many tasks, for :attr:`done`/:attr:`total`, the progress bar's count); as many tasks run as the
         workers have threads (the next one given as soon as any ends), up to twice that many done ahead of
         the one yielded. Where the GPU workers are still
-        starting, ``local(task, gpu)`` (the same result, computed in this process on that GPU) takes the
-        first tasks meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
-        ``local_stream(tasks, gpu)``, where given, does so in place of ``local``: a pipeline that yields
-        the results of the tasks it draws from the iterator ``tasks``, in order.
+        starting, ``local(tasks, gpu)`` (a pipeline yielding the same results, computed in this process on
+        that GPU, for the tasks it draws from the iterator ``tasks``, in order) takes the first tasks
+        meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
         Closes the workers at the end: in the background once every result is out
         (:meth:`close_in_background`; :meth:`close` waits for it), at once on an error or when the caller
         stops early.
@@ -315,21 +310,20 @@ class Spread(Owned):
             WorkerLost: a task kept killing workers.
         """
         try:
-            yield from self._map(function, tasks, local, total, local_stream)
+            yield from self._map(function, tasks, local, total)
         except BaseException:  # GeneratorExit too: the caller stopped taking results
             self.close()
             raise
         self.close_in_background()
 
-    def _map(self, function, tasks, local, total, local_stream):
+    def _map(self, function, tasks, local, total):
         import threading
         from collections import deque
 
         self.total = total
         todo, lock = iter(tasks), threading.Lock()
-        run = local_stream or (None if local is None else lambda tasks, gpu: (local(t, gpu) for t in tasks))
-        lead = Lead(self._started, todo, lock, run, self.gpus, self.label) \
-            if run is not None and self._started is not None else None
+        lead = Lead(self._started, todo, lock, local, self.gpus, self.label) \
+            if local is not None and self._started is not None else None
         self._start()  # the workers, once the first tasks run here
         if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
             yield from self._counted(lead.results())

@@ -223,30 +223,6 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     assert "".join(p.text for p in part) == "".join(want.text.splitlines(keepends=True)[3:want.stop - 2])
 
 
-@pytest.mark.parametrize("against", [False, True])
-def test_deferred_block_formats_as_the_block_itself(against, tmp_path):
-    """A block scored here while GPU workers start comes back unformatted (spread.block_of's deferred
-    form, nwalign.allvsall.Scored) and is formatted as it is written: the same Block as the formatted
-    form, for a span inside the pair order; a job with a traceback column is never deferred."""
-    from nwalign.allvsall import Scored, ScoreRows
-    from nwalign.spread import PairsTask, block_of
-
-    scoring = make_scoring("dna", "global")
-    enc = encode_all(_records(12), scoring, "16S")
-    a, b = (enc[:7], enc[7:]) if against else (enc, None)
-    columns = ("qseqid", "sseqid", "score", "qlen", "slen")
-    total = 7 * 5 if against else 12 * 11 // 2
-    task = PairsTask((None, None), scoring, columns, None, False, "cpu", "auto", None, None, 1, (4, total - 3))
-    done, stats = block_of(a, b, task, 0)
-    scored, deferred_stats = block_of(a, b, task, 0, deferred=True)
-    assert isinstance(scored, Scored) and (scored.start, scored.stop) == (4, total - 3)
-    assert scored.block(ScoreRows(a, b, columns)) == done and done.text.count("\n") == total - 7
-    assert deferred_stats["pairs"] == stats["pairs"] == total - 7
-    aligned = PairsTask((None, None), scoring, ("qseqid", "cigar"), None, False, "cpu", "auto", None, None, 1,
-                        (0, 5))
-    assert not isinstance(block_of(a, b, aligned, 0, deferred=True)[0], Scored)
-
-
 class _CpuScorer:
     """The streaming side of nwalign.cuda.allpairs.AllPairsScorer on the CPU engine, for the logic above it
     without a GPU: two batches in flight (batch k comes back once batch k + 2 is queued), cells counted
@@ -375,37 +351,42 @@ def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(agai
         assert stats["pairs"] == span[1] - span[0]
 
 
-def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(monkeypatch):
-    """spread.scored_blocks_on (the score-only blocks run here while GPU workers start): the Scored blocks of
-    the tasks drawn, in order, formatted as block_of formats each block alone, with their stats (the GPU's
-    scorer played by the CPU engine)."""
+@pytest.mark.parametrize("against", [False, True])
+def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monkeypatch):
+    """spread.scored_blocks_on (the score-only blocks run here while GPU workers start): the blocks of the
+    tasks drawn, in order, come back scored but not formatted (allvsall.Scored, spans inside the pair
+    order) and are formatted as they are written: the same Block as block_of gives for each alone, with
+    its stats (Aligner.score_spans on "GPU 1", its scorer played by the CPU engine)."""
     import nwalign.aligner
-    from nwalign.allvsall import ScoreRows
+    import nwalign.cuda.allpairs
+    from nwalign.allvsall import Scored, ScoreRows
     from nwalign.spread import PairsTask, block_of, scored_blocks_on
 
     scoring = make_scoring("dna", "global")
     enc = encode_all(_records(20), scoring, "16S")
+    a, b = (enc[:8], enc[8:]) if against else (enc, None)
+    total = 8 * 12 if against else 20 * 19 // 2
     columns = ("qseqid", "sseqid", "score", "qlen", "slen")
 
-    class Here:  # Aligner on "GPU 1": score_spans through the CPU scorer
+    class Here(nwalign.aligner.Aligner):  # "GPU 1" without a GPU
         def __init__(self, scoring, backend, device, threads, announce=True):
             assert (backend, device) == ("cuda", 1)
-            self.scoring = scoring
-
-        def score_spans(self, sequences, others, spans, kernel, slice_k, block):
-            return nwalign.aligner.stream_spans(_CpuScorer(list(sequences), self.scoring), "lazy-rscan", 30,
-                                                len(sequences), None, spans)
+            super().__init__(scoring, "cpu", device, threads, announce=announce)
+            self.gpu = True
 
     tasks = [PairsTask((None, None), scoring, columns, None, False, "cuda", "auto", None, None, 1, span)
-             for span in [(0, 64), (64, 100), (100, 190)]]
-    alone = [block_of(enc, None, dataclasses.replace(task, backend="cpu"), 0)[0] for task in tasks]
+             for span in [(4, 64), (64, 70), (70, total - 3)]]
+    alone = [block_of(a, b, dataclasses.replace(task, backend="cpu"), 0) for task in tasks]
     monkeypatch.setattr(nwalign.aligner, "Aligner", Here)
-    out = list(scored_blocks_on(enc, None, iter(tasks), 1))
-    assert list(scored_blocks_on(enc, None, iter([]), 1)) == []
-    rows = ScoreRows(enc, None, columns)
-    for task, (scored, stats), alone in zip(tasks, out, alone, strict=True):
-        assert scored.block(rows) == alone and alone.text.count("\n") == task.span[1] - task.span[0]
-        assert stats["pairs"] == task.span[1] - task.span[0] and stats["ran"][2:] == (os.getpid(), 1)
+    monkeypatch.setattr(nwalign.cuda.allpairs, "AllPairsScorer", _StandInScorer)
+    out = list(scored_blocks_on(a, b, iter(tasks), 1))
+    assert list(scored_blocks_on(a, b, iter([]), 1)) == []
+    rows = ScoreRows(a, b, columns)
+    for task, (scored, stats), (done, done_stats) in zip(tasks, out, alone, strict=True):
+        assert isinstance(scored, Scored) and (scored.start, scored.stop) == task.span
+        assert scored.block(rows) == done and done.text.count("\n") == task.span[1] - task.span[0]
+        assert stats["pairs"] == done_stats["pairs"] == task.span[1] - task.span[0]
+        assert stats["ran"][2:] == (os.getpid(), 1)
 
 
 def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():

@@ -789,7 +789,7 @@ def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, ca
         return task, gpu in (0, 1)
 
     with caplog.at_level(logging.WARNING, logger="nwalign"):
-        got = list(spread.map(None, iter(range(12)), here))
+        got = list(spread.map(None, iter(range(12)), lambda tasks, gpu: (here(t, gpu) for t in tasks)))
     assert got == [(k, True) for k in range(12)]
     assert seen == [([0, 1], True)] and "allpairs: the GPU workers did not start" in caplog.text
     assert spread._closing is not None or spread.tmp is None  # map closes it once every result is out
