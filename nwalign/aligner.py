@@ -514,10 +514,11 @@ class Pairs:
         """(tasks done, tasks in all) of a job spread over workers once its chunks are planned, else None."""
         return None if self._spread is None else self._spread.tasks
 
-    def close(self) -> None:
-        """Stop the workers this job started (a spread job that is not run to its end)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end); ``wait`` False:
+        see :meth:`nwalign.scaleout.Owned.close` (a process about to end, every result in)."""
         if self._spread is not None:
-            self._spread.close()
+            self._spread.close(wait)
 
     def __iter__(self):
         return self.run()

@@ -244,14 +244,17 @@ class PairCells:
         return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
 
 
-def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1, taper: int = 0
-           ) -> list[tuple[int, int]]:
+def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1, taper: int = 0,
+           head: int = 0) -> list[tuple[int, int]]:
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
     over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
     at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
     ``taper``: the last ``taper`` blocks (at most half of them) get half, then a quarter of a block's
-    cells, so that the workers finish nearly together (the last block taken runs alone)."""
+    cells, so that the workers finish nearly together (the last block taken runs alone). ``head``: the
+    first ``head`` blocks (at most the blocks before the taper) get a quarter of a block's cells: those
+    run in the command's own process while the GPU workers start, and a block it has begun when they are
+    up shares its GPU with theirs until it ends."""
     along = PairCells(lengths_a, lengths_b)
     total_pairs = int(along.starts[-1])
     if total_pairs == 0:
@@ -259,6 +262,7 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quan
     taper = min(max(0, taper), count // 2)
     weights = np.ones(count)
     weights[count - taper:] = [0.5 if j < (taper + 1) // 2 else 0.25 for j in range(taper)]
+    weights[:min(max(0, head), count - taper)] = 0.25
     ends = np.cumsum(weights) / weights.sum()
     cuts = [0]
     for k in range(1, count):
@@ -684,6 +688,8 @@ class AllPairs:
 
     MAX_TASK_PAIRS = 1 << 20  # pairs per worker task at most: a task's rows wait in memory until written
     PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
+    HEAD_PER_GPU = 8          # quarter blocks per GPU first (run here while the workers start: ~1.4 s of a GPU)
+    TAPER_PER_WORKER = 4      # half, then quarter blocks last: each GPU worker runs two blocks at a time
 
     def _spread_blocks(self, progress):
         """The blocks from the workers (:mod:`nwalign.spread`): the pair order cut by :func:`blocks`;
@@ -714,8 +720,9 @@ class AllPairs:
 
                 spread.warm = functools.partial(prepare_pairs_worker, whole)
         per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
-        spans = blocks(lengths, others, max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS)),
-                       quantum, taper=2 * spread.workers)
+        count = max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS))
+        head = self.HEAD_PER_GPU * spread.workers if spread.gpus else 0  # the quarter blocks run here first
+        spans = blocks(lengths, others, count + head, quantum, taper=self.TAPER_PER_WORKER * spread.workers, head=head)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
@@ -751,10 +758,11 @@ class AllPairs:
                 progress(block.stop - block.start)
             yield block
 
-    def close(self) -> None:
-        """Stop the workers this job started (a spread job that is not run to its end)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end); ``wait`` False:
+        see :meth:`nwalign.scaleout.Owned.close` (a process about to end, every result in)."""
         if self._spread is not None:
-            self._spread.close()
+            self._spread.close(wait)
 
 
 def allpairs(sequences, against=None, scoring: Scoring | None = None, **options) -> AllPairs:

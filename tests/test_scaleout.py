@@ -486,6 +486,17 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
         full, half, quarter = cells[0], cells[16 - k], cells[-1]
         assert abs(half - full / 2) <= 3000 * 3000 * 2 and abs(quarter - full / 4) <= 3000 * 3000 * 2
         assert max(cells[:16 - k]) - min(cells[:16 - k]) <= 2 * 3000 * 3000
+    for head in (3, 6, 40):  # the first blocks (run in the command's process) get a quarter of the others' cells
+        spans = blocks(la, None, 16, 1, 4, head)
+        assert spans[0][0] == 0 and spans[-1][1] == 300 * 299 // 2 and len(spans) == 16
+        assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+        cells = [int((la[ij[:, 0]] * la[ij[:, 1]]).sum())
+                 for ij in (np.concatenate(list(pair_batches(300, None, 1 << 16, s))) for s in spans)]
+        k = min(head, 12)  # never into the taper
+        quarter, full = cells[:k], cells[k:12]
+        assert all(abs(c - cells[-1]) <= 3000 * 3000 * 2 for c in quarter)
+        if full:
+            assert all(abs(c - 4 * cells[-1]) <= 3000 * 3000 * 8 for c in full)
 
 
 def test_a_block_is_scored_in_several_batches_of_whole_waves():
@@ -842,3 +853,41 @@ def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():
     for t in threads:
         t.join()
     assert len(own) == 2 and len({id(v) for v in own.values()}) == 2
+
+
+def test_a_close_not_waited_for_removes_the_sets_at_once_and_a_later_close_waits():
+    """close(wait=False) (the command line, every result written, about to end): the temporary sets go
+    at once while the workers' close goes on; close() afterwards waits for it."""
+    import tempfile
+    import threading
+
+    from nwalign.scaleout import Owned
+
+    release, closed = threading.Event(), []
+
+    class Cluster:
+        def close(self):
+            release.wait(10)
+            closed.append("cluster")
+
+    class Client:
+        def close(self):
+            closed.append("client")
+
+    job = Owned()
+    job.client, job.cluster, job.tmp = Client(), Cluster(), tempfile.mkdtemp(prefix="nwalign-test-")
+    tmp = job.tmp
+    job.close_in_background()
+    job.close(wait=False)
+    assert not os.path.exists(tmp) and closed in ([], ["client"])  # not waited for: the cluster still closing
+    release.set()
+    job.close()
+    assert closed == ["client", "cluster"] and job.cluster is None and job._closing is None
+    job.close()  # again: nothing happens
+    assert closed == ["client", "cluster"]
+
+    unstarted = Owned()  # no close under way: wait=False closes at once, as close() does
+    unstarted.client, unstarted.cluster, unstarted.tmp = Client(), Cluster(), tempfile.mkdtemp(prefix="nwalign-test-")
+    tmp = unstarted.tmp
+    unstarted.close(wait=False)
+    assert closed[-2:] == ["client", "cluster"] and not os.path.exists(tmp)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Session 21's call on two GPUs (issue 19's allpairs target): the scale-out GPU tests, then allpairs on
+# one GPU and on two, alternating, three rounds, each output removed before its run (replacing the last
+# run's 300 MB file costs an unlink of 0.23 s in either case), outputs compared; a variant of the two-GPU
+# run whose second GPU is not warmed up before the plan (the command's own thread for it makes its
+# context); search once each way at the end, as time allows.
+#   [TESTS=1] bash scripts/profiling/x2_session21.sh [OUTDIR]
+set -uo pipefail
+OUTDIR=${1:-${OUT:-x2-session21}}
+mkdir -p "$OUTDIR"
+LOG=$OUTDIR/targets.txt
+source scripts/device-site.sh
+unset PYTHONDONTWRITEBYTECODE
+say() { echo "$@" | tee -a "$LOG"; }
+timed() { /usr/bin/time -a -o "$LOG" -f "%e s wall, %M KB peak RSS (client)" "$@"; }
+say "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs) ($SECONDS s)"
+if [ "${TESTS:-0}" = 1 ]; then
+    timeout 240 python3 -m pytest -q -p no:cacheprovider -m "gpu or multigpu" tests/test_scaleout_gpu.py \
+        tests/test_scaleout_one_gpu.py 2>&1 | tail -n 15 > "$OUTDIR/scaleout-tests.log"
+    say "tests: $(tail -n 1 "$OUTDIR/scaleout-tests.log") ($SECONDS s)"
+fi
+DB=/tmp/sp570k; Q=/tmp/ecoli_2000.fasta; W=/tmp/pairs; mkdir -p $W
+python3 benchmarks/allpairs_dna.py 5000 $W/dna.fasta >> "$LOG"
+head -n 200 $W/dna.fasta > $W/warm.fasta
+COLS=qseqid,sseqid,score,qlen,slen
+say "== warm-up ($SECONDS s)"
+python3 -m nwalign allpairs $W/warm.fasta --devices 0,1 --columns $COLS -o /dev/null 2>> "$LOG"
+python3 -m nwalign allpairs $W/warm.fasta --devices 0 --columns $COLS -o /dev/null 2>> "$LOG"
+NOWARM="import sys; from nwalign import launch; launch._warm_up_after = lambda *a: None; launch.main()"
+allpairs() {  # $1: run, $2: devices, $3: name, $4: variant (python -c text) or empty
+    say "== allpairs run $1, --devices $2 ${4:+(second GPU not warmed up first)} ($SECONDS s)"
+    rm -f /tmp/allpairs_$3.tsv
+    if [ -n "${4:-}" ]; then
+        NWALIGN_LOG_TIMES=1 timed python3 -c "$4" allpairs $W/dna.fasta --devices $2 --columns $COLS -v \
+            -o /tmp/allpairs_$3.tsv 2> "$OUTDIR/allpairs_$3_$1.txt"
+    else
+        NWALIGN_LOG_TIMES=1 timed python3 -m nwalign allpairs $W/dna.fasta --devices $2 --columns $COLS -v \
+            -o /tmp/allpairs_$3.tsv 2> "$OUTDIR/allpairs_$3_$1.txt"
+    fi
+    tail -n 1 "$LOG"
+}
+same() { cmp /tmp/$1_one.tsv /tmp/$2.tsv && say "$1 $2 identical: $(md5sum < /tmp/$1_one.tsv) $(wc -l < /tmp/$1_one.tsv) lines"; }
+for run in 1 2 3; do
+    allpairs $run 0 one; allpairs $run 0,1 two; same allpairs allpairs_two
+done
+for run in 1 2; do allpairs $run 0,1 nowarm "$NOWARM"; same allpairs allpairs_nowarm; done
+python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb >> "$LOG"
+python3 -c "
+from nwalign.sequences import read_fasta
+print(''.join(f'>{r.description}\n{r.seq}\n' for r in read_fasta('data/swissprot_ecoli_k12_4306.fasta.gz')[:2000]), end='')" > $Q
+python3 -m nwalign search data/queries_5_opal.fasta $DB.nwdb --devices 0,1 --top 1 -o /dev/null 2>> "$LOG"
+for d in 0 0,1; do
+    name=$([ $d = 0 ] && echo one || echo two)
+    say "== search --devices $d ($SECONDS s)"
+    rm -f /tmp/search_$name.tsv
+    NWALIGN_LOG_TIMES=1 timed python3 -m nwalign search $Q $DB.nwdb --top 10 --devices $d -v -o /tmp/search_$name.tsv \
+        2> "$OUTDIR/search_$name.txt"
+    tail -n 1 "$LOG"
+done
+same search search_two
+say "== done ($SECONDS s)"
