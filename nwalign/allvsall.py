@@ -758,11 +758,10 @@ class AllPairs:
                 progress(block.stop - block.start)
             yield block
 
-    def close(self, wait: bool = True) -> None:
-        """Stop the workers this job started (a spread job that is not run to its end); ``wait`` False:
-        see :meth:`nwalign.scaleout.Owned.close` (a process about to end, every result in)."""
+    def close(self) -> None:
+        """Stop the workers this job started (a spread job that is not run to its end)."""
         if self._spread is not None:
-            self._spread.close(wait)
+            self._spread.close()
 
 
 def allpairs(sequences, against=None, scoring: Scoring | None = None, **options) -> AllPairs:

@@ -345,10 +345,8 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                 workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir)
     try:
         _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, target, quiet)
-    except BaseException:
+    finally:
         job.close()
-        raise
-    job.close(wait=False)  # every result written: this process ends next, and its workers with it
 
 
 def _write_pairs(job, backend, score_only, fmt, cols, no_header, output, query, target, quiet) -> None:
@@ -486,10 +484,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                 if dist is not None:
                     fill_distances(dist, block, len(a), len(b) if b else None)
         log.debug("allpairs: rows written in %.2f s", writing)
-    except BaseException:
+    finally:
         job.close()
-        raise
-    job.close(wait=False)  # every result written: this process ends next, and its workers with it
     unit = "G band cells/s" if stats["kernel"] == "banded" else "GCUPS"  # bands: cells swept, not the matrices'
     if stats["cells"] and stats["score_seconds"] > 0:
         log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f %s, %.0f pairs/s, output included)",

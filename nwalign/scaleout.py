@@ -324,30 +324,17 @@ class Owned:
         except Exception as exc:  # every result is in: a worker that fails to stop changes nothing
             log.debug("closing the workers: %s", exc)
 
-    def close(self, wait: bool = True) -> None:
+    def close(self) -> None:
         """Stop the workers started here and remove the temporary files (again: nothing happens); waits
-        for a close started by :meth:`close_in_background`, unless ``wait`` is False: then, once every
-        result is in, the temporary files go at once and the workers' close goes on in its thread. For a
-        process about to end (the command line): the worker processes of a local cluster end with it
-        (Dask's nanny ties each to its parent), and the GPU workers' exit, the driver's release of their
-        contexts (0.2 s on two H100s), is then no longer the command's to wait for."""
-        closing = self._closing
-        if closing is not None and not wait:
-            self._remove_tmp()
-            return
-        self._closing = None
+        for a close started by :meth:`close_in_background`."""
+        closing, self._closing = self._closing, None
         if closing is not None:
             closing.join()
         self._close_now()
 
-    def _remove_tmp(self) -> None:
+    def _close_now(self) -> None:
         import shutil
 
-        tmp, self.tmp = self.tmp, None
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    def _close_now(self) -> None:
         if self._started is not None:  # started in the background, never joined
             started, self._started = self._started, None
             close_started(started)
@@ -360,4 +347,6 @@ class Owned:
         elif self.own_client and self.client is not None:  # a running cluster's: only the connection made here
             self.client.close()
         self.own_client = False
-        self._remove_tmp()
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None

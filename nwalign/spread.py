@@ -274,10 +274,10 @@ class Spread(Owned):
         if launch is not None:  # an error is handed to whoever waits (map then runs every task here)
             in_background(launch, self._started)
 
-    def close(self, wait: bool = True) -> None:
+    def close(self) -> None:
         if self._launch is not None:  # never started: nothing to wait for
             self._launch = self._started = None
-        super().close(wait)
+        super().close()
 
     def _settle(self, gpus_seen: dict) -> None:
         self.workers = max(1, len(self.client.scheduler_info()["workers"]))

@@ -596,28 +596,25 @@ def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
         assert wants_gpu(words) is None, words
 
 
-def test_entry_point_warms_further_gpus_once_the_first_is_warm(monkeypatch):
-    """allpairs/pair over several GPUs: the first GPU's warm-up runs alone (the job plans on it), the
-    others' start once it has ended, in order."""
-    import threading
-
+def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
+    """allpairs/pair over several GPUs: only the first GPU is warmed up before the plan (the job plans on
+    it; its threads for the others make their contexts); a search warms every GPU it names."""
     import nwalign.cuda
-    from nwalign.launch import _warm_up_after
+    from nwalign import launch
 
-    gate, done, calls = threading.Event(), threading.Event(), []
-    first = threading.Thread(target=gate.wait)
-    first.start()
+    calls = []
+    monkeypatch.setattr(nwalign.cuda, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
+    monkeypatch.setattr(nwalign.cuda, "warm_up_search", lambda device: calls.append(("search", device)))
+    import nwalign.cli
 
-    def warm_up(device, prepare=None):
-        calls.append((device, gate.is_set(), prepare))
-        if device == 3:
-            done.set()
-
-    monkeypatch.setattr(nwalign.cuda, "warm_up", warm_up)
-    _warm_up_after(first, [1, 3], "kernels")
-    assert not done.wait(0.2) and calls == []  # the first GPU's warm-up has not ended
-    gate.set()
-    assert done.wait(30) and calls == [(1, True, "kernels"), (3, True, "kernels")]
+    monkeypatch.setattr(nwalign.cli, "entry", lambda: None)
+    for argv, expected in ((["allpairs", "x.fa", "--devices", "1,3"], [("warm_up", 1)]),
+                           (["pair", "q.fa", "t.fa", "--devices=0,2"], [("warm_up", 0)]),
+                           (["search", "q.fa", "db.nwdb", "--devices", "0,1"], [("search", 0), ("search", 1)])):
+        calls.clear()
+        monkeypatch.setattr("sys.argv", ["nwalign"] + argv)
+        launch.main()
+        assert calls == expected, argv
 
 
 def test_python_m_nwalign_runs_a_search(tmp_path):
