@@ -274,11 +274,10 @@ def stream_spans(scorer, kernel: str, size: int, n_a: int, n_b: int | None, span
                  ) -> Iterator[tuple[tuple, list, dict]]:
     """Consecutive spans of the pair order scored through one stream of batches of ``scorer`` (an
     :class:`nwalign.cuda.allpairs.AllPairsScorer`, or anything with its ``wave``, ``stream``, ``cells``
-    and ``gpu_seconds``): each span in batches of whole waves of at most ``size`` pairs (one batch where
-    it fits: the spans are formatted elsewhere, so nothing waits for a part of one; a quarter block in
-    3 batches of 2 waves each ran ~5 % below the one-process rate on an H100), and the next span's first
-    batch queued while the last of a span runs, so that the GPU does not idle between spans (a block per
-    scorer, one after another, ran 12 % below the one-process rate on an H100). ``spans``: non-empty (start, stop) tuples, drawn as the stream's two batches in flight need
+    and ``gpu_seconds``): each span cut as a block of a spread job is (:func:`block_batch` of ``size``),
+    and the next span's first batch queued while the last of a span runs, so that the GPU does not idle
+    between spans (a block per scorer, one after another, ran 12 % below the one-process rate on an
+    H100). ``spans``: non-empty (start, stop) tuples, drawn as the stream's two batches in flight need
     them (the next span once a span's last batch is queued); ``offset``:
     where the second set starts in the scorer's set (0: one set). Yields (span, batches, stats) per
     span, in order: batches a list of (pairs int32 (k, 2), scores int64 (k,)), stats ``kernel``,
@@ -301,7 +300,7 @@ def stream_spans(scorer, kernel: str, size: int, n_a: int, n_b: int | None, span
             if span[1] <= span[0]:
                 raise ValueError(f"stream_spans: empty span {span}")
             began = time.time()
-            parts = pair_batches(n_a, n_b, min(size, -(-(span[1] - span[0]) // wave) * wave), span)
+            parts = pair_batches(n_a, n_b, block_batch(size, span[1] - span[0], wave), span)
             cells.append(scorer.cells)
             pairs = next(parts)
             while pairs is not None:

@@ -261,10 +261,10 @@ class _CpuScorer:
 @pytest.mark.parametrize("against", [False, True])
 def test_spans_through_one_stream_equal_each_span_scored_alone(against):
     """nwalign.aligner.stream_spans (the blocks run here while GPU workers start, one stream of batches for
-    all of them): each span's pairs in order, in batches of whole waves (one where the span fits),
+    all of them): each span's pairs in order, cut as a spread block is (whole waves, 3 batches or more),
     its scores those of the CPU engine, its cells and kernel time its own; spans are drawn no further
     ahead than the two batches in flight need; an empty span is refused."""
-    from nwalign.aligner import stream_spans
+    from nwalign.aligner import block_batch, stream_spans
     from nwalign.allvsall import PairCells, pair_batches
 
     scoring = make_scoring("dna", "global")
@@ -287,7 +287,7 @@ def test_spans_through_one_stream_equal_each_span_scored_alone(against):
     for k, (span, batches, stats) in enumerate(stream_spans(scorer, "lazy-rscan", 40, len(a), n_b, lazily(),
                                                             len(a) if against else 0)):
         assert span == spans[k] and len(drawn) <= k + 3  # two batches in flight: (50, 51) is one
-        want = list(pair_batches(len(a), n_b, min(40, -(-(span[1] - span[0]) // 7) * 7), span))
+        want = list(pair_batches(len(a), n_b, block_batch(40, span[1] - span[0], 7), span))
         assert [len(p) for p, _ in batches] == [len(p) for p in want]
         pairs = np.concatenate([p for p, _ in batches])
         assert np.array_equal(pairs, np.concatenate(want))

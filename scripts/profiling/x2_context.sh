@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Session 21: the two-GPU allpairs with the second GPU's context made three ways (the command's own
+# thread for it, as shipped; through the driver API at once; through it after the first GPU's warm-up:
+# scripts/profiling/x2_context.py), two runs each, and the one-GPU run twice, outputs removed before
+# each run and compared.   bash scripts/profiling/x2_context.sh [OUTDIR]
+set -uo pipefail
+OUTDIR=${1:-${OUT:-x2-context}}
+mkdir -p "$OUTDIR"
+LOG=$OUTDIR/targets.txt
+source scripts/device-site.sh
+unset PYTHONDONTWRITEBYTECODE
+say() { echo "$@" | tee -a "$LOG"; }
+timed() { /usr/bin/time -a -o "$LOG" -f "%e s wall, %M KB peak RSS (client)" "$@"; }
+W=/tmp/pairs; mkdir -p $W
+python3 benchmarks/allpairs_dna.py 5000 $W/dna.fasta >> "$LOG"
+head -n 200 $W/dna.fasta > $W/warm.fasta
+COLS=qseqid,sseqid,score,qlen,slen
+python3 -m nwalign allpairs $W/warm.fasta --devices 0,1 --columns $COLS -o /dev/null 2>> "$LOG"
+python3 -m nwalign allpairs $W/warm.fasta --devices 0 --columns $COLS -o /dev/null 2>> "$LOG"
+run() {  # $1: name, $2: devices, then the command before "allpairs"
+    local name=$1 devices=$2; shift 2
+    say "== $name --devices $devices ($SECONDS s)"
+    rm -f /tmp/ap_$name.tsv
+    NWALIGN_LOG_TIMES=1 timed "$@" allpairs $W/dna.fasta --devices $devices --columns $COLS -v -o /tmp/ap_$name.tsv \
+        2> "$OUTDIR/ap_${name}_$SECONDS.txt"
+    tail -n 1 "$LOG"
+    [ -f /tmp/ap_one.tsv ] && cmp -s /tmp/ap_one.tsv /tmp/ap_$name.tsv && say "   identical to one GPU's"
+}
+for round in 1 2; do
+    run one 0 python3 -m nwalign
+    run shipped 0,1 python3 -m nwalign
+    run parallel 0,1 python3 scripts/profiling/x2_context.py parallel
+    run after 0,1 python3 scripts/profiling/x2_context.py after
+done
+say "== done ($SECONDS s)"
