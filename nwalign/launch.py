@@ -1,8 +1,9 @@
 """The ``nwalign`` command's entry point: starts the GPU's warm-up before the CLI's imports.
 
 A search, allpairs or pair run on the GPU waits first for CuPy's import and the CUDA context (~0.3-0.8 s).
-Started here, from the command line's words alone, CuPy's import, the context and the kernels' loading
-overlap the command's own imports and input reading; a guess that turns out wrong (no GPU, ``--backend
+Started here, from the command line's words alone, the driver's initialisation and the named GPUs'
+contexts (through the driver API: :func:`nwalign.cuda.retain_contexts`), CuPy's import and the kernels'
+loading overlap the command's own imports and input reading; a guess that turns out wrong (no GPU, ``--backend
 cpu`` given in an unusual spelling) costs only CuPy's import, and the command's own checks still decide
 which backend runs.
 """
@@ -53,6 +54,7 @@ def main() -> None:
         from . import cuda
 
         command, devices = found
+        cuda.retain_contexts(devices)  # the driver and the contexts, while CuPy is imported below
         # Not waited for: the command reads its input meanwhile, so that a .nwdb is loaded and its
         # upload starts as soon as the context exists (waiting for CuPy's import first made the upload
         # contend with the command's imports: 0.05 -> 0.17 s on an H100).
@@ -60,9 +62,8 @@ def main() -> None:
             for device in devices:
                 cuda.warm_up_search(device)
         else:  # the context; allpairs' kernels too (one module, from CuPy's compile cache)
-            # The first GPU alone: the job plans on it, and the others' contexts are made by the job's own
-            # threads for them. Made here too, they held the first GPU's calls and the plan up: an allpairs
-            # run over two H100s planned at 0.88-0.97 s after start-up, 0.65-0.67 s without (session 21).
+            # The first GPU alone: the job plans on it; the others' contexts are made above, without CuPy
+            # (through CuPy here, they held the first GPU's calls and the plan up).
             cuda.warm_up(devices[0], prepare=_allpairs_kernels if command == "allpairs" else None)
     from .cli import entry
 

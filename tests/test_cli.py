@@ -597,24 +597,59 @@ def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
 
 
 def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
-    """allpairs/pair over several GPUs: only the first GPU is warmed up before the plan (the job plans on
-    it; its threads for the others make their contexts); a search warms every GPU it names."""
+    """Every GPU named gets its context through the driver API at once (nwalign.cuda.retain_contexts);
+    allpairs/pair over several GPUs then warm up only the first one with CuPy (the job plans on it); a
+    search warms every GPU it names."""
     import nwalign.cuda
     from nwalign import launch
 
     calls = []
+    monkeypatch.setattr(nwalign.cuda, "retain_contexts", lambda devices: calls.append(("contexts", devices)))
     monkeypatch.setattr(nwalign.cuda, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
     monkeypatch.setattr(nwalign.cuda, "warm_up_search", lambda device: calls.append(("search", device)))
     import nwalign.cli
 
     monkeypatch.setattr(nwalign.cli, "entry", lambda: None)
-    for argv, expected in ((["allpairs", "x.fa", "--devices", "1,3"], [("warm_up", 1)]),
-                           (["pair", "q.fa", "t.fa", "--devices=0,2"], [("warm_up", 0)]),
-                           (["search", "q.fa", "db.nwdb", "--devices", "0,1"], [("search", 0), ("search", 1)])):
+    for argv, expected in ((["allpairs", "x.fa", "--devices", "1,3"], [("contexts", [1, 3]), ("warm_up", 1)]),
+                           (["pair", "q.fa", "t.fa", "--devices=0,2"], [("contexts", [0, 2]), ("warm_up", 0)]),
+                           (["search", "q.fa", "db.nwdb", "--devices", "0,1"],
+                            [("contexts", [0, 1]), ("search", 0), ("search", 1)])):
         calls.clear()
         monkeypatch.setattr("sys.argv", ["nwalign"] + argv)
         launch.main()
         assert calls == expected, argv
+
+
+def test_contexts_are_retained_through_the_driver_in_order_and_errors_stop_quietly(monkeypatch):
+    """nwalign.cuda.retain_contexts: the driver initialised, then each GPU's primary context retained in
+    the order given; a failed call ends the thread without raising (CuPy's own calls report it); no
+    driver library: nothing happens."""
+    import nwalign.cuda as cuda
+
+    class Driver:
+        def __init__(self, bad=None):
+            self.calls, self.bad = [], bad
+
+        def cuInit(self, flags):
+            self.calls.append("init")
+            return 0
+
+        def cuDeviceGet(self, handle, ordinal):
+            self.calls.append(("get", ordinal))
+            return 101 if ordinal == self.bad else 0
+
+        def cuDevicePrimaryCtxRetain(self, context, handle):
+            self.calls.append("retain")
+            return 0
+
+    for bad, expected in ((None, ["init", ("get", 2), "retain", ("get", 0), "retain"]),
+                          (2, ["init", ("get", 2)])):
+        driver = Driver(bad)
+        monkeypatch.setattr(cuda, "_driver", lambda driver=driver: driver)
+        cuda.retain_contexts([2, 0]).join(10)
+        assert driver.calls == expected
+    monkeypatch.setattr(cuda, "_driver", lambda: None)
+    cuda.retain_contexts([0]).join(10)
 
 
 def test_python_m_nwalign_runs_a_search(tmp_path):

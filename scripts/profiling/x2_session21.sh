@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 21's call on two GPUs (issue 19's allpairs target): the scale-out GPU tests, then allpairs on
-# one GPU and on two, alternating, three rounds, each output removed before its run (replacing the last
+# one GPU and on two, alternating, four rounds, each output removed before its run (replacing the last
 # run's 300 MB file costs an unlink of 0.23 s in either case), outputs compared; search once each way at
 # the end, as time allows. (Its first call also timed a variant whose second GPU was not warmed up before
 # the plan (python3 -c wrapping launch.main with launch._warm_up_after stubbed): now the default.)
@@ -39,7 +39,7 @@ allpairs() {  # $1: run, $2: devices, $3: name, $4: variant (python -c text) or 
     tail -n 1 "$LOG"
 }
 same() { cmp /tmp/$1_one.tsv /tmp/$2.tsv && say "$1 $2 identical: $(md5sum < /tmp/$1_one.tsv) $(wc -l < /tmp/$1_one.tsv) lines"; }
-for run in 1 2 3; do
+for run in 1 2 3 4; do
     allpairs $run 0 one; allpairs $run 0,1 two; same allpairs allpairs_two
 done
 python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb >> "$LOG"
