@@ -766,10 +766,10 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
         list(lead.results())
 
 
-def test_the_lead_hands_each_place_over_once_its_thread_has_ended():
-    """Lead.when_ended: the hook is called once per place, here for the threads already ended and in the
-    thread for those ending later (Spread.map then starts that GPU's worker); what it draws from the task
-    iterator follows every task taken here."""
+def test_the_lead_hands_each_place_over_once_its_thread_takes_no_more_tasks():
+    """Lead.when_done_taking: the hook is called once per place, here for the threads that already took
+    their last task and in the thread for the others (Spread.map then gives that GPU's worker its first
+    tasks); what it draws from the task iterator follows every task taken here."""
     import threading
     from concurrent.futures import Future
 
@@ -791,7 +791,7 @@ def test_the_lead_hands_each_place_over_once_its_thread_has_ended():
     first.wait(30)
     started.set_result(None)  # the workers are up: each thread ends after what it has taken
     for _ in range(3000):
-        if sorted(lead.ended) == [1, 2]:
+        if sorted(lead.done_taking) == [1, 2]:
             break
         threading.Event().wait(0.01)
     handed = []
@@ -800,7 +800,7 @@ def test_the_lead_hands_each_place_over_once_its_thread_has_ended():
         with lock:
             handed.append((place, next(todo), threading.current_thread() is threading.main_thread()))
 
-    lead.when_ended(hook)
+    lead.when_done_taking(hook)
     assert sorted(p for p, _, here in handed if here) == [1, 2]
     gate.set()
     got = list(lead.results())

@@ -4,7 +4,7 @@
 # run's 300 MB file costs an unlink of 0.23 s in either case), outputs compared; search once each way at
 # the end, as time allows. (Its first call also timed a variant whose second GPU was not warmed up before
 # the plan (python3 -c wrapping launch.main with launch._warm_up_after stubbed): now the default.)
-#   [TESTS=1] bash scripts/profiling/x2_session21.sh [OUTDIR]
+#   [TESTS=1] [ROUNDS=4] [SEARCH=1] bash scripts/profiling/x2_session21.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-session21}}
 mkdir -p "$OUTDIR"
@@ -39,9 +39,10 @@ allpairs() {  # $1: run, $2: devices, $3: name, $4: variant (python -c text) or 
     tail -n 1 "$LOG"
 }
 same() { cmp /tmp/$1_one.tsv /tmp/$2.tsv && say "$1 $2 identical: $(md5sum < /tmp/$1_one.tsv) $(wc -l < /tmp/$1_one.tsv) lines"; }
-for run in 1 2 3 4; do
+for run in $(seq 1 ${ROUNDS:-4}); do
     allpairs $run 0 one; allpairs $run 0,1 two; same allpairs allpairs_two
 done
+[ "${SEARCH:-1}" = 1 ] || { say "== done ($SECONDS s)"; exit 0; }
 python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB.nwdb >> "$LOG"
 python3 -c "
 from nwalign.sequences import read_fasta
