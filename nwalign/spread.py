@@ -301,8 +301,7 @@ class Spread(Owned):
         the one yielded. Where the GPU workers are still
         starting, ``local(tasks, gpu)`` (a pipeline yielding the same results, computed in this process on
         that GPU, for the tasks it draws from the iterator ``tasks``, in order) takes the first tasks
-        meanwhile (:class:`Lead`); once the workers are up, each GPU's worker takes the next ones as soon
-        as this process takes no more for its GPU.
+        meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
         Closes the workers at the end: in the background once every result is out
         (:meth:`close_in_background`; :meth:`close` waits for it), at once on an error or when the caller
         stops early.
@@ -346,24 +345,8 @@ class Spread(Owned):
                     return
                 order.append(self.client.submit(function, task, pure=False))
 
-        if lead is not None:  # the tasks run here come first; each GPU's worker is given its first ones
-            # once this process takes no more for that GPU: its own last ones, still running there, do not
-            # share the GPU with the worker's for long (two processes share a GPU by time slices), and the
-            # worker's first task is set up meanwhile (~0.2 s on an H100: waiting for the last ones to end
-            # left each GPU idle that long).
-            addresses = {info.get("name"): (address, info.get("nthreads", 1))
-                         for address, info in self.client.scheduler_info()["workers"].items()}
-
-            def hand_off(gpu):
-                address, threads = addresses.get(f"gpu{gpu}", (None, 1))
-                with lock:  # drawn and queued together: the futures stay in task order
-                    for _ in range(threads + 1):  # one more: none is given a new one until these are yielded
-                        task = next(todo, None)
-                        if task is None:
-                            return
-                        order.append(self.client.submit(function, task, pure=False, workers=address,
-                                                        allow_other_workers=True))  # a lost worker's: elsewhere
-            lead.when_done_taking(hand_off)
+        if lead is not None:  # the tasks run here come first; the workers are busy meanwhile (one
+            fill(self.workers)  # more task each: none is given a new one until these are yielded)
             yield from self._counted(lead.results())
             self.led = lead.taken
             release_gpu_memory(self.gpus)
@@ -425,8 +408,6 @@ class Lead:
         self.taken = 0
         self.exhausted = False
         self.running = len(places)
-        self.done_taking: list = []  # the places whose thread takes no more tasks
-        self._on_done = None
         started.add_done_callback(lambda _: self._notify())
         self.threads = [threading.Thread(target=self._work, args=(p,), daemon=True) for p in places]
         for t in self.threads:
@@ -448,17 +429,14 @@ class Lead:
         def take():
             while True:
                 with self.lock:
-                    stop = self._up() or self.failed or self.exhausted
-                    if not stop:
-                        task = next(self.todo, None)
-                        if task is None:
-                            self.exhausted = stop = True
-                        else:
-                            mine.append(self.taken)
-                            self.taken += 1
-                if stop:
-                    self._done_taking(place)
-                    return
+                    if self._up() or self.failed or self.exhausted:
+                        return
+                    task = next(self.todo, None)
+                    if task is None:
+                        self.exhausted = True
+                        return
+                    mine.append(self.taken)
+                    self.taken += 1
                 yield task
 
         try:
@@ -473,25 +451,6 @@ class Lead:
             with self.ready:
                 self.running -= 1
                 self.ready.notify_all()
-            self._done_taking(place)
-
-    def _done_taking(self, place) -> None:
-        with self.ready:
-            if place in self.done_taking:
-                return
-            self.done_taking.append(place)
-            hook = self._on_done
-        if hook is not None:
-            hook(place)
-
-    def when_done_taking(self, hook) -> None:
-        """Call ``hook(place)`` once for each place whose thread takes no more tasks (its last ones may
-        still run), now for those that already stopped, in that thread for the others."""
-        with self.ready:
-            self._on_done = hook
-            done = list(self.done_taking)
-        for place in done:
-            hook(place)
 
     def wait(self) -> bool:
         """Wait until the workers are up (True: tasks are left for them) or every task was taken here

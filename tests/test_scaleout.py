@@ -766,49 +766,6 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
         list(lead.results())
 
 
-def test_the_lead_hands_each_place_over_once_its_thread_takes_no_more_tasks():
-    """Lead.when_done_taking: the hook is called once per place, here for the threads that already took
-    their last task and in the thread for the others (Spread.map then gives that GPU's worker its first
-    tasks); what it draws from the task iterator follows every task taken here."""
-    import threading
-    from concurrent.futures import Future
-
-    from nwalign.spread import Lead
-
-    gate, first = threading.Event(), threading.Barrier(4)
-
-    def slow_on_3(tasks, place):
-        for k, t in enumerate(tasks):
-            if k == 0:
-                first.wait(30)  # every thread has a task before the workers are up
-            if place == 3:
-                assert gate.wait(30)
-            yield t
-
-    started: Future = Future()
-    todo, lock = iter(range(100)), threading.Lock()
-    lead = Lead(started, todo, lock, slow_on_3, [1, 2, 3], "test")
-    first.wait(30)
-    started.set_result(None)  # the workers are up: each thread ends after what it has taken
-    for _ in range(3000):
-        if sorted(lead.done_taking) == [1, 2]:
-            break
-        threading.Event().wait(0.01)
-    handed = []
-
-    def hook(place):
-        with lock:
-            handed.append((place, next(todo), threading.current_thread() is threading.main_thread()))
-
-    lead.when_done_taking(hook)
-    assert sorted(p for p, _, here in handed if here) == [1, 2]
-    gate.set()
-    got = list(lead.results())
-    assert got == list(range(lead.taken))
-    assert sorted(p for p, _, _ in handed) == [1, 2, 3] and [p for p, _, here in handed if not here] == [3]
-    assert sorted(t for _, t, _ in handed) == list(range(lead.taken, lead.taken + 3))
-
-
 def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, caplog):
     """Spread with GPU workers: nothing is written or started while the job is planned; map starts the
     first tasks here, then writes the sets and starts the workers in the background; a start that fails
