@@ -853,4 +853,3 @@ def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():
     for t in threads:
         t.join()
     assert len(own) == 2 and len({id(v) for v in own.values()}) == 2
-

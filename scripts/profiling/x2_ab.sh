@@ -6,11 +6,8 @@
 #   [ROUNDS=3] [VARIANTS="handoff_done_taking taper_eighths"] bash scripts/profiling/x2_ab.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-ab}}
-mkdir -p "$OUTDIR"
 LOG=$OUTDIR/ab.txt
-source scripts/device-site.sh
-unset PYTHONDONTWRITEBYTECODE
-say() { echo "$@" | tee -a "$LOG"; }
+source scripts/profiling/x2_lib.sh
 SHIPPED=$PWD
 VARIANTS=${VARIANTS:-"handoff_done_taking taper_eighths"}
 trees="shipped"
@@ -24,12 +21,7 @@ for v in $VARIANTS; do
         say "variant $v: the patch does not apply; skipped"
     fi
 done
-W=/tmp/pairs; mkdir -p $W
-python3 benchmarks/allpairs_dna.py 5000 $W/dna.fasta >> "$LOG"
-head -n 200 $W/dna.fasta > $W/warm.fasta
-COLS=qseqid,sseqid,score,qlen,slen
-python3 -m nwalign allpairs $W/warm.fasta --devices 0,1 --columns $COLS -o /dev/null 2>> "$LOG"
-python3 -m nwalign allpairs $W/warm.fasta --devices 0 --columns $COLS -o /dev/null 2>> "$LOG"
+allpairs_set
 run() {  # $1: tree name, $2: devices, $3: round
     local tree=$1 dir=$SHIPPED
     [ "$tree" != shipped ] && dir=/tmp/variant_$tree

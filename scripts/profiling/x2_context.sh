@@ -5,18 +5,9 @@
 # each run and compared.   bash scripts/profiling/x2_context.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-context}}
-mkdir -p "$OUTDIR"
 LOG=$OUTDIR/targets.txt
-source scripts/device-site.sh
-unset PYTHONDONTWRITEBYTECODE
-say() { echo "$@" | tee -a "$LOG"; }
-timed() { /usr/bin/time -a -o "$LOG" -f "%e s wall, %M KB peak RSS (client)" "$@"; }
-W=/tmp/pairs; mkdir -p $W
-python3 benchmarks/allpairs_dna.py 5000 $W/dna.fasta >> "$LOG"
-head -n 200 $W/dna.fasta > $W/warm.fasta
-COLS=qseqid,sseqid,score,qlen,slen
-python3 -m nwalign allpairs $W/warm.fasta --devices 0,1 --columns $COLS -o /dev/null 2>> "$LOG"
-python3 -m nwalign allpairs $W/warm.fasta --devices 0 --columns $COLS -o /dev/null 2>> "$LOG"
+source scripts/profiling/x2_lib.sh
+allpairs_set
 run() {  # $1: name, $2: devices, then the command before "allpairs"
     local name=$1 devices=$2; shift 2
     say "== $name --devices $devices ($SECONDS s)"

@@ -7,35 +7,22 @@
 #   [TESTS=1] [ROUNDS=4] [SEARCH=1] bash scripts/profiling/x2_session21.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-session21}}
-mkdir -p "$OUTDIR"
 LOG=$OUTDIR/targets.txt
-source scripts/device-site.sh
-unset PYTHONDONTWRITEBYTECODE
-say() { echo "$@" | tee -a "$LOG"; }
-timed() { /usr/bin/time -a -o "$LOG" -f "%e s wall, %M KB peak RSS (client)" "$@"; }
+source scripts/profiling/x2_lib.sh
 say "== $(date -u) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs) ($SECONDS s)"
 if [ "${TESTS:-0}" = 1 ]; then
     timeout 240 python3 -m pytest -q -p no:cacheprovider -m "gpu or multigpu" tests/test_scaleout_gpu.py \
         tests/test_scaleout_one_gpu.py 2>&1 | tail -n 15 > "$OUTDIR/scaleout-tests.log"
     say "tests: $(tail -n 1 "$OUTDIR/scaleout-tests.log") ($SECONDS s)"
 fi
-DB=/tmp/sp570k; Q=/tmp/ecoli_2000.fasta; W=/tmp/pairs; mkdir -p $W
-python3 benchmarks/allpairs_dna.py 5000 $W/dna.fasta >> "$LOG"
-head -n 200 $W/dna.fasta > $W/warm.fasta
-COLS=qseqid,sseqid,score,qlen,slen
+DB=/tmp/sp570k; Q=/tmp/ecoli_2000.fasta
 say "== warm-up ($SECONDS s)"
-python3 -m nwalign allpairs $W/warm.fasta --devices 0,1 --columns $COLS -o /dev/null 2>> "$LOG"
-python3 -m nwalign allpairs $W/warm.fasta --devices 0 --columns $COLS -o /dev/null 2>> "$LOG"
-allpairs() {  # $1: run, $2: devices, $3: name, $4: variant (python -c text) or empty
-    say "== allpairs run $1, --devices $2 ${4:+(second GPU not warmed up first)} ($SECONDS s)"
+allpairs_set
+allpairs() {  # $1: run, $2: devices, $3: name
+    say "== allpairs run $1, --devices $2 ($SECONDS s)"
     rm -f /tmp/allpairs_$3.tsv
-    if [ -n "${4:-}" ]; then
-        NWALIGN_LOG_TIMES=1 timed python3 -c "$4" allpairs $W/dna.fasta --devices $2 --columns $COLS -v \
-            -o /tmp/allpairs_$3.tsv 2> "$OUTDIR/allpairs_$3_$1.txt"
-    else
-        NWALIGN_LOG_TIMES=1 timed python3 -m nwalign allpairs $W/dna.fasta --devices $2 --columns $COLS -v \
-            -o /tmp/allpairs_$3.tsv 2> "$OUTDIR/allpairs_$3_$1.txt"
-    fi
+    NWALIGN_LOG_TIMES=1 timed python3 -m nwalign allpairs $W/dna.fasta --devices $2 --columns $COLS -v \
+        -o /tmp/allpairs_$3.tsv 2> "$OUTDIR/allpairs_$3_$1.txt"
     tail -n 1 "$LOG"
 }
 same() { cmp /tmp/$1_one.tsv /tmp/$2.tsv && say "$1 $2 identical: $(md5sum < /tmp/$1_one.tsv) $(wc -l < /tmp/$1_one.tsv) lines"; }
