@@ -250,8 +250,9 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quan
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
     over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
     at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
-    ``taper``: the last ``taper`` blocks (at most half of them) get half, then a quarter of a block's
-    cells, so that the workers finish nearly together (the last block taken runs alone). ``head``: the
+    ``taper``: the last ``taper`` blocks (at most half of them) get in thirds half, a quarter, then an
+    eighth of a block's cells, so that the workers finish nearly together (the last block taken runs
+    alone). ``head``: the
     first ``head`` blocks (at most the blocks before the taper) get a quarter of a block's cells: those
     run in the command's own process while the GPU workers start, and a block it has begun when they are
     up shares its GPU with theirs until it ends."""
@@ -261,7 +262,7 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quan
         return []
     taper = min(max(0, taper), count // 2)
     weights = np.ones(count)
-    weights[count - taper:] = [0.5 if j < (taper + 1) // 2 else 0.25 for j in range(taper)]
+    weights[count - taper:] = [0.5 if j < taper // 3 else 0.25 if j < 2 * taper // 3 else 0.125 for j in range(taper)]
     weights[:min(max(0, head), count - taper)] = 0.25
     ends = np.cumsum(weights) / weights.sum()
     cuts = [0]
@@ -689,7 +690,7 @@ class AllPairs:
     MAX_TASK_PAIRS = 1 << 20  # pairs per worker task at most: a task's rows wait in memory until written
     PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
     HEAD_PER_GPU = 8          # quarter blocks per GPU first: run here while the workers start (1.5-1.7 s)
-    TAPER_PER_WORKER = 4      # half, then quarter blocks last: each GPU worker runs two blocks at a time
+    TAPER_PER_WORKER = 6      # half, quarter, then eighth blocks last: each GPU worker runs two blocks at a time
 
     def _spread_blocks(self, progress):
         """The blocks from the workers (:mod:`nwalign.spread`): the pair order cut by :func:`blocks`;
@@ -722,7 +723,9 @@ class AllPairs:
         per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
         count = max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS))
         head = self.HEAD_PER_GPU * spread.workers if spread.gpus else 0  # the quarter blocks run here first
-        spans = blocks(lengths, others, count + head, quantum, taper=self.TAPER_PER_WORKER * spread.workers, head=head)
+        taper = self.TAPER_PER_WORKER * spread.workers
+        # the eighth blocks come on top, so that the other blocks keep their size (measured: session 22)
+        spans = blocks(lengths, others, count + head + taper // 3, quantum, taper=taper, head=head)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)

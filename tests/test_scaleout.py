@@ -476,15 +476,16 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
         assert spans[0][0] == 0 and spans[-1][1] == 300 * 299 // 2
         assert all(a < b for a, b in spans) and all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
         assert all(a % quantum == 0 for a, _ in spans)
-    for taper in (2, 4, 40):  # the last blocks get half, then a quarter of the others' cells
+    for taper in (3, 6, 40):  # the last blocks get in thirds half, a quarter, then an eighth of the others' cells
         spans = blocks(la, None, 16, 1, taper)
         assert spans[0][0] == 0 and spans[-1][1] == 300 * 299 // 2 and len(spans) == 16
         assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
         cells = [int((la[ij[:, 0]] * la[ij[:, 1]]).sum())
                  for ij in (np.concatenate(list(pair_batches(300, None, 1 << 16, s))) for s in spans)]
         k = min(taper, 8)
-        full, half, quarter = cells[0], cells[16 - k], cells[-1]
-        assert abs(half - full / 2) <= 3000 * 3000 * 2 and abs(quarter - full / 4) <= 3000 * 3000 * 2
+        full, half, quarter, eighth = cells[0], cells[16 - k], cells[16 - k + k // 3], cells[-1]
+        for part, share in ((half, 2), (quarter, 4), (eighth, 8)):
+            assert abs(part - full / share) <= 3000 * 3000 * 2
         assert max(cells[:16 - k]) - min(cells[:16 - k]) <= 2 * 3000 * 3000
     for head in (3, 6, 40):  # the first blocks (run in the command's process) get a quarter of the others' cells
         spans = blocks(la, None, 16, 1, 4, head)
@@ -494,9 +495,10 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
                  for ij in (np.concatenate(list(pair_batches(300, None, 1 << 16, s))) for s in spans)]
         k = min(head, 12)  # never into the taper
         quarter, full = cells[:k], cells[k:12]
-        assert all(abs(c - cells[-1]) <= 3000 * 3000 * 2 for c in quarter)
+        tail_quarter = cells[13]  # the taper of 4: half, quarter, eighth, eighth
+        assert all(abs(c - tail_quarter) <= 3000 * 3000 * 2 for c in quarter)
         if full:
-            assert all(abs(c - 4 * cells[-1]) <= 3000 * 3000 * 8 for c in full)
+            assert all(abs(c - 4 * tail_quarter) <= 3000 * 3000 * 8 for c in full)
 
 
 def test_a_block_is_scored_in_several_batches_of_whole_waves():
