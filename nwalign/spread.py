@@ -294,14 +294,15 @@ class Spread(Owned):
         self.client, self.cluster = started.result()
         self._settle(worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def map(self, function, tasks, local=None, total: int | None = None):
+    def map(self, function, tasks, local=None, total: int | None = None, lead_limit: int | None = None):
         """``function(task)`` for each task on the workers, results yielded in task order (``total``: how
         many tasks, for :attr:`done`/:attr:`total`, the progress bar's count); as many tasks run as the
         workers have threads (the next one given as soon as any ends), up to twice that many done ahead of
         the one yielded. Where the GPU workers are still
         starting, ``local(tasks, gpu)`` (a pipeline yielding the same results, computed in this process on
         that GPU, for the tasks it draws from the iterator ``tasks``, in order) takes the first tasks
-        meanwhile (:class:`Lead`); the workers take the next ones as soon as they are up.
+        meanwhile (:class:`Lead`; at most ``lead_limit`` of them); the workers take the next ones as soon as
+        they are up.
         Closes the workers at the end: in the background once every result is out
         (:meth:`close_in_background`; :meth:`close` waits for it), at once on an error or when the caller
         stops early.
@@ -310,19 +311,19 @@ class Spread(Owned):
             WorkerLost: a task kept killing workers.
         """
         try:
-            yield from self._map(function, tasks, local, total)
+            yield from self._map(function, tasks, local, total, lead_limit)
         except BaseException:  # GeneratorExit too: the caller stopped taking results
             self.close()
             raise
         self.close_in_background()
 
-    def _map(self, function, tasks, local, total):
+    def _map(self, function, tasks, local, total, lead_limit):
         import threading
         from collections import deque
 
         self.total = total
         todo, lock = iter(tasks), threading.Lock()
-        lead = Lead(self._started, todo, lock, local, self.gpus, self.label) \
+        lead = Lead(self._started, todo, lock, local, self.gpus, self.label, limit=lead_limit) \
             if local is not None and self._started is not None else None
         self._start()  # the workers, once the first tasks run here
         if lead is not None and not lead.wait():  # every task taken here: no need to wait for the workers
@@ -394,13 +395,16 @@ class Lead:
     gives the results of the tasks it draws from the iterator ``tasks``, in that order (a pipeline may
     draw a few ahead). The tasks taken here are a prefix of the task order (``taken`` of them);
     :meth:`results` yields their results in that order. ``lock`` guards ``todo`` (the caller takes the
-    next tasks with it once the workers are up). Used by :meth:`Spread.map` and by the search's scale-out
-    (:class:`nwalign.dbsearch._ScaleOut`)."""
+    next tasks with it once the workers are up). ``limit``: at most that many tasks here while the
+    workers start (a thread that reaches it waits for them; all tasks if they fail to start), so that
+    a large task begun just before they are up does not share its GPU with theirs for its whole run.
+    Used by :meth:`Spread.map` and by the search's scale-out (:class:`nwalign.dbsearch._ScaleOut`)."""
 
-    def __init__(self, started, todo, lock, run, places, label: str, unit: str = "tasks"):
+    def __init__(self, started, todo, lock, run, places, label: str, unit: str = "tasks", limit: int | None = None):
         import threading
 
         self.started, self.todo, self.lock, self.run, self.label = started, todo, lock, run, label
+        self.limit = limit
         self.unit = unit  # what a task is, for the log (a search's are queries)
         self.ready = threading.Condition(lock)
         self.done: dict = {}
@@ -428,7 +432,10 @@ class Lead:
 
         def take():
             while True:
-                with self.lock:
+                with self.ready:
+                    while self.limit is not None and self.taken >= self.limit and not self.started.done() \
+                            and not self.failed:
+                        self.ready.wait()  # the workers' start ends it: up, or failed (then no limit)
                     if self._up() or self.failed or self.exhausted:
                         return
                     task = next(self.todo, None)

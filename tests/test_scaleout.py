@@ -768,6 +768,39 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
         list(lead.results())
 
 
+
+def test_lead_takes_at_most_its_limit_until_the_workers_are_up_or_fail():
+    """spread.Lead(limit=): the threads stop taking tasks at the limit while the workers start (the
+    first full-size allpairs block stays for the workers); once they are up the rest is theirs; a start
+    that fails after the limit was reached lets the threads take every task."""
+    import threading
+    import time
+    from concurrent.futures import Future
+
+    from nwalign.spread import Lead
+
+    def double(tasks, place):
+        for t in tasks:
+            yield 2 * t
+
+    for outcome in ("up", "failed"):
+        started: Future = Future()
+        todo, lock = iter(range(40)), threading.Lock()
+        lead = Lead(started, todo, lock, double, [0, 1], "test", limit=6)
+        deadline = time.monotonic() + 30
+        while lead.taken < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # a thread that ignored the limit would take more meanwhile
+        assert lead.taken == 6 and lead.running == 2  # both threads wait at the limit
+        if outcome == "up":
+            started.set_result(None)
+            assert lead.wait() and list(lead.results()) == [2 * k for k in range(6)]
+            with lock:
+                assert next(todo) == 6  # the rest is left to the workers, in order
+        else:
+            started.set_exception(RuntimeError("no workers"))
+            assert not lead.wait() and list(lead.results()) == [2 * k for k in range(40)]
+
 def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, caplog):
     """Spread with GPU workers: nothing is written or started while the job is planned; map starts the
     first tasks here, then writes the sets and starts the workers in the background; a start that fails
