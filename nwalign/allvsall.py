@@ -689,7 +689,7 @@ class AllPairs:
 
     MAX_TASK_PAIRS = 1 << 20  # pairs per worker task at most: a task's rows wait in memory until written
     PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
-    HEAD_PER_GPU = 8          # quarter blocks per GPU first: run here while the workers start (1.5-1.7 s)
+    HEAD_PER_GPU = 8          # quarter blocks per GPU first: run here while the workers start (1.5-2.1 s)
     TAPER_PER_WORKER = 6      # half, quarter, then eighth blocks last: each GPU worker runs two blocks at a time
 
     def _spread_blocks(self, progress):
