@@ -3,13 +3,13 @@
 # variants of it (scripts/profiling/variants/NAME.patch applied to a copy under /tmp), alternating, with
 # the one-GPU run of the shipped tree in every round; each output removed before its run and compared.
 # Each round costs ~17 s + ~9.5 s per two-GPU tree.
-#   [ROUNDS=3] [VARIANTS="head_eighths16 head_eighths20"] bash scripts/profiling/x2_ab.sh [OUTDIR]
+#   [ROUNDS=3] [VARIANTS="no_lead_limit"] bash scripts/profiling/x2_ab.sh [OUTDIR]
 set -uo pipefail
 OUTDIR=${1:-${OUT:-x2-ab}}
 LOG=$OUTDIR/ab.txt
 source scripts/profiling/x2_lib.sh
 SHIPPED=$PWD
-VARIANTS=${VARIANTS:-"head_eighths16 head_eighths20"}  # taper_eighths.patch (d9f97f8) landed in b2a3635
+VARIANTS=${VARIANTS:-"no_lead_limit"}  # earlier variants, measured, are in the history (d9f97f8, 3da1763)
 trees="shipped"
 for v in $VARIANTS; do
     rm -rf /tmp/variant_$v && mkdir -p /tmp/variant_$v
