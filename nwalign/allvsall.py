@@ -252,10 +252,9 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quan
     at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
     ``taper``: the last ``taper`` blocks (at most half of them) get in thirds half, a quarter, then an
     eighth of a block's cells, so that the workers finish nearly together (the last block taken runs
-    alone). ``head``: the
-    first ``head`` blocks (at most the blocks before the taper) get a quarter of a block's cells: those
-    run in the command's own process while the GPU workers start, and a block it has begun when they are
-    up shares its GPU with theirs until it ends."""
+    alone). ``head``: the first ``head`` blocks (at most the blocks before the taper) get a quarter of a
+    block's cells: those run in the command's own process while the GPU workers start, and a block it
+    has begun when they are up shares its GPU with theirs until it ends."""
     along = PairCells(lengths_a, lengths_b)
     total_pairs = int(along.starts[-1])
     if total_pairs == 0:
