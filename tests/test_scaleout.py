@@ -768,7 +768,6 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
         list(lead.results())
 
 
-
 def test_lead_takes_at_most_its_limit_until_the_workers_are_up_or_fail():
     """spread.Lead(limit=): the threads stop taking tasks at the limit while the workers start (the
     first full-size allpairs block stays for the workers); once they are up the rest is theirs; a start
@@ -800,6 +799,7 @@ def test_lead_takes_at_most_its_limit_until_the_workers_are_up_or_fail():
         else:
             started.set_exception(RuntimeError("no workers"))
             assert not lead.wait() and list(lead.results()) == [2 * k for k in range(40)]
+
 
 def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, caplog):
     """Spread with GPU workers: nothing is written or started while the job is planned; map starts the
