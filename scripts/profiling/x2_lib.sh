@@ -1,4 +1,4 @@
-# Sourced by the session-21 device scripts (x2_session21.sh, x2_context.sh, x2_ab.sh) once they have set
+# Sourced by the two-GPU device scripts (x2_session21.sh, x2_context.sh, x2_ab.sh, x2_contention.sh) once they have set
 # OUTDIR and LOG: the carried wheels and the tree on PYTHONPATH (device-site.sh), say and timed (a
 # command's wall into LOG), and allpairs_set, which makes the 5,000 x ~1.5 kb set in $W (columns $COLS)
 # and warms both paths up on its first 200 lines.
