@@ -25,7 +25,7 @@ clean:
 	rm -rf build *.egg-info .pytest_cache demo_alignment.txt
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
-# On a machine with a GPU (the lent device): gpu tests + a short benchmark, logs under $OUT.
+# On a machine with a GPU: gpu tests + a short benchmark, logs under $OUT.
 gpu-check:
 	bash scripts/gpu-check.sh quick
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from nwalign.cpu import align_codes, score_codes
 from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, mutate
+from nwalign.sequences import Record
+from nwalign.simulate import mutate
 
 
 def timed(fn, repeats):

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The allpairs measurements of docs/performance.md, on a GPU machine from the repository root:
 #   bash benchmarks/gpu_allpairs.sh [kernels|table4|auto|real|genomes|matrix|all] [OUTDIR]
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 WHAT=${1:-all}
 OUTDIR=${2:-${OUT:-allpairs-out}}
@@ -35,7 +38,7 @@ fi
 if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
     # 418 SARS-CoV-2 genomes (87,153 pairs of ~30 kb), identity >= 99 %, end to end (the survivors of the
     # score bound aligned in their bands on the GPU: nwalign/cuda/banded.py), compared byte for byte with
-    # the recorded result (benchmarks/results/allpairs_sars2_418_099, 2026-11-24: its 68,362 banded paths
+    # the recorded result (benchmarks/reference/allpairs_sars2_418_099.tsv.gz, 2026-11-24: its 68,362 banded paths
     # equal the CPU engine's, benchmarks/gpu_banded.py --count 418 --cpu -1).
     COLS=qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen
     # CPU_CHECK=1: then again with the survivors aligned on the CPU engine (nwalign.cuda.banded.ENABLED off),
@@ -53,7 +56,7 @@ if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
         cmp "$OUTDIR/sars2_418_099.tsv" "$OUTDIR/sars2_418_099_cpu.tsv" && echo "GPU and CPU-engine survivors: identical"
         [ -s "$OUTDIR/sars2_418_099_cpu.tsv" ] && cmp -s "$OUTDIR/sars2_418_099.tsv" "$OUTDIR/sars2_418_099_cpu.tsv" || status=1
     fi
-    if cmp <(zcat benchmarks/results/allpairs_sars2_418_099.tsv.gz) "$OUTDIR/sars2_418_099.tsv"; then
+    if cmp <(zcat benchmarks/reference/allpairs_sars2_418_099.tsv.gz) "$OUTDIR/sars2_418_099.tsv"; then
         echo "identical to the recorded result"
     else
         echo "DIFFERS from the recorded result"; status=1
@@ -71,9 +74,9 @@ if [ "$WHAT" = matrix ] || [ "$WHAT" = all ]; then
 import gzip, sys
 import numpy as np
 d = sys.argv[1]
-rows = [l.split("\t") for l in open(f"{d}/sars2_418_all.tsv").read().splitlines()[1:]]
+rows = [l.split("\t") for l in open(f"{d}/sars2_418_all.tsv").read().splitlines()]
 close = {(r[0], r[1]): r for r in rows if 100 * int(r[5]) >= 99 * int(r[4])}  # nident / length >= 0.99
-recorded = [l.split("\t") for l in gzip.open("benchmarks/results/allpairs_sars2_418_099.tsv.gz", "rt").read().splitlines()[1:]]
+recorded = [l.split("\t") for l in gzip.open("benchmarks/reference/allpairs_sars2_418_099.tsv.gz", "rt").read().splitlines()]
 same = len(close) == len(recorded) and all(close.get((r[0], r[1])) == r for r in recorded)
 mat = np.load(f"{d}/sars2_418.npy")
 print(f"{len(rows)} pairs aligned, matrix {mat.shape}, pairs >= 99 %: {len(close)}, "

@@ -25,10 +25,6 @@ import numpy as np
 
 def main() -> int:
     from nwalign.aligner import Aligner
-    from nwalign.allvsall import identity_bound
-    from nwalign.bands import OutsideBound, widest_band
-    from nwalign.cpu.banded import align_global_banded
-    from nwalign.cuda.banded import BandedAligner
     from nwalign.engine import encode_all
     from nwalign.scoring import make_scoring
     from nwalign.sequences import read_fasta
@@ -47,7 +43,6 @@ def main() -> int:
     s = make_scoring("dna", "global", None, None, None, None, None)
     enc = encode_all(recs, s, args.fasta)
     codes = [e.codes for e in enc]
-    L = np.array([len(c) for c in codes], dtype=np.int64)
     threads = os.cpu_count() or 1
 
     t0 = time.perf_counter()
@@ -59,13 +54,26 @@ def main() -> int:
         opt.append(scores)
     ij, opt = np.concatenate(ij).astype(np.int64), np.concatenate(opt)
     wall = time.perf_counter() - t0
-    i, j = ij[:, 0], ij[:, 1]
-    m, n = L[i], L[j]
     print(f"{len(ij)} pairs, full scores ({stats['kernel']}): {wall:.2f} s wall, {stats['gpu_seconds']:.2f} s kernel, "
           f"{stats['cells'] / stats['gpu_seconds'] / 1e9:.0f} GCUPS")
 
-    wmax = np.array([widest_band(a, b, args.min_identity) for a, b in zip(m.tolist(), n.tolist())])
-    bound = np.array([identity_bound(a, b, args.min_identity, s) for a, b in zip(m.tolist(), n.tolist())])
+    ba, pairs, wmax, bound, ok = _band_sweep(s, codes, ij, opt, args.min_identity)
+    ok &= _survivors(ba, pairs, opt, wmax, bound, args.cpu, threads)
+    print("all checks passed" if ok else "CHECKS FAILED")
+    return 0 if ok else 1
+
+
+def _band_sweep(s, codes, ij, opt, min_identity):
+    """Banded scores alone at several half-widths: time, and how many equal or are proved the optimum."""
+    from nwalign.allvsall_run import identity_bound
+    from nwalign.bands import OutsideBound, widest_band
+    from nwalign.cuda.banded import BandedAligner
+
+    L = np.array([len(c) for c in codes], dtype=np.int64)
+    i, j = ij[:, 0], ij[:, 1]
+    m, n = L[i], L[j]
+    wmax = np.array([widest_band(a, b, min_identity) for a, b in zip(m.tolist(), n.tolist())])
+    bound = np.array([identity_bound(a, b, min_identity, s) for a, b in zip(m.tolist(), n.tolist())])
     counts = np.zeros((len(codes), s.matrix.shape[0]), dtype=np.int64)
     for k, c in enumerate(codes):
         counts[k] = np.bincount(c, minlength=s.matrix.shape[0])
@@ -89,6 +97,14 @@ def main() -> int:
               f"= optimum {int((B == opt).sum())}, proved by the bound {int(proved.sum())} "
               f"(of which wrong: {bad_proof}), above the optimum: {bad_above}")
 
+    return ba, pairs, wmax, bound, ok
+
+
+def _survivors(ba, pairs, opt, wmax, bound, cpu_count, threads) -> bool:
+    """The survivors of the identity bound aligned in doubling bands on the GPU, and some on the CPU engine."""
+    from nwalign.cpu.banded import align_global_banded
+
+    s = ba.scoring
     keep = opt >= bound
     ks = np.flatnonzero(keep)
     print(f"survivors of the identity bound: {ks.size}")
@@ -106,7 +122,7 @@ def main() -> int:
     print(f"GPU doubling bands: {wall:.2f} s wall, {ba.kernel_seconds - k0:.2f} s kernel, "
           f"{ba.launches} launches so far; None (no optimal path within the widest band): "
           f"{sum(p is None for p in got)}")
-    sample = ks if args.cpu < 0 else ks[:args.cpu]
+    sample = ks if cpu_count < 0 else ks[:cpu_count]
 
     def cpu(k):
         return align_global_banded(pairs[k][0], pairs[k][1], s.matrix, s.gap_open, s.gap_extend, int(opt[k]),
@@ -122,10 +138,8 @@ def main() -> int:
         if (g is None and r is None) or (g is not None and r is not None and g[:5] == r[:5]
                                          and np.array_equal(g[5], r[5])):
             same += 1
-    ok &= same == sample.size
     print(f"CPU engine ({threads} threads) on {sample.size}: {wall:.2f} s; identical paths: {same} of {sample.size}")
-    print("all checks passed" if ok else "CHECKS FAILED")
-    return 0 if ok else 1
+    return same == sample.size
 
 
 if __name__ == "__main__":

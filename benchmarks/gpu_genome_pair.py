@@ -1,4 +1,4 @@
-"""One genome-scale global alignment on the GPU, part by part (issue 18: linear-space traceback).
+"""One genome-scale global alignment on the GPU, part by part (linear-space traceback).
 
 For a query and a target FASTA (first record of each): the score-only pass, then the alignment with CIGAR
 in linear space with windowed blocks (what ``nwalign pair --backend cuda`` does when the directions of all
@@ -21,7 +21,6 @@ import numpy as np
 
 
 def main() -> int:
-    import cupy as cp
 
     from nwalign.cuda.wavefront import Wavefront
     from nwalign.ops import columns_score
@@ -34,6 +33,7 @@ def main() -> int:
     ap.add_argument("--whole", action="store_true", help="also trace over whole rows and compare")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
+    import cupy as cp  # after the options: --help needs no GPU
 
     scoring = make_scoring("dna")
     q = scoring.encode_str(read_fasta(args.query)[0].seq)

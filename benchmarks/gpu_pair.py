@@ -9,7 +9,7 @@ gaps 10/1 (the papers' random ACGT input). Time = host wall time of the kernel s
 synchronised (median of --repeats after a warm-up of at least 0.5 s, which also compiles); traceback runs include the
 copy of the direction bytes to the host (or the GPU traceback) and the host traceback. GCUPS = m * n / seconds / 1e9.
 The JSON also records call_median_s: the whole run_kernel call, with uploads and buffer set-up (printed as "call").
-(Before 2026-11-22 session 5 the printed and stored time was the whole call.)
+(Before 2026-11-22 the printed and stored time was the whole call.)
 """
 
 import argparse
@@ -25,7 +25,8 @@ from nwalign.cuda import BLOCK_SHAPES, KERNELS, device_info
 from nwalign.cuda.pair import Options, run_kernel
 from nwalign.results import Alignment, rescore
 from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, mutate
+from nwalign.sequences import Record
+from nwalign.simulate import mutate
 
 CPU_CHECK_CELLS = 2 * 10**10
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nwalign.aligner import Pairs
+from nwalign.pairjob import Pairs
 from nwalign.cuda import device_info
 from nwalign.sequences import read_fasta
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Real inputs on the GPU through the command line, timed (issue 4's acceptance runs).
+# Real inputs on the GPU through the command line, timed.
 # Usage (on a GPU machine, from the repository root): bash benchmarks/gpu_real.sh [OUTDIR]
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -euo pipefail
 OUTDIR=${1:-${OUT:-gpu-real-out}}
 mkdir -p "$OUTDIR"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Search over every GPU of a host (issue 19), on a machine with two or more GPUs and Dask installed:
+# Search over every GPU of a host, on a machine with two or more GPUs and Dask installed:
 # 2,000 real proteins (the first 2,000 of data/swissprot_ecoli_k12_4306.fasta.gz) against the seeded
 # 570,000-sequence Swiss-Prot-like .nwdb (BLOSUM62 11/1, top 10, 12 BLAST columns), warm caches:
 #   1. one GPU (--devices 0, the in-process path), 2. two GPUs (--devices 0,1: one worker process per
@@ -7,6 +7,9 @@
 #   on both GPUs while they start), 3. two GPUs with one worker SIGKILLed mid-search (the nanny restarts
 #   it; Dask runs its task again). Wall times, peak RSS and output checksums; logs under OUTDIR.
 #   [RUNS=2] bash benchmarks/gpu_scaleout.sh [OUTDIR]   (RUNS: how many times one GPU, then two)
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 OUTDIR=${1:-${OUT:-scaleout-out}}
 HITS=${HITS:-/tmp/nwalign-scaleout-hits}

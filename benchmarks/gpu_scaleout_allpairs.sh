@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# allpairs over every GPU of a host (issue 19), on a machine with two or more GPUs and Dask installed:
+# allpairs over every GPU of a host, on a machine with two or more GPUs and Dask installed:
 # N (default 5,000) seeded DNA sequences of ~1.5 kb (nwalign bench's allpairs workload: variants with 15 %
 # mutations), every pair i < j, score columns (qseqid,sseqid,score,qlen,slen), warm caches:
 #   1. one GPU (--devices 0, the in-process path), 2. two GPUs (--devices 0,1: one worker process per GPU,
 #   blocks of the pair matrix balanced by DP cells), then pair on 2 x 2,000 of them (i against i, SAM).
 # Wall times, peak RSS and output checksums; logs under OUTDIR.
 #   [RUNS=2] bash benchmarks/gpu_scaleout_allpairs.sh [OUTDIR] [N]   (RUNS: how many times one GPU, then two)
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 OUTDIR=${1:-${OUT:-scaleout-out}}
 N=${2:-5000}

@@ -21,11 +21,13 @@ from nwalign.bench import synthetic_database
 from nwalign.cuda import device_info
 from nwalign.cuda.search import GswSearcher
 from nwalign.engine import encode_all
-from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database
-from nwalign.dbsearch import scan, search_query
+from nwalign.scoring import make_scoring
+from nwalign.cpu.search import cpu_scan as scan
+from nwalign.search_pipeline import search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -20,7 +20,7 @@ import numpy as np
 from nwalign.cuda import device_info
 from nwalign.cuda.search import ScanSearcher
 from nwalign.scoring import make_scoring
-from nwalign.dbsearch import cpu_scan
+from nwalign.cpu.search import cpu_scan
 
 
 def main() -> int:

@@ -4,6 +4,9 @@
 # root on a GPU machine: first run (empty CuPy and Numba caches), warm runs against the .nwdb and the
 # FASTA, wall time and peak RSS of each, and a cProfile of a warm run. Logs under OUTDIR.
 #   bash benchmarks/gpu_search_e2e.sh [OUTDIR]
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 OUTDIR=${1:-${OUT:-search-e2e-out}}
 HITS=${HITS:-/tmp/nwalign-e2e-hits}  # hit tables (kept out of OUTDIR: the device returns few files)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The 20 benchmark queries against the E. coli K-12 proteome on the GPU (scan, the default, and gsw) and the
 # CPU: hits must be identical.
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -euo pipefail
 OUTDIR=${1:-${OUT:-gpu-search-out}}
 mkdir -p "$OUTDIR"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Issue 5's benchmark on a GPU machine, from the repository root: the 20 standard queries against a
+# The search scan's benchmark on a GPU machine, from the repository root: the 20 standard queries against a
 # seeded Swiss-Prot-sized database (570,000 sequences), BLOSUM62 11/1.
 #   bash benchmarks/gpu_search_scan.sh [scan|gsw|e2e|all] [OUTDIR]
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 WHAT=${1:-all}
 OUTDIR=${2:-${OUT:-search-out}}

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One `nwalign bench` command per table of the seed papers that nwalign can reproduce today
 # (pair, search and allpairs workloads). Run on a GPU machine from the repository root: bash benchmarks/paper_tables.sh [OUTDIR]
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
+    echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
+fi
 set -uo pipefail
 OUTDIR=${1:-${OUT:-paper-tables-out}}
 mkdir -p "$OUTDIR"

@@ -19,13 +19,13 @@ The public API:
 '3=1X3='
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # The API is imported on first use (PEP 562): ``python -m nwalign`` starts its GPU warm-up
 # (nwalign.launch) before NumPy and the engines load.
-_API = {"Aligner": "aligner", "Pairs": "aligner", "AllPairs": "allvsall", "allpairs": "allvsall",
+_API = {"Aligner": "aligner", "Pairs": "pairjob", "AllPairs": "allvsall", "allpairs": "allvsall",
         "Database": "database", "align": "engine", "NwalignError": "errors", "Alignment": "results",
-        "Scoring": "scoring", "make_scoring": "scoring", "Hit": "dbsearch", "Search": "dbsearch",
+        "Scoring": "scoring", "make_scoring": "scoring", "Hit": "hits", "Search": "dbsearch",
         "search": "dbsearch", "read_fasta": "sequences"}
 
 __all__ = ["Aligner", "AllPairs", "Pairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",

@@ -12,23 +12,29 @@ the CPU engine under the ``gpu`` marker):
 - :meth:`Aligner.score_pairs`: optimal scores of batches of index pairs into sequence sets;
 - :meth:`Aligner.score_against`: one query's scores against every sequence of a database (local mode).
 
-The database search (:mod:`nwalign.dbsearch`) keeps its own GPU pipeline (queries in flight, the
-database uploaded while the input is read, hits aligned while the next query scans).
+The database search (:mod:`nwalign.search_pipeline`) keeps its own GPU pipeline (queries in flight, the
+database uploaded while the input is read, hits aligned while the next query scans). The pair
+command's job is :mod:`nwalign.pairjob`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import cpu
+from .cpu.allpairs import cpu_scores
+from .cpu.search import cpu_scan
 from .engine import DEFAULT_MAX_MEMORY, Encoded, align_pair, align_pairs, alignment_from_path, choose_backend
+from .errors import NwalignError
+from .pairorder import pair_batches
 from .results import Alignment
 from .scoring import Scoring
+from .sequences import as_records
 
 log = logging.getLogger("nwalign")
 
@@ -92,8 +98,6 @@ class Aligner:
         """``sequence`` as an :class:`~nwalign.engine.Encoded` record (returned as it is when it is one)."""
         if isinstance(sequence, Encoded):
             return sequence
-        from .sequences import as_records
-
         (record,) = as_records(sequence, name)
         return Encoded(record, self.scoring.encode(record))
 
@@ -156,40 +160,21 @@ class Aligner:
                     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Optimal scores of every pair (i, j), i < j, of ``sequences`` (uint8 code arrays), or of every
         (i, j) of ``sequences`` x ``others``, in row order (only those at positions ``span`` = (start,
-        stop) of that order when given: :func:`nwalign.allvsall.pair_batches`): yields (pairs: int32 (k, 2), scores: int64 (k,))
+        stop) of that order when given: :func:`nwalign.pairorder.pair_batches`): yields (pairs: int32 (k, 2), scores: int64 (k,))
         batch by batch (never all pairs at once). On the GPU: the all-pairs kernels after Li et al. (multiple
         pairwise NW on GPUs and clusters, section 4; ``kernel``/``slice_k``/``block`` as :class:`nwalign.cuda.allpairs.AllPairsScorer`
         takes them, ``auto`` chosen from the pair count), the next batch queued before the last one is
-        returned; on the CPU: ``threads`` threads, batches of :data:`nwalign.allvsall.TILE`. ``stats`` gets
+        returned; on the CPU: ``threads`` threads, batches of :data:`nwalign.pairorder.TILE` (:func:`nwalign.cpu.allpairs.cpu_scores`). ``stats`` gets
         ``kernel``, ``cells`` (DP cells scored) and on the GPU ``gpu_seconds`` (kernel time).
 
         Raises:
             NwalignError: the GPU cannot run the kernel (unknown kernel or options, too many letters).
         """
-        from .allvsall import TILE, pair_batches
-
         stats = stats if stats is not None else {}
-        n_b = None if others is None else len(others)
         if self.gpu:
             yield from self._gpu_scores(sequences, others, kernel, slice_k, block, stats, span)
             return
-        s = self.scoring
-        targets = sequences if others is None else others
-        stats.update(kernel="cpu", cells=0)
-        pool = ThreadPoolExecutor(max_workers=self.threads) if self.threads > 1 else None
-        mapper = pool.map if pool else map
-
-        def one(pair):
-            return cpu.score_codes(sequences[pair[0]], targets[pair[1]], s.matrix, s.gap_open, s.gap_extend,
-                                   s.mode_code)
-        try:
-            for pairs in pair_batches(len(sequences), n_b, TILE, span):
-                ij = pairs.tolist()
-                stats["cells"] += sum(len(sequences[i]) * len(targets[j]) for i, j in ij)
-                yield pairs, np.fromiter(mapper(one, ij), dtype=np.int64, count=len(ij))
-        finally:
-            if pool:
-                pool.shutdown()
+        yield from cpu_scores(sequences, others, self.scoring, self.threads, stats, span)
 
     def _gpu_scorer(self, sequences, others, kernel, slice_k, block):
         """The all-pairs scorer of ``sequences`` (and ``others``) on this GPU, its kernel for the whole
@@ -204,8 +189,6 @@ class Aligner:
         return scorer, name, scorer.batch_size(name), offset
 
     def _gpu_scores(self, sequences, others, kernel, slice_k, block, stats, span=None):
-        from .allvsall import pair_batches
-
         scorer, name, size, offset = self._gpu_scorer(sequences, others, kernel, slice_k, block)
         n_a, n_b = len(sequences), None if others is None else len(others)
         if span is not None:  # a block of a spread job: several batches, each of whole waves
@@ -242,13 +225,9 @@ class Aligner:
         Raises:
             NwalignError: a scoring mode other than local.
         """
-        from .errors import NwalignError
-
         if self.scoring.mode != "local":
             raise NwalignError(f"score_against: scoring mode {self.scoring.mode}; a database scan is local")
         if not self.gpu:
-            from .dbsearch import cpu_scan
-
             return cpu_scan(np.asarray(query, dtype=np.uint8), codes, offsets, self.scoring, self.threads)
         key = (id(codes), id(offsets))
         if key not in self._searchers:
@@ -287,10 +266,6 @@ def stream_spans(scorer, kernel: str, size: int, n_a: int, n_b: int | None, span
     Raises:
         ValueError: an empty span.
     """
-    from collections import deque
-
-    from .allvsall import pair_batches
-
     wave = scorer.wave(kernel)
     drawn: deque = deque()  # per batch queued: (its span, whether it is the span's last, the span's start time)
     cells: deque = deque()  # the scorer's cell count before each span's first batch was queued, and after
@@ -333,191 +308,3 @@ def _shift(pairs: np.ndarray, offset: int) -> np.ndarray:
     out = pairs.copy()
     out[:, 1] += offset
     return out
-
-
-class Pairs:
-    """The pair command's job, prepared and ready to run: query records against target records, paired as
-    :func:`nwalign.engine.pair_plan` says (one against each, each against one, or i against i), each
-    pair aligned in full by an :class:`Aligner` (Gotoh's affine-gap Needleman-Wunsch, Smith-Waterman or
-    semi-global; on a GPU the ``wavefront`` kernel unless ``kernel`` names one of the papers').
-
-    Arguments:
-        queries, targets: records, or anything :func:`nwalign.sequences.as_records` takes, or FASTA files
-            as ``pathlib.Path`` (an over-long record is refused while it is read).
-        scoring: a :class:`~nwalign.scoring.Scoring`; None builds one from ``mode``, ``alphabet`` (``auto``:
-            guessed from both sides' letters, which must agree), ``matrix``, ``match``/``mismatch``,
-            ``gap_open``/``gap_extend`` with the command line's defaults.
-        score_only: optimal scores only (linear memory).
-        backend, device, threads, max_memory: as :class:`Aligner` takes them.
-        kernel, block, shared: the GPU pair kernel and its knobs (:class:`nwalign.cuda.pair.Options`).
-        query_source, target_source: names for the two sides in messages (file names).
-        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
-            the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
-            takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
-            tracebacks (a cluster's workers the whole of it). The alignments are those of one process, in
-            the same order.
-
-    Attributes: ``queries``, ``targets`` (encoded records), ``plan`` ((query, target) index pairs),
-    ``scoring``, ``aligner``, ``backend``.
-
-    >>> from nwalign import Pairs
-    >>> [(a.target_id, a.cigar()) for a in Pairs("GATTACA", ["GATCACA", "GATTACA"], backend="cpu")]
-    [('target1', '3=1X3='), ('target2', '7=')]
-
-    Raises:
-        NwalignError: bad sequences or letters, sides of different alphabets, record counts that cannot
-            be paired, sequences too long for 32-bit scores, an unknown matrix, mode or backend.
-    """
-
-    def __init__(self, queries, targets, scoring: Scoring | None = None, *, mode: str = "global",
-                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
-                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
-                 score_only: bool = False, backend: str = "auto", device: int = 0, threads: int = 1,
-                 max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
-                 shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
-                 target_source: str = "target", workers: int = 0, scheduler: str | None = None, client=None,
-                 devices=None, shared_dir: str | None = None):
-        import os
-
-        from .engine import encode_all, pair_plan
-        from .errors import NwalignError
-        from .scoring import make_scoring, max_sequence_length
-        from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
-
-        sides = []
-        for items, source in ((queries, query_source), (targets, target_source)):
-            if isinstance(items, os.PathLike):
-                source = os.fspath(items)
-                limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) \
-                    if scoring is None else None
-                items = read_fasta(source, limit)
-            sides.append((as_records(items, "query" if not sides else "target"), source))
-        (qrecs, qname), (trecs, tname) = sides
-        if scoring is None:
-            kind = choose_alphabet([(qname, letter_counts(qrecs)), (tname, letter_counts(trecs))], alphabet)
-            scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
-        self.scoring = scoring
-        qrecs, trecs = unique_records(qrecs, qname), unique_records(trecs, tname)  # warns: after the errors
-        log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
-                 scoring.gap_extend, scoring.mode)
-        self.queries, self.targets = encode_all(qrecs, scoring, qname), encode_all(trecs, scoring, tname)
-        self.plan = pair_plan(self.queries, self.targets)
-        for qi, ti in self.plan:
-            scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
-        self.score_only, self.kernel = score_only, kernel
-        spread = workers > 1 or scheduler is not None or client is not None
-        if spread and devices not in (None, "auto"):
-            raise NwalignError("devices and workers/scheduler/client: choose one",
-                               cli="--devices and --workers/--scheduler: choose one")
-        if spread and backend == "cuda" and workers > 1:
-            raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
-                               "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
-                               "for GPUs use --devices, or --scheduler with --backend cuda")
-        gpus = None
-        if not spread:
-            from .scaleout import resolve_devices, usable
-
-            gpus = usable(resolve_devices(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan)))),
-                          devices)
-            if gpus is not None and (len(gpus) == 1 or len(self.plan) == 1):  # a pair is never split
-                device, gpus = gpus[0], None
-        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
-            "cpu" if spread else choose_backend(backend)
-        options = None
-        if self.backend == "cuda":
-            from .cuda.pair import Options
-
-            options = Options(kernel=kernel, block=block, shared=shared, device=0 if gpus or spread else device,
-                              max_memory=gpu_max_memory)
-            log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
-                     if kernel == "diagonal-block" else "")
-        self._spread = None
-        if spread or gpus:
-            from .spread import Spread
-
-            # Local CPU workers share this host's memory; a cluster's workers have their own.
-            self._share = max(1, max_memory // workers) if workers > 1 else max_memory
-            if self.backend == "cpu" and not score_only:  # refused here, before any worker starts
-                from .cpu.pair import plan_bands
-
-                for qi, ti in self.plan:
-                    plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
-            self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
-                                  gpus, shared_dir)
-            self._options, self._threads = options, threads
-            self.aligner = None
-            return
-        self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
-
-    def cells(self, k: int = 0) -> int:
-        """DP cells of pair ``k`` of the plan."""
-        qi, ti = self.plan[k]
-        return len(self.queries[qi].codes) * len(self.targets[ti].codes)
-
-    PER_WORKER = 4          # chunks per worker at least (spread)
-    MAX_CHUNK_PAIRS = 4096  # pairs per chunk at most: a chunk's alignments wait in memory until written
-    BATCH_CELLS = 1 << 22   # GPU: pairs of at most this many cells go to the batch kernel (one warp each),
-    BATCH_MIN = 32          # when the plan holds at least this many of them; larger pairs take the pair kernel
-
-    def run(self, progress=None) -> Iterator[Alignment]:
-        """The alignments in plan order. A pair whose traceback cannot fit ``max_memory`` is refused here,
-        before the first result. ``progress(fraction)`` follows a lone pair's CPU traceback (in this process).
-
-        Raises:
-            nwalign.errors.WorkerLost: (spread) a task kept killing its workers.
-        """
-        if self._spread is not None:
-            return self._spread_run()
-        pairs = [(self.queries[a], self.targets[b]) for a, b in self.plan]
-        small = [k for k in range(len(pairs)) if self.cells(k) <= self.BATCH_CELLS]
-        if self.aligner.batch_kernel == "batch_align" and not self.score_only and self.kernel == "wavefront" \
-                and len(small) >= self.BATCH_MIN:
-            return self._batched_run(pairs, small, progress)
-        return self.aligner.align_many(pairs, self.score_only, progress)
-
-    def _batched_run(self, pairs, small: list[int], progress) -> Iterator[Alignment]:
-        """Many small pairs on the GPU: the batch kernel aligns them (:meth:`Aligner.align_batch`: calls of
-        :data:`BATCH` pairs, the next queued before the last one's alignments are built), the pair kernel
-        the others, in plan order.
-        Both follow the CPU engine's recurrence and tie rules: the same alignments as pair by pair."""
-        log.info("pair: %d of %d pairs on the GPU's batch kernel (at most %d cells each)", len(small), len(pairs),
-                 self.BATCH_CELLS)
-        is_small = np.zeros(len(pairs), dtype=bool)
-        is_small[small] = True
-        large = self.aligner.align_many([p for p, s in zip(pairs, is_small) if not s], False, progress)
-        batched = self.aligner.align_batch([pairs[k] for k in small])
-        for k in range(len(pairs)):
-            yield next(batched) if is_small[k] else next(large)
-
-    def _spread_run(self) -> Iterator[Alignment]:
-        from .spread import AlignTask, align_chunk, chunks
-
-        spread = self._spread
-        cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
-        per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller chunks: some run here first
-        count = max(per_worker * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
-        parts = chunks(cells, count)
-        threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
-        log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
-        tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
-                           self._share, self._options) for a, b in parts)
-        def here(tasks, gpu):  # chunks on one of the workers' GPUs, in this process, while they start
-            from .spread import chunk_of
-
-            return (chunk_of(self.queries, self.targets, task, gpu) for task in tasks)
-
-        for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None, total=len(parts)):
-            yield from alignments
-
-    @property
-    def tasks(self) -> tuple[int, int] | None:
-        """(tasks done, tasks in all) of a job spread over workers once its chunks are planned, else None."""
-        return None if self._spread is None else self._spread.tasks
-
-    def close(self) -> None:
-        """Stop the workers this job started (a spread job that is not run to its end)."""
-        if self._spread is not None:
-            self._spread.close()
-
-    def __iter__(self):
-        return self.run()

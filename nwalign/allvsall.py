@@ -1,498 +1,35 @@
-"""All-vs-all alignment of a sequence set (or set A against set B), streamed in tiles of pairs.
-
-Identity filter (after Li et al., section 5.4, re-derived for nwalign's definitions): an alignment of
-``length`` columns with identity >= MID has at least MID * length identical columns, each scoring at
-least ``s_id`` (the smallest diagonal score among the codes that count as identities: A, C, G, T for
-nucleotides, every amino acid but X, B, Z, U, O, J for protein), and every other column costs at most
-``c = max(gap_open, -(smallest substitution score))``. So its score is at least
-``length * (MID * s_id - (1 - MID) * c)``; in global mode ``max(m, n) <= length <= m + n``, and the
-smaller of the two ends is the bound L (infinite when ``min(m, n) < MID * max(m, n)``, since at most
-min(m, n) columns can be identical). A pair whose optimal score is below L has no optimal alignment
-with that identity, so dropping it before the traceback never loses a pair that passes. Local and
-semiglobal alignments have no useful length bound, so the filter is applied in global mode only.
-
-Pipeline: pairs are generated in batches (never all at once), scored by the GPU kernels of
-:mod:`nwalign.cuda.allpairs` or the CPU engine, filtered by the bound, and the survivors aligned in a
-diagonal band (:mod:`nwalign.cpu.banded`) that holds every alignment that can reach the identity.
+"""The allpairs job: every pair of a sequence set (i < j), or every sequence against every one of a second
+set, with an identity filter, in this process (:func:`nwalign.allvsall_run.run`) or spread over workers
+in blocks of the pair order (:mod:`nwalign.allvsall_tasks`), the results in pair order.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import math
+import os
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
-from .bands import widest_band
-from .engine import Encoded, alignment_from_path
-from .errors import NwalignError, option_error
 from . import names
-from .names import needs_alignment
-from .results import Alignment
+from .allvsall_run import needs_traceback, run, score_blocks
+from .allvsall_tasks import PairsTask, block_of, gpu_wave, pair_block, prepare_pairs_worker, scored_blocks_on, wave_of
+from .engine import choose_backend, encode_all
+from .errors import NwalignError, option_error
+from .formats import ScoreRows, Scored, format_results
+from .pairorder import PairCells, blocks
+from .prepare import ScoringRequest, check_spread, local_gpus, read_side
+from .results import Block, PairResult
 from .scoring import Scoring
+from .sequences import unique_records
+from .spread import Spread
 
 log = logging.getLogger("nwalign")
 
 COLUMNS, DEFAULT_COLUMNS = names.ALLPAIRS_COLUMNS, names.ALLPAIRS_DEFAULT_COLUMNS
-SCORE_COLUMNS = {c for c in COLUMNS if not needs_alignment(c)}  # need no traceback
-TILE = 2048  # pairs per CPU batch: bounded memory whatever the number of sequences
-GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill every SM with genome pairs)
-BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
-W_FIRST = 128  # the first band of those scores (nwalign.bands.optimal_scores says why)
-BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one launch of ~4 GB)
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
-
-
-def lengths_allow(m, n, min_identity: float):
-    """Whether lengths m x n allow identity >= ``min_identity`` at all: nident <= min(m, n) and length >=
-    max(m, n). Ints or arrays (then an array of bools)."""
-    return np.minimum(m, n) >= min_identity * np.maximum(m, n)
-
-
-def identity_bound(m: int, n: int, min_identity: float, scoring: Scoring) -> float:
-    """The lower bound L on the optimal global score of an m x n pair whose alignment has identity
-    >= ``min_identity`` (see the module docstring)."""
-    if not lengths_allow(m, n, min_identity):
-        return math.inf
-    s_id = float(np.diag(scoring.matrix)[scoring.identical].min())
-    c = float(max(scoring.gap_open, -int(scoring.matrix.min())))
-    per_column = min_identity * s_id - (1.0 - min_identity) * c
-    return min(max(m, n) * per_column, (m + n) * per_column)
-
-
-@dataclass
-class PairResult:
-    """One aligned pair: indices into the query and target sets, the alignment (or score only), and
-    whether it passes --min-identity (always true without it)."""
-
-    i: int
-    j: int
-    aln: Alignment
-    passes: bool
-
-
-@dataclass
-class Block:
-    """The results of the pairs at positions [start, stop) of the pair order, formatted: what a worker
-    sends back, and what the command line writes in order."""
-
-    start: int
-    stop: int
-    text: str                          # TSV rows of the pairs that pass (columns as asked), in pair order
-    distances: np.ndarray | None       # float32 (stop - start,): 1 - identity of each pair, or None
-    reported: int                      # rows in ``text``
-
-
-def format_results(results: list[PairResult], columns: tuple[str, ...], distances: bool, start: int) -> Block:
-    """One :class:`Block` of consecutive results (positions ``start``.. of the pair order)."""
-    from .formats import field
-
-    rows = ["\t".join([field(r.aln, c) for c in columns]) + "\n" for r in results if r.passes]
-    dist = np.array([1.0 - r.aln.identity for r in results], dtype=np.float32) if distances else None
-    return Block(start, start + len(results), "".join(rows), dist, len(rows))
-
-
-def needs_traceback(columns, min_identity: float | None, distances: bool) -> bool:
-    """Whether an all-pairs job aligns pairs (a column, the identity filter or a distance matrix needs it)."""
-    return distances or min_identity is not None or not set(columns) <= SCORE_COLUMNS
-
-
-class ScoreRows:
-    """The TSV rows of score-only columns (:data:`SCORE_COLUMNS`) for pairs and their scores, built from
-    the ids, lengths and scores without an Alignment per pair (a few hundred nanoseconds a pair instead
-    of microseconds): ``rows(pairs, scores)`` with pairs int (k, 2) indices into ``a`` and ``b`` (or
-    ``a``), scores int64 (k,), gives the k rows as one str."""
-
-    def __init__(self, a: list[Encoded], b: list[Encoded] | None, columns: tuple[str, ...]):
-        targets = a if b is None else b
-        self.columns = columns
-        self.text = {"qseqid": np.array([e.record.id for e in a], dtype=object),
-                     "sseqid": np.array([e.record.id for e in targets], dtype=object),
-                     "qlen": np.array([str(len(e.codes)) for e in a], dtype=object),
-                     "slen": np.array([str(len(e.codes)) for e in targets], dtype=object)}
-
-    def __call__(self, pairs: np.ndarray, scores: np.ndarray) -> str:
-        fields = []
-        for c in self.columns:
-            if c == "score":
-                fields.append(map(str, scores.tolist()))
-            else:
-                fields.append(self.text[c][pairs[:, 0 if c in ("qseqid", "qlen") else 1]].tolist())
-        return "".join([line + "\n" for line in map("\t".join, zip(*fields))])
-
-
-@dataclass
-class Scored:
-    """A block of a score-only job scored but not yet formatted: its (pairs, scores) batches. The command's
-    own blocks while GPU workers start come back so, and are formatted as they are written
-    (:meth:`block`): formatted in the threads that score them, with Dask starting in the same
-    interpreter, they took 1.5-1.6 s a block against 1.15-1.2 s on a worker (two H200s)."""
-
-    start: int
-    stop: int
-    batches: list
-
-    def block(self, rows: ScoreRows) -> Block:
-        text = "".join(rows(pairs, scores) for pairs, scores in self.batches)
-        return Block(self.start, self.stop, text, None, self.stop - self.start)
-
-
-def score_batches(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, stats: dict, backend: str = "cpu",
-                  kernel: str = "auto", slice_k: int | None = None, block: int | None = None, device: int = 0,
-                  threads: int = 1, span: tuple[int, int] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The scores of every pair (or of the positions ``span`` of the pair order), batch by batch:
-    (pairs int32 (k, 2), scores int64 (k,)), from :meth:`nwalign.aligner.Aligner.score_pairs`; ``stats``
-    as :func:`run` fills it."""
-    from .aligner import Aligner
-
-    stats.update(pairs=0, filtered=0, below=0, kernel="cpu", cells=0, score_seconds=0.0)
-    aligner = Aligner(scoring, backend, device, threads, announce=False)
-    clock = time.perf_counter()
-    for pairs, scores in aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b],
-                                             kernel, slice_k, block, stats, span):
-        stats["score_seconds"] += time.perf_counter() - clock
-        stats["pairs"] += len(pairs)
-        yield pairs, scores
-        clock = time.perf_counter()
-
-
-def score_blocks(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tuple[str, ...],
-                 stats: dict, backend: str = "cpu", kernel: str = "auto", slice_k: int | None = None,
-                 block: int | None = None, device: int = 0, threads: int = 1,
-                 span: tuple[int, int] | None = None) -> Iterator[Block]:
-    """A job of score-only columns (:data:`SCORE_COLUMNS`) as blocks, one per batch of scores: the rows
-    :func:`format_results` would write (:class:`ScoreRows`). ``stats`` as :func:`run` fills it."""
-    rows = ScoreRows(a, b, columns)
-    start = 0 if span is None else span[0]
-    for pairs, scores in score_batches(a, b, scoring, stats, backend, kernel, slice_k, block, device, threads, span):
-        yield Block(start, start + len(pairs), rows(pairs, scores), None, len(pairs))
-        start += len(pairs)
-
-
-def pair_count(n_a: int, n_b: int | None) -> int:
-    """How many pairs: i < j within a set of ``n_a`` (``n_b`` None), or every pair of n_a x n_b."""
-    return n_a * (n_a - 1) // 2 if n_b is None else n_a * n_b
-
-
-def row_starts(n_a: int, n_b: int | None) -> np.ndarray:
-    """The position, in pair order, of each row's first pair (int64, shape (n_a + 1,); the last entry is
-    the pair count)."""
-    i = np.arange(n_a + 1, dtype=np.int64)
-    return i * (n_a - 1) - i * (i - 1) // 2 if n_b is None else i * n_b
-
-
-def pair_batches(n_a: int, n_b: int | None, size: int, span: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
-    """The pairs (i, j), i < j within one set or every (i, j) of A x B, in row order, as int32 arrays of
-    shape (k, 2) with k <= size (never all pairs at once: 25,000 sequences are 312 million pairs).
-    ``span`` (start, stop): only the pairs at those positions of that order (a block of the matrix)."""
-    starts = row_starts(n_a, n_b)
-    start, stop = span if span is not None else (0, int(starts[-1]))
-    parts: list[np.ndarray] = []
-    count = 0
-    for i in range(int(np.searchsorted(starts, start, side="right")) - 1 if start > 0 else 0, n_a):
-        if starts[i] >= stop:
-            break
-        first = (i + 1 if n_b is None else 0) + max(0, start - int(starts[i]))
-        last = (n_a if n_b is None else n_b) - max(0, int(starts[i + 1]) - stop)
-        js = np.arange(first, last, dtype=np.int32)
-        pos = 0
-        while pos < len(js):
-            take = min(size - count, len(js) - pos)
-            part = np.empty((take, 2), dtype=np.int32)
-            part[:, 0] = i
-            part[:, 1] = js[pos:pos + take]
-            parts.append(part)
-            count += take
-            pos += take
-            if count == size:
-                yield np.concatenate(parts)
-                parts, count = [], 0
-    if parts:
-        yield np.concatenate(parts)
-
-
-class PairCells:
-    """DP cells (m * n summed) along the pair order of a set (``lengths_b`` None: pairs i < j) or of A x B:
-    :meth:`before` gives the cells of the pairs ahead of a position, so any span's cells in O(log n)."""
-
-    def __init__(self, lengths_a, lengths_b=None):
-        self.la = np.asarray(lengths_a, dtype=np.int64)
-        self.within = lengths_b is None
-        self.lb = self.la if self.within else np.asarray(lengths_b, dtype=np.int64)
-        self.starts = row_starts(len(self.la), None if self.within else len(self.lb))
-        # cells of each row: m_i times the summed lengths of its targets (j > i within one set)
-        after = np.concatenate((np.cumsum(self.lb[::-1])[::-1][1:], [0])) if self.within else \
-            np.full(len(self.la), self.lb.sum())
-        self.rows = np.concatenate(([0], np.cumsum(self.la * after)))
-        self.prefix_b = np.concatenate(([0], np.cumsum(self.lb)))
-
-    @property
-    def total(self) -> int:
-        return int(self.rows[-1])
-
-    def before(self, position: int) -> int:
-        """Cells of the pairs at positions 0 .. position - 1."""
-        if position >= self.starts[-1]:
-            return self.total
-        i = int(np.searchsorted(self.starts, position, side="right")) - 1
-        first = i + 1 if self.within else 0
-        end = first + position - int(self.starts[i])
-        return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
-
-
-def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1, taper: int = 0,
-           head: int = 0) -> list[tuple[int, int]]:
-    """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
-    m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
-    over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
-    at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
-    ``taper``: the last ``taper`` blocks (at most half of them) get in thirds half, a quarter, then an
-    eighth of a block's cells, so that the workers finish nearly together (the last block taken runs
-    alone). ``head``: the first ``head`` blocks (at most the blocks before the taper) get a quarter of a
-    block's cells: those run in the command's own process while the GPU workers start, and a block it
-    has begun when they are up shares its GPU with theirs until it ends."""
-    along = PairCells(lengths_a, lengths_b)
-    total_pairs = int(along.starts[-1])
-    if total_pairs == 0:
-        return []
-    taper = min(max(0, taper), count // 2)
-    weights = np.ones(count)
-    weights[count - taper:] = [0.5 if j < taper // 3 else 0.25 if j < 2 * taper // 3 else 0.125 for j in range(taper)]
-    weights[:min(max(0, head), count - taper)] = 0.25
-    ends = np.cumsum(weights) / weights.sum()
-    cuts = [0]
-    for k in range(1, count):
-        want = along.total * ends[k - 1]
-        i = min(int(np.searchsorted(along.rows, want, side="right")) - 1, len(along.la) - 1)
-        first = i + 1 if along.within else 0
-        inside = along.la[i] * (along.prefix_b[first + 1:] - along.prefix_b[first])  # row i's cells so far
-        j = int(np.searchsorted(inside, want - along.rows[i], side="left"))
-        cut = min(int(along.starts[i]) + j, total_pairs)
-        cuts.append(min(round(cut / quantum) * quantum, total_pairs))
-    cuts.append(total_pairs)
-    cuts = sorted(set(cuts))
-    return [(a, b) for a, b in zip(cuts, cuts[1:])]
-
-
-def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tuple[str, ...],
-        min_identity: float | None = None, need_identity_all: bool = False, threads: int = 1,
-        stats: dict | None = None, backend: str = "cpu", kernel: str = "auto", slice_k: int | None = None,
-        block: int | None = None, device: int = 0, span: tuple[int, int] | None = None) -> Iterator[PairResult]:
-    """Align every pair (or those at positions ``span`` = (start, stop) of the pair order: one block of
-    :func:`blocks`), yielding results in pair order (row by row), batch by batch.
-
-    Scores come first, from the GPU kernels (``backend="cuda"``) or the CPU engine; a pair is then
-    aligned only when a column needs the traceback, and with ``min_identity`` in global mode only when
-    its score reaches :func:`identity_bound`. Those survivors are aligned inside a diagonal band: on the
-    GPU with backend ``cuda`` (:mod:`nwalign.cuda.banded`, launches of up to :data:`GPU_TILE` pairs), else
-    on the CPU engine (:mod:`nwalign.cpu.banded`), ``threads`` at a time; both give the same alignments.
-    When every pair is aligned (no score filter) and the sequences are long (global mode, median length
-    >= :data:`BAND_FIRST_LENGTH`), each pair is aligned the same way from its optimal score, in doubling
-    bands up to the whole matrix: the alignments of the identity filter, on either backend.
-
-    Arguments:
-        a, b: encoded records; ``b`` None means all pairs i < j within ``a``.
-        scoring: the scoring scheme.
-        columns: requested output columns; tracebacks run only when a column needs one.
-        min_identity: keep only pairs with identity >= this fraction (0-1).
-        need_identity_all: align every pair even when filtered (a distance matrix needs them all).
-        threads: CPU threads (the Numba kernels release the GIL).
-        stats: filled with ``pairs``, ``filtered`` (by the bound), ``below`` (aligned, then below MID),
-            ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored), ``score_seconds`` (waiting
-            for scores) and, on the GPU, ``gpu_seconds`` (kernel time by CUDA events).
-        backend: ``cpu`` or ``cuda`` (resolve ``auto`` first).
-        kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.cuda.allpairs`; ``auto``
-            chooses from the whole job's pair count, so every block runs the same kernel).
-        span: (start, stop) positions in the pair order; None for every pair.
-
-    Raises:
-        NwalignError: min_identity outside [0, 1], or the GPU cannot run the kernel.
-    """
-    if min_identity is not None and not 0.0 <= min_identity <= 1.0:
-        raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
-    from .aligner import Aligner
-
-    stats = stats if stats is not None else {}
-    stats.update(pairs=0, filtered=0, below=0, kernel="cpu", cells=0, score_seconds=0.0)
-    traceback = need_identity_all or min_identity is not None or not set(columns) <= SCORE_COLUMNS
-    use_bound = min_identity is not None and scoring.mode == "global" and not need_identity_all
-    need_scores = use_bound or not traceback
-    targets = a if b is None else b
-    aligner = Aligner(scoring, backend, device, threads, announce=False)
-    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
-    mapper = pool.map if pool else map
-
-    def base(i, j, score):
-        q, t = a[i], targets[j]
-        return Alignment(query_id=q.record.id, target_id=t.record.id, mode=scoring.mode, score=int(score),
-                         query_length=len(q.codes), target_length=len(t.codes))
-
-    def w_max(i, j):
-        """The widest band half-width worth trying (nwalign.cpu.banded's module docstring); every pair
-        aligned in bands (``band_all``): the whole matrix."""
-        m, n = len(a[i].codes), len(targets[j].codes)
-        return max(m, n) if band_all else widest_band(m, n, min_identity)
-
-    def banded(item):
-        """A survivor of the identity bound, aligned inside the band that any alignment reaching
-        min_identity lies in (CPU engine); a score-only record when none is optimal there."""
-        i, j, score = item
-        q, t = a[i], targets[j]
-        from .cpu.banded import align_global_banded
-
-        path = align_global_banded(q.codes, t.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                   int(score), w_max(i, j))
-        if path is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
-            return i, j, base(i, j, score)
-        return i, j, alignment_from_path(q, t, scoring, path)
-
-    # Every pair aligned (alignment columns or a distance matrix, no score filter) of long sequences
-    # (median length >= BAND_FIRST_LENGTH), global mode, on either backend: optimal scores first, then each
-    # pair aligned in doubling bands up to the one that reaches its optimum (the identity filter's band
-    # sequence: the same alignments with or without --min-identity, on the GPU and the CPU engine), instead
-    # of a full matrix of directions per pair.
-    long_pairs = scoring.mode == "global" and _long(a) and (b is None or _long(b))
-    band_all = traceback and not use_bound and long_pairs
-    need_scores = need_scores or band_all
-    gpu_banded = []  # the GPU's banded aligner, made at first use
-    if aligner.gpu and (use_bound or band_all):
-        from .cuda import banded as gpu_band
-
-        on_gpu = gpu_band.ENABLED
-    else:
-        on_gpu = False
-
-    def banded_paths(part):
-        """(part, paths): a tile of survivors aligned in their bands on the GPU
-        (:class:`nwalign.cuda.banded.BandedAligner`, the CPU engine's doubling bands and paths)."""
-        if not gpu_banded:  # (this runs in a thread of its own, see aligned: the aligner launches on its device)
-            from .cuda.banded import BandedAligner
-
-            gpu_banded.append(BandedAligner(scoring, device, threads=threads, urgent=band_first))
-        clock = time.perf_counter()
-        paths = gpu_banded[0].align([(a[i].codes, targets[j].codes) for i, j, _ in part],
-                                    [int(score) for _, _, score in part], [w_max(i, j) for i, j, _ in part])
-        log.debug("allpairs: %d survivors aligned in their bands in %.2f s", len(part), time.perf_counter() - clock)
-        stats["banded_seconds"] = stats.get("banded_seconds", 0.0) + time.perf_counter() - clock
-        stats["banded_gpu_seconds"] = gpu_banded[0].kernel_seconds
-        stats["banded_pairs"] = stats.get("banded_pairs", 0) + len(part)
-        return part, paths
-
-    def result(item):
-        (i, j, score), path = item
-        return i, j, base(i, j, score) if path is None else alignment_from_path(a[i], targets[j], scoring, path)
-
-    def aligned(todo):
-        """(i, j, alignment) of the pairs to align, in order: banded under the identity bound or for
-        ``band_all`` (on the GPU with backend cuda, else on the CPU engine), else every pair in full by the
-        aligner's batches (the GPU's batch kernel where it has one)."""
-        if on_gpu:  # the GPU aligns the next tile while this one's alignments are built
-            from .background import ahead
-
-            for part, paths in ahead(banded_paths(todo[lo:lo + GPU_TILE]) for lo in range(0, len(todo), GPU_TILE)):
-                yield from mapper(result, zip(part, paths))
-            return
-        if use_bound or band_all:
-            for lo in range(0, len(todo), TILE):  # bounded: a tile's results wait in order
-                yield from mapper(banded, todo[lo:lo + TILE])
-            return
-        alns = aligner.align_batch([(a[i], targets[j]) for i, j, _ in todo])
-        for (i, j, _), aln in zip(todo, alns):
-            yield i, j, aln
-
-    band_first = on_gpu and kernel == "auto" and long_pairs
-
-    def optimal_from_bands():
-        """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
-        (:func:`nwalign.bands.optimal_scores`: a pair's matrix is filled only in bands that the bound of
-        :mod:`nwalign.bands` proves optimal). A pair that the length test of :func:`identity_bound` filters
-        whatever its score is not filled: its score is given as the int64 minimum, which the bound filters."""
-        from .bands import OutsideBound, optimal_scores
-        from .cuda.banded import BandedAligner
-
-        A = scoring.matrix.shape[0]
-
-        def counts(seqs):
-            return np.stack([np.bincount(e.codes, minlength=A) for e in seqs]).astype(np.int64)
-
-        bound = OutsideBound(scoring, counts(a), None if b is None else counts(b))
-        la = np.array([len(e.codes) for e in a], dtype=np.int64)
-        lb = la if b is None else np.array([len(e.codes) for e in b], dtype=np.int64)
-        scorer = BandedAligner(scoring, device, threads=threads)
-        stats["kernel"] = "banded"
-        log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
-                 "of nwalign.bands (median length >= %d)%s", BAND_FIRST_LENGTH,
-                 "" if not band_all else "; every pair then aligned in doubling bands up to its optimum")
-        for pairs in pair_batches(len(a), None if b is None else len(b), BAND_BATCH, span):
-            i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
-            m, n = la[i], lb[j]
-            scores = np.full(len(pairs), np.iinfo(np.int64).min, dtype=np.int64)
-            fill = np.arange(len(pairs)) if band_all else np.flatnonzero(lengths_allow(m, n, min_identity))
-
-            def banded_scores(ks, w, fill=fill, i=i, j=j):
-                return scorer.scores([(a[i[x]].codes, targets[j[x]].codes) for x in fill[ks].tolist()], w.tolist())
-
-            if fill.size:
-                clock = time.perf_counter()
-                scores[fill], w = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST)
-                log.debug("allpairs: banded scores of %d pairs in %.2f s (%d needed a second band)", fill.size,
-                          time.perf_counter() - clock, int((w > W_FIRST).sum()))
-            stats["cells"], stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
-            yield pairs, scores
-
-    if need_scores and band_first:  # the next batch's scores on the GPU while this one's survivors align
-        from .background import ahead
-
-        scored = ahead(optimal_from_bands())
-    elif need_scores:
-        scored = aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b], kernel,
-                                     slice_k, block, stats, span)
-    else:
-        stats["kernel"] = aligner.batch_kernel
-        if aligner.gpu:
-            log.info("allpairs: every pair is aligned (no score filter): kernel %s", aligner.batch_kernel)
-        scored = ((pairs, None) for pairs in pair_batches(len(a), None if b is None else len(b), TILE, span))
-    try:
-        clock = time.perf_counter()
-        for pairs, scores in scored:
-            stats["score_seconds"] += time.perf_counter() - clock
-            stats["pairs"] += len(pairs)
-            ij = pairs.tolist()
-            if not traceback:
-                for (i, j), score in zip(ij, scores.tolist()):
-                    yield PairResult(i, j, base(i, j, score), True)
-                clock = time.perf_counter()
-                continue
-            if scores is None:
-                todo = [(i, j, None) for i, j in ij]
-            else:
-                todo = []
-                for (i, j), score in zip(ij, scores.tolist()):
-                    if use_bound and score < identity_bound(len(a[i].codes), len(targets[j].codes),
-                                                            min_identity, scoring):
-                        stats["filtered"] += 1
-                        continue
-                    todo.append((i, j, score))
-            log.debug("allpairs: a batch of %d pairs scored, %d to align", len(ij), len(todo))
-            for i, j, aln in aligned(todo):
-                passes = min_identity is None or (aln.ops is not None and aln.identity >= min_identity)
-                if not passes:
-                    stats["below"] += 1
-                yield PairResult(i, j, aln, passes)
-            clock = time.perf_counter()
-    finally:
-        if pool:
-            pool.shutdown()
-
-
-def _long(seqs: list[Encoded]) -> bool:
-    """Whether a set's median length reaches :data:`BAND_FIRST_LENGTH` (pairs long enough that the banded
-    scores' per-pair host work is small beside a full matrix's fill)."""
-    return bool(seqs) and float(np.median([len(e.codes) for e in seqs])) >= BAND_FIRST_LENGTH
 
 
 class AllPairs:
@@ -530,6 +67,12 @@ class AllPairs:
     Attributes: ``a``, ``b`` (encoded records; ``b`` None for pairs within ``a``), ``scoring``,
     ``backend`` (resolved), ``stats`` (filled while running: see :func:`run`).
 
+    >>> for r in AllPairs(["GATTACA", "GATCACA", "GTTTACA"], backend="cpu", min_identity=0.8):
+    ...     print(r.i, r.j, r.aln.score, r.passes)
+    0 1 26 True
+    0 2 26 True
+    1 2 17 False
+
     Raises:
         NwalignError: fewer than two sequences, bad letters, sets of different alphabets, bad options.
     """
@@ -542,12 +85,7 @@ class AllPairs:
                  block: int | None = None, device: int = 0, threads: int = 0, source: str = "sequences",
                  against_source: str = "against", workers: int = 0, scheduler: str | None = None, client=None,
                  devices=None, shared_dir: str | None = None):
-        import os
-
-        from .cuda.allpairs import check_options
-        from .engine import choose_backend, encode_all
-        from .scoring import make_scoring, max_sequence_length
-        from .sequences import as_records, choose_alphabet, letter_counts, read_fasta, unique_records
+        from .cuda.allpairs import check_options  # plain checks; CuPy loads only when a kernel runs
 
         if min_identity is not None and not 0.0 <= min_identity <= 1.0:
             raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
@@ -555,40 +93,21 @@ class AllPairs:
         if unknown:
             raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
         check_options(kernel, slice_k, block)
-        spread = workers > 1 or scheduler is not None or client is not None
-        if spread and devices not in (None, "auto"):
-            raise NwalignError("devices and workers/scheduler/client: choose one",
-                               cli="--devices and --workers/--scheduler: choose one")
-        if backend == "cuda" and workers > 1:
-            raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
-                               "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
-                               "for GPUs use --devices, or --scheduler with --backend cuda")
-        limit = max_sequence_length(alphabet, matrix, match, mismatch, gap_open, gap_extend) if scoring is None \
-            else None
-
-        def records(items, name):
-            if isinstance(items, os.PathLike):
-                return read_fasta(os.fspath(items), limit), os.fspath(items)
-            return as_records(items), name
-
-        first, source = records(sequences, source)
-        second, against_source = records(against, against_source) if against is not None else (None, against_source)
+        spread = check_spread(workers, scheduler, client, devices, backend)
+        request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+        limit = request.limit() if scoring is None else None
+        first, source = read_side(sequences, source, limit)
+        second, against_source = read_side(against, against_source, limit) if against is not None \
+            else (None, against_source)
         if second is None and len(first) < 2:
             raise NwalignError(f"{source}: allpairs needs at least two sequences (or a second set: against)",
                                cli=f"{source}: allpairs needs at least two sequences (or --against)")
-        if scoring is None:
-            kind = choose_alphabet([(source, letter_counts(first))] +
-                                   ([(against_source, letter_counts(second))] if second else []), alphabet)
-            scoring = make_scoring(kind, mode, matrix, match, mismatch, gap_open, gap_extend)
-        self.scoring = scoring
+        sides = [(source, first)] + ([(against_source, second)] if second else [])
+        self.scoring = scoring = scoring or request.make(mode, sides)
         gpus = None
         if not spread:
-            from .scaleout import resolve_devices, usable
-
             cells = PairCells([len(r.seq) for r in first], None if second is None else [len(r.seq) for r in second])
-            gpus = usable(resolve_devices(devices, backend, device, cells.total), devices)
-            if gpus is not None and len(gpus) == 1:
-                device, gpus = gpus[0], None
+            device, gpus = local_gpus(devices, backend, device, cells.total)
         # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);
         # this process aligns nothing itself.
         self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
@@ -606,8 +125,6 @@ class AllPairs:
         self._cells_along: PairCells | None = None
         self._spread = None
         if spread or gpus:
-            from .spread import Spread
-
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
                                   shared_dir, gpu_tasks=2)  # a block formats its rows while the next is scored
 
@@ -695,8 +212,6 @@ class AllPairs:
         """The blocks from the workers (:mod:`nwalign.spread`): the pair order cut by :func:`blocks`;
         ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every task's
         kernel time, which overlap on a GPU; ``tasks``: how many)."""
-        from .spread import PairsTask, pair_block
-
         spread, stats = self._spread, self.stats
         stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
         lengths = np.array([len(e.codes) for e in self.a])
@@ -706,24 +221,18 @@ class AllPairs:
         scored = not needs_traceback(self.columns, self.min_identity, self.distances) or \
             (self.min_identity is not None and self.scoring.mode == "global" and not self.distances)
         if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
-            from .spread import gpu_wave, wave_of
-
             whole = PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances,
                               self.backend, self.kernel, self.slice_k, self.block, threads, (0, self.pairs))
             # this host's GPUs (the workers' own) are asked here, while the workers start
             quantum = wave_of(self.a, self.b, whole, spread.gpus[0]) if spread.gpus else \
                 spread.client.submit(gpu_wave, whole, pure=False).result()
             if spread.gpus:  # the GPU workers, still to start, ready only once they can run a block at once
-                import functools
-
-                from .spread import prepare_pairs_worker
-
                 spread.warm = functools.partial(prepare_pairs_worker, whole)
         per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
         count = max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS))
         head = self.HEAD_PER_GPU * spread.workers if spread.gpus else 0  # the quarter blocks run here first
         taper = self.TAPER_PER_WORKER * spread.workers
-        # the eighth blocks come on top, so that the other blocks keep their size (measured: session 22)
+        # the eighth blocks come on top, so that the other blocks keep their size
         spans = blocks(lengths, others, count + head + taper // 3, quantum, taper=taper, head=head)
         log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
@@ -734,14 +243,12 @@ class AllPairs:
             self.columns, self.min_identity, self.distances) else None
 
         def here(tasks, gpu):  # blocks on one of the workers' GPUs, in this process, while they start
-            from .spread import block_of, scored_blocks_on
-
             if rows is not None:  # one stream of batches; formatted below, as they are written
                 return scored_blocks_on(self.a, self.b, tasks, gpu)
             return (block_of(self.a, self.b, task, gpu) for task in tasks)
 
         # here the quarter blocks only: a full one begun as the workers come up shared its GPU with
-        # theirs for 2.5 s (session 22: 9.48 s against 8.89-9.21 s)
+        # theirs for 2.5 s (9.48 s against 8.89-9.21 s on two H200s)
         for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans),
                                       lead_limit=head or None):
             if isinstance(block, Scored):

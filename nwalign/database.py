@@ -28,7 +28,17 @@ class Database:
     """A sequence database: offsets (int64, shape (count + 1,)), ids and descriptions, and the residues
     either as ``residues`` (uint8 ASCII upper case, shape (total,): FASTA and version-1 .nwdb files) or as
     ``codes`` (uint8, shape (total,)) indexing the string ``letters`` (version-2 .nwdb files, written in the
-    order of the default scoring alphabet, so that a search with that alphabet uses them as they are)."""
+    order of the default scoring alphabet, so that a search with that alphabet uses them as they are).
+
+    Made by :meth:`from_records` (Python objects), :func:`load_database` (FASTA or ``.nwdb``, memory-mapped)
+    or :func:`makedb` (``nwalign makedb``); :func:`nwalign.search` takes any of them.
+
+    >>> db = Database.from_records(["MKTAYIAKQR", "GGGGS"], "db")
+    >>> db.count, db.total_length, list(db.ids), db.offsets.tolist()
+    (2, 15, ['seq1', 'seq2'], [0, 10, 15])
+    >>> db.record(1).seq
+    'GGGGS'
+    """
 
     residues: np.ndarray | None
     offsets: np.ndarray
@@ -340,7 +350,7 @@ def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
 class _Names:
     """The ids and descriptions of a version-2 .nwdb, read when first used. An ``indexed`` section starts
     with where each name starts, so a search that reports 200 hits decodes 200 names and parses nothing
-    else; a ``json`` section (files of sessions 10 and 11) is parsed whole (570,000 names: ~0.07-0.09 s
+    else; a ``json`` section (files written by nwalign 0.1 before 2026-11-23) is parsed whole (570,000 names: ~0.07-0.09 s
     holding the GIL, which a GPU search spent while its first hits waited). Thread-safe; :attr:`ids` and
     :attr:`descriptions` are read-only sequences of ``count`` strings.
 

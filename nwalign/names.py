@@ -18,24 +18,25 @@ ALLPAIRS_DEFAULT_SLICE = 32
 #: Output formats of ``pair``; those that need the alignment's columns, not only its score.
 FORMATS = ("pair", "sam", "json", "tsv", "fasta")
 NEEDS_ALIGNMENT = ("sam", "fasta")
-#: The pair report's TSV columns (the default) and those known from the score alone.
-TSV_COLUMNS = ("query_id", "target_id", "mode", "score", "query_start", "query_end", "target_start",
-               "target_end", "length", "identity", "similarity", "gaps", "cigar")
-TSV_SCORE_COLUMNS = ("query_id", "target_id", "mode", "score")
+#: pair's TSV columns (the default) and those known from the score alone: BLAST's names, as every command's.
+TSV_COLUMNS = ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", "send", "length", "pident", "ppos",
+               "gaps", "cigar")
+TSV_SCORE_COLUMNS = ("qseqid", "sseqid", "mode", "score")
 
-#: Every TSV column (BLAST's tabular names, and the pair report's ``mode``, ``identity`` and ``similarity``)
+#: Every TSV column (BLAST's tabular names, and ``mode``, the alignment mode)
 #: and whether its value needs the alignment's columns rather than the score alone; nwalign.formats.COLUMNS
 #: computes the values.
 COLUMN_NEEDS_ALIGNMENT = {
     "qseqid": False, "sseqid": False, "pident": True, "length": True, "mismatch": True, "gapopen": True,
     "qstart": True, "qend": True, "sstart": True, "send": True, "evalue": False, "bitscore": False,
     "score": False, "qlen": False, "slen": False, "nident": True, "gaps": True, "cigar": True, "qseq": True,
-    "sseq": True, "ppos": True, "qcovs": True, "stitle": False, "btop": True, "mode": False, "identity": True,
-    "similarity": True,
+    "sseq": True, "ppos": True, "qcovs": True, "stitle": False, "btop": True, "mode": False,
 }
-#: The pair report's earlier names, accepted everywhere for the same values.
+#: The pair report's earlier names, accepted everywhere for the same values (``identity`` and ``similarity``
+#: were fractions before version 0.2; they now give pident and ppos, percentages, as every command does).
 ALIASES = {"query_id": "qseqid", "target_id": "sseqid", "query_start": "qstart", "query_end": "qend",
-           "target_start": "sstart", "target_end": "send", "query_length": "qlen", "target_length": "slen"}
+           "target_start": "sstart", "target_end": "send", "query_length": "qlen", "target_length": "slen",
+           "identity": "pident", "similarity": "ppos"}
 
 
 def needs_alignment(column: str) -> bool:

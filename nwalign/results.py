@@ -200,3 +200,26 @@ def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np
             j += 1
         prev = op
     return total
+
+
+@dataclass
+class PairResult:
+    """One aligned pair: indices into the query and target sets, the alignment (or score only), and
+    whether it passes --min-identity (always true without it)."""
+
+    i: int
+    j: int
+    aln: Alignment
+    passes: bool
+
+
+@dataclass
+class Block:
+    """The results of the pairs at positions [start, stop) of the pair order, formatted: what a worker
+    sends back, and what the command line writes in order."""
+
+    start: int
+    stop: int
+    text: str                          # TSV rows of the pairs that pass (columns as asked), in pair order
+    distances: np.ndarray | None       # float32 (stop - start,): 1 - identity of each pair, or None
+    reported: int                      # rows in ``text``

@@ -176,9 +176,9 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
 
 def warm_gpu_context() -> None:
     """On a GPU worker: import CuPy and make the context (allpairs and pair load their own kernels)."""
-    from . import cuda
+    from .cuda.warmup import warm_up
 
-    cuda.warm_up(0).join()
+    warm_up(0).join()
 
 
 def _worker_version() -> str:

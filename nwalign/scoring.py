@@ -46,6 +46,18 @@ class Scoring:
         alphabet: the A letters, in code order.
         gap_open, gap_extend: positive penalties; a gap of length L costs open + (L-1) * extend.
         matrix_name: a label for reports (``BLOSUM62``, ``match=5,mismatch=-4``, a file name).
+
+    Made by :func:`make_scoring`, with each alphabet's defaults (DNA +5/-4, gaps 10/1, ambiguity codes
+    scored by NCBI BLAST's rule; protein BLOSUM62, gaps 11/1):
+
+    >>> dna = make_scoring("dna", "global")
+    >>> dna.matrix_name, dna.gap_open, dna.gap_extend, dna.alphabet
+    ('match=5,mismatch=-4', 10, 1, 'ACGTRYMKWSBDHVN')
+    >>> int(dna.matrix[dna.alphabet.index("A"), dna.alphabet.index("N")])
+    -2
+    >>> protein = make_scoring("protein", "local", matrix="PAM250", gap_open=14, gap_extend=2)
+    >>> protein.matrix_name, protein.mode
+    ('PAM250', 'local')
     """
 
     mode: str

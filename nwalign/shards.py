@@ -157,7 +157,8 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
     tuples, in the same order), aligned on the worker's GPU while it scans the next queries. Runs on a
     worker: the CPU engine, or (``backend`` cuda) the scan kernel on the one GPU the worker sees, two
     queries in flight."""
-    from .dbsearch import cpu_scan, top_hits
+    from .cpu.search import cpu_scan
+    from .hits import top_hits
 
     sc = task.scoring
     queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
@@ -209,9 +210,9 @@ def warm_gpu_worker(database: str | None = None) -> bool | None:
     """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does), and
     meanwhile (``database``: a ``.nwdb`` path) upload the whole database (:func:`preload_database`, whose
     answer is returned)."""
-    from . import cuda
+    from .cuda.warmup import warm_up_search
 
-    warm = cuda.warm_up_search(0)
+    warm = warm_up_search(0)
     fits = preload_database(database) if database is not None else None
     warm.join()
     return fits

@@ -1,22 +1,17 @@
-"""allpairs and pair spread over Dask workers, and the tasks run in this process while GPU workers start.
-
-All pairs: the pair order cut into blocks of nearly equal DP cells (:func:`nwalign.allvsall.blocks`, at
-least four per worker), each task (:class:`PairsTask`) aligning and formatting one block (the rows and
-the distances), gathered in order by the client, which alone writes. Pairs of the pair command: chunks of
-the plan balanced by DP cells (:func:`chunks`; a pair is never split), aligned on the workers
-(:class:`AlignTask`), their alignments written in order by the client. Both through :class:`Spread`,
-whose sets travel as temporary ``.nwdb`` files the workers memory-map and keep between tasks.
-:class:`Lead` runs a job's first tasks in this process on every GPU while the GPU workers start (the
-search's scale-out uses it too). Dask's side: :mod:`nwalign.scaleout`.
+"""A job's tasks spread over Dask workers, in order: :class:`Spread` (the job's sequence sets written
+once as temporary ``.nwdb`` files the workers memory-map and keep between tasks, :func:`pair_sets`; the
+workers started or joined; the tasks mapped and their results gathered in order) and :class:`Lead`
+(a job's first tasks run in this process on every GPU while the GPU workers start; the search's
+scale-out uses it too). What a task does is the job's: :mod:`nwalign.allvsall_tasks` (blocks of the
+pair order), :mod:`nwalign.pairjob` (chunks of the pair command's plan). Dask's side:
+:mod:`nwalign.scaleout`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 
-import numpy as np
 
 from . import scaleout
 from .errors import NwalignError, WorkerLost
@@ -24,28 +19,10 @@ from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AlignTask", "Lead", "PairsTask", "Spread", "align_chunk", "block_of", "chunk_of", "chunks", "gpu_wave",
-           "pair_block", "prepare_pairs_worker", "release_gpu_memory", "scored_blocks_on", "wave_of"]
+__all__ = ["Lead", "Spread", "pair_sets", "release_gpu_memory"]
 
 
-@dataclass(frozen=True)
-class PairsTask:
-    """One block of an all-pairs job: small and picklable (the sequences stay in the .nwdb files)."""
-
-    sets: tuple                   # (.nwdb path of the set, of the second set or None)
-    scoring: object
-    columns: tuple
-    min_identity: float | None
-    distances: bool
-    backend: str                  # the worker's engine: cpu, or cuda on its one visible GPU
-    kernel: str
-    slice_k: int | None
-    block: int | None
-    threads: int
-    span: tuple                   # (start, stop) positions in the pair order
-
-
-def _pair_sets(paths: tuple, scoring):
+def pair_sets(paths: tuple, scoring):
     """The encoded records of the .nwdb files, kept by the worker between tasks."""
     key = ("sets",) + tuple((p, os.path.getmtime(p)) for p in paths if p) + (scoring.alphabet,)
 
@@ -65,133 +42,9 @@ def _pair_sets(paths: tuple, scoring):
     return worker_cached(key, make)
 
 
-def pair_block(task: PairsTask):
-    """Align and format one block of an all-pairs job on a worker: (:class:`nwalign.allvsall.Block`,
-    stats as :func:`nwalign.allvsall.run` fills them)."""
-    a, b = _pair_sets(task.sets, task.scoring)
-    return block_of(a, b, task, 0)
-
-
-def block_of(a, b, task: PairsTask, device: int):
-    """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
-    one of this process's while the workers start; score-only blocks there: :func:`scored_blocks_on`)."""
-    import time
-
-    from .allvsall import Block, format_results, needs_traceback, run, score_blocks
-
-    stats: dict = {}
-    began = time.time()  # wall clock, comparable across the processes of one host (the -v timeline)
-    if not needs_traceback(task.columns, task.min_identity, task.distances):
-        parts = list(score_blocks(a, b, task.scoring, task.columns, stats, task.backend, task.kernel, task.slice_k,
-                                  task.block, device, task.threads, task.span))
-        text = "".join(p.text for p in parts)
-        block = Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts))
-    else:
-        results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
-                           task.backend, task.kernel, task.slice_k, task.block, device, task.span))
-        block = format_results(results, task.columns, task.distances, task.span[0])
-    stats["ran"] = (began, time.time(), os.getpid(), device)
-    return block, stats
-
-
-def scored_blocks_on(a, b, tasks, device: int):
-    """The score-only blocks a job runs in this process while its GPU workers start, for the tasks drawn
-    from the iterator ``tasks``, on GPU ``device``: one scorer and one stream of batches for all of them
-    (:meth:`nwalign.aligner.Aligner.score_spans`), so that the GPU does not idle between blocks (a block
-    per scorer ran at 1.34-1.40 s against 1.19 s at the one-process rate on two H100s), and each block
-    scored but not formatted (:class:`nwalign.allvsall.Scored`: formatted as the command writes it; in
-    the threads that score, with Dask starting in the same interpreter, formatting made blocks 1.5-1.6 s
-    on two H200s). Yields (Scored, stats as :func:`block_of` gives them) per task, in order, drawing the
-    next task once a task's last batch is queued (a pipeline, as :meth:`Spread.map` takes)."""
-    import itertools
-
-    from .aligner import Aligner
-    from .allvsall import Scored
-
-    tasks = iter(tasks)
-    first = next(tasks, None)  # the job's scoring and kernel options (the same in every task)
-    if first is None:
-        return
-    spans = (task.span for task in itertools.chain([first], tasks))
-    aligner = Aligner(first.scoring, first.backend, device, first.threads, announce=False)
-    for span, batches, part in aligner.score_spans([e.codes for e in a], None if b is None else [e.codes for e in b],
-                                                   spans, first.kernel, first.slice_k, first.block):
-        stats = {"pairs": part["pairs"], "filtered": 0, "below": 0, "kernel": part["kernel"], "cells": part["cells"],
-                 "gpu_seconds": part["gpu_seconds"], "ran": (part["began"], part["ended"], os.getpid(), device)}
-        yield Scored(span[0], span[1], batches), stats
-
-
-def gpu_wave(task: PairsTask) -> int:
-    """On a GPU worker: how many pairs the all-pairs score kernel for the whole job runs at once
-    (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
-    a, b = _pair_sets(task.sets, task.scoring)
-    return wave_of(a, b, task, 0)
-
-
-def prepare_pairs_worker(task: PairsTask) -> int:
-    """On a GPU worker before its first block (:attr:`Spread.warm`): CuPy and the context, the job's sets
-    read and encoded (kept), the score kernel's module loaded (:func:`gpu_wave`, whose answer is
-    returned). Its first block then starts as soon as it is given: it began 0.7 s after the workers were
-    ready on two H200s, a few tenths of a second of each GPU idle after this process's first blocks."""
-    scaleout.warm_gpu_context()
-    return gpu_wave(task)
-
-
-def wave_of(a, b, task: PairsTask, device: int) -> int:
-    """:func:`gpu_wave` on the encoded sets ``a``, ``b`` and GPU ``device``."""
-    from .cuda.allpairs import AllPairsScorer
-
-    codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
-    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, device)
-    total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
-    return scorer.wave(scorer.kernel_for(total))
-
-
-@dataclass(frozen=True)
-class AlignTask:
-    """A chunk of the pair command's plan: (query, target) indices into the two .nwdb files."""
-
-    sets: tuple                   # (.nwdb of the queries, of the targets)
-    scoring: object
-    plan: tuple                   # ((query index, target index), ...)
-    score_only: bool
-    backend: str
-    threads: int
-    max_memory: int               # bytes for this task's CPU tracebacks
-    options: object = None        # nwalign.cuda.pair.Options (device 0: the worker's GPU) or None
-
-
-def align_chunk(task: AlignTask) -> list:
-    """Align a chunk of pairs on a worker: their :class:`~nwalign.results.Alignment` objects, in order."""
-    queries, targets = _pair_sets(task.sets, task.scoring)
-    return chunk_of(queries, targets, task, 0)
-
-
-def chunk_of(queries, targets, task: AlignTask, device: int) -> list:
-    """:func:`align_chunk` on the encoded sets and GPU ``device`` (a worker's only GPU, or one of this
-    process's while the workers start)."""
-    from .aligner import Aligner
-
-    aligner = Aligner(task.scoring, task.backend, device, task.threads, task.max_memory, task.options, announce=False)
-    return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))
-
-
-def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
-    """Cut a list of pairs (their DP cells, in order) into at most ``count`` consecutive (start, stop)
-    ranges of nearly equal cells; a pair is never split."""
-    total = np.cumsum(np.asarray(cells, dtype=np.float64))
-    if total.size == 0:
-        return []
-    cuts = {0, int(total.size)}
-    for k in range(1, count):
-        cuts.add(int(np.searchsorted(total, total[-1] * k / count, side="left")) + 1)
-    cuts = sorted(c for c in cuts if 0 <= c <= total.size)
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
-
-
 class Spread(Owned):
     """A job's tasks on Dask workers: its sequence sets written once as temporary .nwdb files the workers
-    read (:func:`_pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
+    read (:func:`pair_sets`), the workers started or joined, the tasks run in order by :meth:`map`.
 
     With ``gpus``, :meth:`map` runs the first tasks in this process on every one of those GPUs (its
     ``local`` function) and then writes the sets and starts the GPU workers in the background

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: install the carried wheels, run the gpu tests, run a short benchmark.
-# Logs go under $OUT (the device tool's output folder), or ./gpu-check-out elsewhere.
+# Logs go under $OUT (the output folder of a remote GPU run), or ./gpu-check-out elsewhere.
 # Usage: bash scripts/gpu-check.sh [quick|full]
 set -uo pipefail
 MODE=${1:-quick}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on a machine with two or more GPUs (kind nvidia-h200-x2) for issue 19: install the carried
+# One call on a machine with two or more GPUs: install the carried
 # wheels (scripts/device-wheels.sh made them), the multigpu tests, then search and allpairs/pair on one
 # GPU and on two (benchmarks/gpu_scaleout.sh, benchmarks/gpu_scaleout_allpairs.sh). Logs under $OUT.
 #   bash scripts/gpu-scaleout.sh

@@ -33,7 +33,7 @@ def genes(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run where CuPy sees a GPU (the lent GPU machine) and are skipped elsewhere, saying why."""
+    """GPU tests run where CuPy sees a GPU (a GPU machine) and are skipped elsewhere, saying why."""
     from nwalign import cuda
 
     gpus = len(cuda.device_numbers())

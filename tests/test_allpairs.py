@@ -1,12 +1,13 @@
 """nwalign allpairs on the CPU: scores against Biopython, the identity bound, the filter, outputs, errors."""
 
 import dataclasses
+import io
 import os
 
 import numpy as np
 import pytest
 
-from nwalign.allvsall import identity_bound, run
+from nwalign.allvsall_run import identity_bound, run
 from nwalign.cli import main
 from nwalign.engine import Encoded, align_pair, encode_all
 from nwalign.scoring import make_scoring
@@ -76,8 +77,8 @@ def test_cli_tsv_against_and_matrices(capsys, tmp_path):
     assert main(["allpairs", str(src), "--columns", "qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen",
                  "--matrix-out", str(phy), "-o", str(out), "--threads", "2"]) == 0
     rows = [line.split("\t") for line in out.read_text().splitlines()]
-    assert rows[0][:3] == ["qseqid", "sseqid", "score"] and len(rows) == 1 + 15
-    for row in rows[1:]:
+    assert rows[0][:2] == ["s0", "s1"] and len(rows) == 15  # no header line by default, as every TSV
+    for row in rows:
         length, nident, mismatch, gaps = (int(x) for x in row[4:8])
         assert nident + mismatch + gaps == length and abs(float(row[3]) - 100 * nident / length) < 0.01
     lines = phy.read_text().splitlines()
@@ -90,6 +91,11 @@ def test_cli_tsv_against_and_matrices(capsys, tmp_path):
     assert got.shape == (6, 3) and np.all((got >= 0) & (got <= 1))
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 18 and printed[0].startswith("s0\to0\t")
+    assert main(["allpairs", str(src), "--against", str(other), "--header", "--columns", "qseqid,sseqid,score"]) == 0
+    from Bio import SearchIO  # BLAST's -outfmt 7: one block of comment lines per query
+
+    parsed = list(SearchIO.parse(io.StringIO(capsys.readouterr().out), "blast-tab", comments=True))
+    assert [q.id for q in parsed] == [f"s{k}" for k in range(6)] and all(len(q) == 3 for q in parsed)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -123,7 +129,7 @@ def test_cli_backend_cuda_without_gpu_is_one_line(capsys):
 @pytest.mark.parametrize("n_a, n_b, size", [(1, None, 3), (2, None, 1), (7, None, 4), (5, None, 100), (3, 4, 5),
                                             (1, 1, 1), (40, None, 64)])
 def test_pair_batches_cover_every_pair_once_in_order(n_a, n_b, size):
-    from nwalign.allvsall import pair_batches
+    from nwalign.pairorder import pair_batches
 
     batches = list(pair_batches(n_a, n_b, size))
     assert all(0 < len(b) <= size and b.dtype == np.int32 and b.shape[1] == 2 for b in batches)
@@ -208,7 +214,8 @@ def test_cli_matrix_out_npy_streams_to_disk(tmp_path):
 def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     """The score-only fast path (no Alignment per pair) gives the rows of the general path, in blocks that
     cover the pair order, for a span too."""
-    from nwalign.allvsall import format_results, score_blocks
+    from nwalign.allvsall_run import score_blocks
+    from nwalign.formats import format_results
 
     scoring = make_scoring("dna", mode)
     enc = encode_all(_records(14), scoring, "16S")
@@ -265,7 +272,7 @@ def test_spans_through_one_stream_equal_each_span_scored_alone(against):
     its scores those of the CPU engine, its cells and kernel time its own; spans are drawn no further
     ahead than the two batches in flight need; an empty span is refused."""
     from nwalign.aligner import block_batch, stream_spans
-    from nwalign.allvsall import PairCells, pair_batches
+    from nwalign.pairorder import PairCells, pair_batches
 
     scoring = make_scoring("dna", "global")
     enc = encode_all(_records(30), scoring, "16S")
@@ -353,14 +360,15 @@ def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(agai
 
 @pytest.mark.parametrize("against", [False, True])
 def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monkeypatch):
-    """spread.scored_blocks_on (the score-only blocks run here while GPU workers start): the blocks of the
-    tasks drawn, in order, come back scored but not formatted (allvsall.Scored, spans inside the pair
+    """allvsall_tasks.scored_blocks_on (the score-only blocks run here while GPU workers start): the blocks of the
+    tasks drawn, in order, come back scored but not formatted (formats.Scored, spans inside the pair
     order) and are formatted as they are written: the same Block as block_of gives for each alone, with
     its stats (Aligner.score_spans on "GPU 1", its scorer played by the CPU engine)."""
     import nwalign.aligner
+    import nwalign.allvsall_tasks
     import nwalign.cuda.allpairs
-    from nwalign.allvsall import Scored, ScoreRows
-    from nwalign.spread import PairsTask, block_of, scored_blocks_on
+    from nwalign.formats import Scored, ScoreRows
+    from nwalign.allvsall_tasks import PairsTask, block_of, scored_blocks_on
 
     scoring = make_scoring("dna", "global")
     enc = encode_all(_records(20), scoring, "16S")
@@ -377,7 +385,7 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
     tasks = [PairsTask((None, None), scoring, columns, None, False, "cuda", "auto", None, None, 1, span)
              for span in [(4, 64), (64, 70), (70, total - 3)]]
     alone = [block_of(a, b, dataclasses.replace(task, backend="cpu"), 0) for task in tasks]
-    monkeypatch.setattr(nwalign.aligner, "Aligner", Here)
+    monkeypatch.setattr(nwalign.allvsall_tasks, "Aligner", Here)
     monkeypatch.setattr(nwalign.cuda.allpairs, "AllPairsScorer", _StandInScorer)
     out = list(scored_blocks_on(a, b, iter(tasks), 1))
     assert list(scored_blocks_on(a, b, iter([]), 1)) == []
@@ -450,7 +458,7 @@ def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
 def test_pair_cells_of_any_span(against):
     """PairCells (the progress bar's GCUPS, --devices auto's job size): the cells of every span of the pair
     order, against a sum over its pairs."""
-    from nwalign.allvsall import PairCells, pair_batches
+    from nwalign.pairorder import PairCells, pair_batches
 
     rng = np.random.default_rng(9)
     la = rng.integers(1, 3000, size=13)
@@ -502,13 +510,14 @@ def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
     columns), and the pairs that reach 85 % identity are exactly the rows of the --min-identity 0.85 run
     (the same doubling bands, so the same alignments)."""
     import nwalign.allvsall
+    import nwalign.allvsall_run
     from nwalign.cpu import score_codes
     from nwalign.results import rescore
 
     scoring = make_scoring("dna")
     enc = encode_all(read_fasta(SIXTEEN_S)[:14], scoring, "16S")
     cols = ("qseqid", "sseqid", "score", "pident", "length", "nident")
-    monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+    monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
     every = list(run(enc, None, scoring, cols, need_identity_all=True, threads=2))
     assert len(every) == 14 * 13 // 2
     for r in every:

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.allvsall import run
+from nwalign.allvsall_run import run
 from nwalign.cli import main
 from nwalign.cpu import score_codes
 from nwalign.engine import encode_all
@@ -108,7 +108,7 @@ def test_against_and_cli_equal_cpu(tmp_path):
 
 def test_score_blocks_on_the_gpu_equal_cpu(tmp_path):
     """The score-only fast path on the GPU, whole and in a span, writes the CPU engine's rows; the CLI too."""
-    from nwalign.allvsall import score_blocks
+    from nwalign.allvsall_run import score_blocks
 
     scoring = make_scoring("dna")
     enc = encode_all(read_fasta(SIXTEEN_S)[:30], scoring, "16S")

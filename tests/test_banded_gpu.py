@@ -139,10 +139,11 @@ def test_allpairs_scores_from_bands_equal_cpu(tmp_path, monkeypatch, case, capsy
     path for long sequences; for 16S genes made to take it by lowering its length threshold; for 12
     SARS-CoV-2 genomes with runs of N its own): the CPU engine's bytes, and -v says which path ran."""
     import nwalign.allvsall
+    import nwalign.allvsall_run
     from nwalign.cli import main
 
     if case == "16S":
-        monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+        monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
         recs, mid = read_fasta(SIXTEEN_S)[:40], "0.9"
     else:
         recs, mid = read_fasta(SARS2)[:12], "0.99"
@@ -167,10 +168,11 @@ def test_allpairs_every_pair_in_bands_equals_cpu(tmp_path, monkeypatch, case, ca
     alignments (16S genes made to take this path by lowering its length threshold; 6 SARS-CoV-2 genomes
     with runs of N take it by themselves)."""
     import nwalign.allvsall
+    import nwalign.allvsall_run
     from nwalign.cli import main
 
     if case == "16S":
-        monkeypatch.setattr(nwalign.allvsall, "BAND_FIRST_LENGTH", 100)
+        monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
         recs = read_fasta(SIXTEEN_S)[:30]
     else:
         recs = read_fasta(SARS2)[:6]

@@ -11,7 +11,7 @@ from nwalign.cpu import align_codes
 from nwalign.engine import encode_all
 from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database
-from nwalign.dbsearch import search_query
+from nwalign.search_pipeline import search_query
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters
 
@@ -138,7 +138,7 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
     """search with the scan kernel and the batched alignment: the same hits, columns and statistics."""
     from nwalign.cuda.batch import BatchAligner
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import field
+    from nwalign.formats import hit_field as field
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
@@ -193,7 +193,7 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
 def test_pair_of_many_records_takes_the_batch_kernel(tmp_path, mode):
     """`nwalign pair` with one query and many targets: the small pairs on the batch kernel, the large one
     on the pair kernel, in plan order; the output is the CPU engine's byte for byte."""
-    from nwalign.aligner import Pairs
+    from nwalign.pairjob import Pairs
     from nwalign.cli import main
 
     rng = np.random.default_rng(9)

@@ -40,9 +40,9 @@ def test_json_one_against_many(capsys, pair_files):
     assert {"qseqid", "sseqid", "qstart", "qend", "sstart", "send", "qlen", "slen", "gapopen"} <= set(rows[0])
     for r in rows:
         for key in ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", "send", "length",
-                    "identity", "similarity", "gaps", "cigar"):
+                    "pident", "ppos", "gaps", "cigar"):
             assert key in r
-        assert r["qstart"] == 1 and r["qend"] == 14 and 0 < r["identity"] <= 1
+        assert r["qstart"] == 1 and r["qend"] == 14 and 0 < r["pident"] <= 100  # percent, as search's
 
 
 def test_every_format(capsys, pair_files):
@@ -55,8 +55,8 @@ def test_every_format(capsys, pair_files):
     sam = [line.split("\t") for line in outputs["sam"].splitlines() if not line.startswith("@")]
     assert len(sam) == 2 and sam[0][2] == "t1" and sam[0][11].startswith("AS:i:")
     assert "@SQ\tSN:t1\tLN:14" in outputs["sam"]
-    tsv = outputs["tsv"].splitlines()
-    assert tsv[0].split("\t")[:4] == ["query_id", "target_id", "mode", "score"] and len(tsv) == 3
+    tsv = ["header"] + outputs["tsv"].splitlines()  # no header line by default, as BLAST's -outfmt 6
+    assert tsv[1].split("\t")[:4] == ["q1", "t1", "local", tsv[1].split("\t")[3]] and len(tsv) == 3
     fasta = outputs["fasta"].splitlines()
     assert fasta[0].startswith(">q1 ") and fasta[2].startswith(">t1 ")
     scores = [json.loads(x)["score"] for x in outputs["json"].splitlines()]
@@ -94,7 +94,7 @@ def test_random_input(capsys):
 def test_output_file_is_atomic(capsys, pair_files, tmp_path):
     dest = tmp_path / "out.tsv"
     code, out, _ = run(capsys, "pair", *pair_files, "--format", "tsv", "-o", str(dest))
-    assert code == 0 and out == "" and dest.read_text().startswith("query_id")
+    assert code == 0 and out == "" and dest.read_text().startswith("q1\tt1\t")
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(dest).st_mode & 0o777 == 0o666 & ~umask
@@ -147,7 +147,7 @@ def _subprocess(*args, stdin=None):
 @pytest.mark.parametrize("command", ["pair {many} {many} --format tsv", "search {many} {many} --top 50 --backend cpu -q",
                                      "allpairs {few} --backend cpu", "mutate {many}"])
 def test_subprocess_pipe_to_head_is_quiet(tmp_path, command):
-    """A closed pipe ends every command quietly with status 141, the shell's status for SIGPIPE (issue 20)."""
+    """A closed pipe ends every command quietly with status 141, the shell's status for SIGPIPE."""
     many = tmp_path / "many.fa"
     many.write_text("".join(f">s{k}\nACGTACGTAAGT\n" for k in range(3000)))
     few = tmp_path / "few.fa"
@@ -175,7 +175,7 @@ def test_real_genomes_every_format(capsys):
     assert code == 0, err
     row = json.loads(out)
     assert (row["qlen"], row["slen"]) == (29903, 29855)
-    assert 0.95 < row["identity"] < 0.97
+    assert 95 < row["pident"] < 97
     assert row["qstart"] == 1 and row["send"] == 29855
     # The score-only kernel (anti-diagonal) and the traceback agree.
     code, out, _ = run(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "--format", "json")
@@ -199,7 +199,7 @@ def test_mutate_command_region_and_pair(capsys, tmp_path):
     assert read_fasta(str(cut))[0].seq == whole[100:3100]
     assert read_fasta(str(cut))[0].id == read_fasta(src)[0].id
     code, out, _ = run(capsys, "pair", str(cut), str(mut), "--format", "json")
-    assert code == 0 and 0.95 < json.loads(out)["identity"] < 0.995
+    assert code == 0 and 95 < json.loads(out)["pident"] < 99.5
     code, out, err = run(capsys, "mutate", src, "--region", "9999999-10000000")
     assert code == 2 and "has only" in err
     code, out, err = run(capsys, "pair", "--random", "100", "--mutate", "0.1", "--format", "tsv", "--no-header")
@@ -353,12 +353,12 @@ class Tty(io.StringIO):
 
 def test_progress_bar_only_on_a_terminal(monkeypatch):
     """Progress goes to stderr only when it is a terminal and not -q; it counts to the total and closes."""
-    from nwalign import cli
+    from nwalign.cli import progress
 
     for tty, quiet, shown in ((False, False, False), (True, True, False), (True, False, True)):
         err = Tty() if tty else io.StringIO()
         monkeypatch.setattr(sys, "stderr", err)
-        advance = cli._progress("allpairs", 10, quiet, "pairs")
+        advance = progress.progress("allpairs", 10, quiet, "pairs")
         for _ in range(10):
             advance(1)
         assert ("allpairs" in err.getvalue()) == shown
@@ -366,7 +366,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
 
 def test_bench_reports_each_result_as_measured(monkeypatch):
     """bench's live status line hears of every row as it is measured (run_* ``progress``), on a terminal."""
-    from nwalign import cli
+    from nwalign.cli import progress
     from nwalign.bench import run_pair
 
     heard = []
@@ -375,7 +375,7 @@ def test_bench_reports_each_result_as_measured(monkeypatch):
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
-    update = cli._status("bench", False)
+    update = progress.status("bench", False)
     update(rows[0])
     update(None)
     assert "bench" in err.getvalue()
@@ -397,7 +397,7 @@ def test_output_never_destroys_an_input_or_a_link(tmp_path, capsys):
     target.write_text("old\n")
     link.symlink_to(target)
     assert main(["pair", str(fa), str(fa), "--format", "tsv", "-o", str(link)]) == 0
-    assert link.is_symlink() and target.read_text().startswith("query_id")
+    assert link.is_symlink() and target.read_text().startswith("a\ta\t")
     if os.geteuid() != 0:  # root may write read-only files, so this part only means something for a user
         ro = tmp_path / "ro.tsv"
         ro.write_text("keep\n")
@@ -424,12 +424,12 @@ def test_sigterm_removes_the_temporary_output(tmp_path):
 
 def test_progress_bar_counts_tasks_of_a_spread_job(monkeypatch):
     """In DP cells with a job spread over workers: the rate in GCUPS and "k/N tasks" as they come back."""
-    from nwalign import cli
+    from nwalign.cli import progress
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
     done = [0]
-    advance = cli._progress("allpairs", 4 * 10**9, False, "cells", tasks=lambda: (done[0], 4) if done[0] else None)
+    advance = progress.progress("allpairs", 4 * 10**9, False, "cells", tasks=lambda: (done[0], 4) if done[0] else None)
     for _ in range(4):
         done[0] += 1
         advance(10**9)
@@ -438,11 +438,11 @@ def test_progress_bar_counts_tasks_of_a_spread_job(monkeypatch):
 
 def test_progress_bar_takes_fractions(monkeypatch):
     """The fraction form (a lone pair's traceback) counts 0..1 onto the same bar and closes at 1."""
-    from nwalign import cli
+    from nwalign.cli import progress
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
-    setter = cli._progress("pair", 1000, False, "/1000", fraction=True)
+    setter = progress.progress("pair", 1000, False, "/1000", fraction=True)
     for f in (0.1, 0.5, 1.0):
         setter(f)
     assert "pair" in err.getvalue()
@@ -458,14 +458,14 @@ def test_progress_bar_takes_fractions(monkeypatch):
     (["mutate", os.path.join(DATA, "phage_lambda_J02459.fasta"), "--region", "1-inf"], "--region: '1-inf'"),
 ])
 def test_out_of_range_numbers_are_one_line_errors(capsys, args, message):
-    """Infinite, negative or huge numbers end in one line naming the option, never a traceback (issue 20)."""
+    """Infinite, negative or huge numbers end in one line naming the option, never a traceback."""
     code, out, err = run(capsys, *args)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
 
 
 def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
     """The shipped 16S file has 100 records and 74 distinct ids: one warning, ID_2... suffixes, distinct
-    PHYLIP names, one SAM @SQ line per reference (issue 20)."""
+    PHYLIP names, one SAM @SQ line per reference."""
     from nwalign.sequences import read_fasta
 
     sixteen = os.path.join(DATA, "16S_100_dada2.fasta.gz")
@@ -494,7 +494,7 @@ def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
 
 def test_memory_goes_to_the_work_in_flight(capsys, tmp_path):
     """--threads no longer divides --max-memory among idle threads, a pair that cannot fit is refused
-    before any row is printed, and --max-memory above the machine's RAM is capped with a warning (issue 20)."""
+    before any row is printed, and --max-memory above the machine's RAM is capped with a warning."""
     code, out, err = run(capsys, "pair", "--random", "3000", "--max-memory", "2M", "--threads", "8",
                          "--format", "tsv", "--no-header")
     assert code == 0 and out.count("\n") == 1, err
@@ -513,7 +513,7 @@ def test_memory_goes_to_the_work_in_flight(capsys, tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_stops_a_long_cpu_run_at_once():
     """SIGINT during a long score-only CPU run (about 40 s of kernel) ends it with status 130 well before
-    the kernel would have finished (the kernel runs in a worker thread; issue 20)."""
+    the kernel would have finished (the kernel runs in a worker thread)."""
     import signal
     import time
 
@@ -538,23 +538,31 @@ def test_ctrl_c_stops_a_long_cpu_run_at_once():
 
 
 def test_pair_columns_share_the_search_column_table(capsys):
-    """pair --columns takes BLAST's names (as search and allpairs) and the pair report's own; the default
-    TSV is unchanged; the values equal search's for the same alignment (issues 17 and 21)."""
+    """pair --columns takes BLAST's names, as search and allpairs do, and the pair report's earlier names
+    as aliases (identity and similarity now percentages); the values equal search's for the same
+    alignment; --header writes BLAST's -outfmt 7 comment lines, as every command does."""
     from nwalign.names import TSV_COLUMNS
 
     cols = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send score nident qlen slen cigar"
-    code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu", "--columns", cols)
+    code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu", "--columns", cols,
+                         "--header")
     assert code == 0, err
-    header, row = out.splitlines()
-    assert header.split("\t") == cols.split()
-    values = dict(zip(header.split("\t"), row.split("\t")))
+    lines = out.splitlines()
+    assert lines[0].startswith("# nwalign ") and lines[1].startswith("# Query: MN908947") and lines[-1].startswith("# nwalign")
+    assert lines[2] == "# Fields: query id, subject id, % identity, alignment length, mismatches, gap opens, " \
+        "q. start, q. end, s. start, s. end, score, identical, query length, subject length, cigar"
+    assert lines[3] == "# 1 hits found"
+    values = dict(zip(cols.split(), lines[4].split("\t")))
     assert values["pident"] == "96.04" and values["score"] == "138977" and values["qstart"] == "1"
     code, default, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu")
     code2, spelled, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu",
                               "--columns", ",".join(TSV_COLUMNS))
-    assert code == code2 == 0 and default == spelled and default.splitlines()[0].split("\t")[0] == "query_id"
-    d = dict(zip(*[line.split("\t") for line in default.splitlines()]))
-    assert d["identity"] == "0.9604" and d["query_end"] == values["qend"] == "29903"
+    assert code == code2 == 0 and default == spelled and default.count("\n") == 1  # no header by default
+    d = dict(zip(TSV_COLUMNS, default.rstrip("\n").split("\t")))
+    assert d["pident"] == "96.04" and d["qend"] == values["qend"] == "29903"
+    code, old, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", "tsv", "--backend", "cpu",
+                         "--columns", "query_id,identity,similarity,query_end")
+    assert code == 0 and old.rstrip("\n").split("\t") == [d["qseqid"], d["pident"], d["ppos"], d["qend"]]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -597,16 +605,17 @@ def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
 
 
 def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
-    """Every GPU named gets its context through the driver API at once (nwalign.cuda.retain_contexts);
+    """Every GPU named gets its context through the driver API at once (nwalign.cuda.device.retain_contexts);
     allpairs/pair over several GPUs then warm up only the first one with CuPy (the job plans on it); a
     search warms every GPU it names."""
-    import nwalign.cuda
+    import nwalign.cuda.device
+    import nwalign.cuda.warmup
     from nwalign import launch
 
     calls = []
-    monkeypatch.setattr(nwalign.cuda, "retain_contexts", lambda devices: calls.append(("contexts", devices)))
-    monkeypatch.setattr(nwalign.cuda, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
-    monkeypatch.setattr(nwalign.cuda, "warm_up_search", lambda device: calls.append(("search", device)))
+    monkeypatch.setattr(nwalign.cuda.device, "retain_contexts", lambda devices: calls.append(("contexts", devices)))
+    monkeypatch.setattr(nwalign.cuda.warmup, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
+    monkeypatch.setattr(nwalign.cuda.warmup, "warm_up_search", lambda device: calls.append(("search", device)))
     import nwalign.cli
 
     monkeypatch.setattr(nwalign.cli, "entry", lambda: None)
@@ -621,10 +630,10 @@ def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
 
 
 def test_contexts_are_retained_through_the_driver_in_order_and_errors_stop_quietly(monkeypatch):
-    """nwalign.cuda.retain_contexts: the driver initialised, then each GPU's primary context retained in
+    """nwalign.cuda.device.retain_contexts: the driver initialised, then each GPU's primary context retained in
     the order given; a failed call ends the thread without raising (CuPy's own calls report it); no
     driver library: nothing happens."""
-    import nwalign.cuda as cuda
+    import nwalign.cuda.device as cuda
 
     class Driver:
         def __init__(self, bad=None):

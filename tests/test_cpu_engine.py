@@ -1,6 +1,5 @@
 """The CPU engine against Biopython, and its tracebacks against their own scores."""
 
-import doctest
 
 import numpy as np
 import pytest
@@ -146,11 +145,6 @@ def test_align_codes_ops_are_consistent():
     score, qs, qe, ts, te, ops = align_codes(q.codes, t.codes, scoring.matrix, 10, 1, 0)
     assert (qs, qe, ts, te) == (0, 7, 0, 7)
     assert int((ops != 2).sum()) == 7 and int((ops != 1).sum()) == 7
-
-
-def test_docstring_examples():
-    failures, tried = doctest.testmod(nwalign.engine)
-    assert tried > 0 and failures == 0
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2])

@@ -35,7 +35,7 @@ def test_shipped_cubins_match_the_sources():
 
     from nwalign.cuda.batch import KERNEL_NAMES
     from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.cuda.search import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
+    from nwalign.cuda.scanplan import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():

@@ -11,7 +11,8 @@ import pytest
 
 from nwalign.errors import NwalignError
 from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, detect_alphabet, parse_lengths, random_records, read_fasta
+from nwalign.sequences import Record, detect_alphabet, read_fasta
+from nwalign.simulate import parse_lengths, random_records
 
 FASTA = b">seq1 first record\nACGTAC\ngtac\n>seq2\nTTTT\n"
 
@@ -121,7 +122,7 @@ def test_random_records_are_seeded():
 
 
 def test_mutate_is_seeded_and_changes_about_rate():
-    from nwalign.sequences import mutate
+    from nwalign.simulate import mutate
 
     rec = random_records([20000], "dna", 4)[0]
     a = mutate(rec, 0.05, 9)
@@ -235,7 +236,7 @@ def _cli(capsys, *args):
 
 def test_alphabet_mismatch_between_inputs_is_refused(tmp_path, capsys):
     """Protein queries against a DNA database (or the other way round) stop in one line unless --alphabet
-    forces them (issue 20); pair and allpairs --against likewise."""
+    forces them; pair and allpairs --against likewise."""
     prot = tmp_path / "p.fa"
     prot.write_text(">p\nMKVLEWFIDQ\n")
     dna = tmp_path / "d.fa"
@@ -274,7 +275,7 @@ def test_peptide_of_nucleotide_codes_warns_once(tmp_path, capsys):
     ("# only a comment\n\n", "empty matrix file"),
 ])
 def test_bad_matrix_files_are_refused_with_file_and_line(tmp_path, capsys, text, message):
-    """A short row (Biopython fills it with zeros), an asymmetric matrix and an empty file (issue 20)."""
+    """A short row (Biopython fills it with zeros), an asymmetric matrix and an empty file."""
     path = tmp_path / "m.mat"
     path.write_text(text)
     with pytest.raises(NwalignError, match=message):
@@ -287,7 +288,7 @@ def test_bad_matrix_files_are_refused_with_file_and_line(tmp_path, capsys, text,
 
 def test_a_compressed_input_too_long_for_the_scores_is_refused_while_it_streams(tmp_path, capsys):
     """A small gzip that expands to a record no scoring of these options can align is refused while it is
-    decompressed (after about 3 bytes per allowed residue), not after filling the memory (issue 20)."""
+    decompressed (after about 3 bytes per allowed residue), not after filling the memory."""
     import resource
 
     from nwalign.scoring import max_sequence_length

@@ -11,7 +11,7 @@ import pytest
 
 from nwalign import search
 from nwalign.cli import main
-from nwalign.dbsearch import top_hits
+from nwalign.hits import top_hits
 from nwalign.errors import WorkerLost
 from nwalign.shards import merge, shards
 
@@ -90,7 +90,7 @@ def test_sharded_search_equals_one_process(client, tied_db, count):
 
 
 def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
-    from nwalign.dbsearch import rounds
+    from nwalign.search_spread import rounds
 
     for queries, workers, count in ((2000, 2, 1), (2000, 2, 2), (7, 3, 1), (0, 2, 1), (130, 1, 1), (500, 8, 3)):
         got = rounds(queries, workers, count)
@@ -110,7 +110,7 @@ def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
 def test_query_batches_over_workers_in_many_rounds_equal_one_process(client, tied_db, monkeypatch):
     """The default on workers with the database whole on each (shards 1): queries dealt in rounds, several
     in flight on two workers, the rounds shrinking at the end; hits in query order as in one process."""
-    from nwalign.dbsearch import _ScaleOut
+    from nwalign.search_spread import ScaleOut as _ScaleOut
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(SP196)[:23]
@@ -342,7 +342,7 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     import bz2
     import gzip
 
-    from nwalign import cuda, dbsearch
+    from nwalign import cuda, search_spread
     from nwalign.database import load_database, makedb
     from nwalign.sequences import residues_bound
 
@@ -362,28 +362,28 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     assert residues_bound("-") is None and residues_bound(str(tmp_path / "none.fa")) is None
     nwdb = str(tmp_path / "db.nwdb")
     makedb(SP196, nwdb)
-    cells = dbsearch._estimated_cells(plain, nwdb)
+    cells = search_spread.estimated_cells(plain, nwdb)
     assert cells == size * os.path.getsize(nwdb) >= 1000 * load_database(nwdb).total_length
-    assert dbsearch._estimated_cells(plain, load_database(nwdb)) == size * load_database(nwdb).total_length
-    assert dbsearch._estimated_cells(["ACDE"], nwdb) is None
-    assert dbsearch._estimated_cells(pathlib.Path("-"), nwdb) is None
+    assert search_spread.estimated_cells(plain, load_database(nwdb)) == size * load_database(nwdb).total_length
+    assert search_spread.estimated_cells(["ACDE"], nwdb) is None
+    assert search_spread.estimated_cells(pathlib.Path("-"), nwdb) is None
 
     monkeypatch.setattr(cuda, "gpu_count", lambda: 2)  # two GPUs as the driver counts them
     started = []
-    monkeypatch.setattr(dbsearch, "_start_gpu_workers", lambda gpus, path: started.append(gpus) or "workers")
-    resolved, workers = dbsearch._start_devices("auto", "cuda", 0, nwdb, cells)
+    monkeypatch.setattr(search_spread, "start_gpu_workers", lambda gpus, path: started.append(gpus) or "workers")
+    resolved, workers = search_spread.start_devices("auto", "cuda", 0, nwdb, cells)
     assert resolved.result() is None and workers.result() is None and started == []
-    resolved, workers = dbsearch._start_devices("auto", "cuda", 0, nwdb, 10**15)
+    resolved, workers = search_spread.start_devices("auto", "cuda", 0, nwdb, 10**15)
     assert resolved.result() == [0, 1] and workers.result() == "workers" and started == [[0, 1]]
 
 
 def test_gpu_workers_take_a_fasta_database_once_written(monkeypatch):
-    """dbsearch._workers_holding: the GPU workers are handed over once the temporary .nwdb is written and
+    """search_spread.workers_holding: the GPU workers are handed over once the temporary .nwdb is written and
     each holds it (their answers say whether it fitted); a write that fails closes the workers and the
     failure is what the search's own scans see (they then scan every query)."""
     from concurrent.futures import Future
 
-    from nwalign import dbsearch
+    from nwalign import search_spread
 
     class Fake:
         closed = False
@@ -404,9 +404,9 @@ def test_gpu_workers_take_a_fasta_database_once_written(monkeypatch):
         return f
 
     client, cluster = Fake(), Fake()
-    got = dbsearch._workers_holding(done((client, cluster, None)), done(), "/tmp/x.nwdb").result(timeout=10)
+    got = search_spread.workers_holding(done((client, cluster, None)), done(), "/tmp/x.nwdb").result(timeout=10)
     assert got == (client, cluster, False) and not client.closed  # one GPU could not hold it: shards
-    failed = dbsearch._workers_holding(done((client, cluster, None)), done(error=OSError("disk full")), "/tmp/x.nwdb")
+    failed = search_spread.workers_holding(done((client, cluster, None)), done(error=OSError("disk full")), "/tmp/x.nwdb")
     with pytest.raises(OSError, match="disk full"):
         failed.result(timeout=10)
     assert client.closed and cluster.closed
@@ -449,7 +449,7 @@ def pair_sets(tmp_path_factory):
 
 
 def test_pair_spans_and_blocks_cover_the_pair_order_once():
-    from nwalign.allvsall import blocks, pair_batches, pair_count
+    from nwalign.pairorder import blocks, pair_batches, pair_count
 
     rng = np.random.default_rng(3)
     for n_a, n_b in ((2, None), (3, None), (9, None), (1, 7), (6, 1), (5, 4)):
@@ -520,6 +520,7 @@ def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeyp
     """allpairs over the fixture's two workers (and once over 5 blocks per worker): the same TSV bytes,
     and the same distance matrix, as one process."""
     import nwalign.allvsall
+    import nwalign.allvsall_run
     import nwalign.scaleout
 
     monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
@@ -610,7 +611,7 @@ def test_allpairs_spread_options_refused(tmp_path, pair_sets, capsys):
 # -- pair over workers -----------------------------------------------------------------------------
 
 def test_chunks_cover_the_plan_once_balanced_by_cells():
-    from nwalign.spread import chunks
+    from nwalign.pairorder import chunks
 
     rng = np.random.default_rng(4)
     for n in (1, 2, 5, 40):

@@ -91,7 +91,7 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     GPU at once; the workers read it as a temporary .nwdb)."""
     import threading
 
-    import nwalign.dbsearch
+    import nwalign.search_spread
     import nwalign.scaleout
     from nwalign.sequences import read_fasta
 
@@ -99,7 +99,7 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
     database = plain_nwdb if form == "nwdb" else ECOLI
     want = _rows(search(queries, database, top=5, backend="cuda", devices="0"))
     up = threading.Event()
-    start, scan = nwalign.dbsearch._start_gpu_workers, nwalign.dbsearch.search_all
+    start, scan = nwalign.search_spread.start_gpu_workers, nwalign.search_spread.search_all
 
     def started(gpus, path):
         workers = start(gpus, path)
@@ -113,8 +113,8 @@ def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypa
 
     cells: list = []
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", started)
-    monkeypatch.setattr(nwalign.dbsearch, "search_all", held)
+    monkeypatch.setattr(nwalign.search_spread, "start_gpu_workers", started)
+    monkeypatch.setattr(nwalign.search_spread, "search_all", held)
     job = search(queries, database, top=5, backend="cuda")
     assert job._scaleout is not None and len(job.leads) == 2  # GPU 0 twice: two threads scan here
     got = _rows(job.run(cells.append))
@@ -142,10 +142,10 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
     import threading
 
     import nwalign.scaleout
-    import nwalign.spread
+    import nwalign.allvsall
 
     up = threading.Event()
-    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.spread, local)
+    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.allvsall, local)
     seen = {"here": 0}
 
     def started(*args, **kwargs):
@@ -167,7 +167,7 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
 
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.scaleout, "client_for", started)
-    monkeypatch.setattr(nwalign.spread, local, held_stream if local == "scored_blocks_on" else held)
+    monkeypatch.setattr(nwalign.allvsall, local, held_stream if local == "scored_blocks_on" else held)
     return seen
 
 
@@ -196,7 +196,7 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
     is formatted): its rows are those of the one-process run at its positions."""
     from nwalign import allpairs
     from nwalign.cuda.allpairs import AllPairsScorer
-    from nwalign.spread import PairsTask, block_of
+    from nwalign.allvsall_tasks import PairsTask, block_of
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
     job = allpairs(genes / "60.fa", columns=cols, backend="cuda", devices="0")
@@ -238,7 +238,7 @@ def test_workers_that_fail_to_start_leave_every_task_here(plain_nwdb, genes, mon
     run in this process on its GPUs; the same hits and rows, and a warning that says why."""
     import logging
 
-    import nwalign.dbsearch
+    import nwalign.search_spread
     import nwalign.scaleout
     from nwalign import allpairs
     from nwalign.sequences import read_fasta
@@ -254,7 +254,7 @@ def test_workers_that_fail_to_start_leave_every_task_here(plain_nwdb, genes, mon
 
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.dbsearch, "_start_gpu_workers", fail)
+    monkeypatch.setattr(nwalign.search_spread, "start_gpu_workers", fail)
     monkeypatch.setattr(nwalign.scaleout, "client_for", fail)
     with caplog.at_level(logging.WARNING, logger="nwalign"):
         got = _rows(search(queries, plain_nwdb, top=3, backend="cuda"))

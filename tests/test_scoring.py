@@ -1,4 +1,4 @@
-"""Nucleotide ambiguity codes as NCBI BLAST scores them, and the identity rule (issue 20, section 1):
+"""Nucleotide ambiguity codes as NCBI BLAST scores them, and the identity rule:
 BLAST's table, the CPU engine against parasail with the same 15 x 15 matrix in every mode, identities
 never counted for ambiguity codes (or X), X read as N, and the allpairs filter with the new rule."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nwalign
-from nwalign.allvsall import run
+from nwalign.allvsall_run import run
 from nwalign.cpu import score_codes
 from nwalign.engine import encode_all
 from nwalign.scoring import NUCLEOTIDE_BASES, NUCLEOTIDE_CODES, blast_nucleotide_matrix, make_scoring

@@ -1,5 +1,6 @@
 """nwalign search on the CPU: hits against a brute-force Biopython scan, statistics, makedb, errors."""
 
+import io
 import json
 import math
 import re
@@ -13,7 +14,8 @@ from nwalign.engine import encode_all
 from nwalign.errors import NwalignError
 from nwalign.scoring import make_scoring
 from nwalign.database import database_from_records, encode_database, load_database
-from nwalign.dbsearch import search_query, top_hits
+from nwalign.hits import top_hits
+from nwalign.search_pipeline import search_query
 from nwalign.sequences import Record, read_fasta
 from nwalign.statistics import parameters
 
@@ -84,9 +86,18 @@ def test_cli_tsv_json_and_makedb_round_trip(capsys, tmp_path):
     fasta_out = capsys.readouterr().out
     assert main(["search", OPAL, str(nwdb), "--top", "4", "--header"]) == 0
     assert capsys.readouterr().out == fasta_out
-    lines = fasta_out.splitlines()
-    assert lines[0].split("\t") == ["qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
-                                    "sstart", "send", "evalue", "bitscore"] and len(lines) == 1 + 5 * 4
+    # BLAST's -outfmt 7: per query its comment lines, then its rows; Biopython reads them as BLAST's
+    from Bio import SearchIO
+
+    parsed = list(SearchIO.parse(io.StringIO(fasta_out), "blast-tab", comments=True))
+    assert [len(q) for q in parsed] == [4] * 5 and [q.id for q in parsed] == [r.id for r in read_fasta(OPAL)]
+    assert fasta_out.splitlines()[2] == "# Fields: query id, subject id, % identity, alignment length, mismatches, " \
+        "gap opens, q. start, q. end, s. start, s. end, evalue, bit score"
+    assert main(["search", OPAL, SP196, "--top", "4"]) == 0  # -outfmt 6: the rows alone
+    plain = capsys.readouterr().out
+    assert plain == "".join(line + "\n" for line in fasta_out.splitlines() if not line.startswith("#"))
+    fields = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue bitscore".split()
+    assert sum(len(q) for q in SearchIO.parse(io.StringIO(plain), "blast-tab", fields=fields)) == 20
     assert main(["search", OPAL, SP196, "--top", "2", "--format", "json", "--max-evalue", "1"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert rows and all(r["evalue"] <= 1 for r in rows)
@@ -228,7 +239,7 @@ def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
 def test_search_gpu_equals_cpu():
     """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import GswSearcher
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")
     for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
@@ -254,7 +265,7 @@ def _random_db(rng, letters, lengths, prefix="r"):
 def test_scan_kernel_equals_cpu(packed16, plan):
     """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
@@ -279,7 +290,7 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
     and longer than a group's pipeline) all give the CPU engine's scores."""
     from nwalign.cuda.search import CONFIGS, ScanSearcher
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     rng = np.random.default_rng(11 if alphabet == "dna" else 12)
     scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
@@ -305,7 +316,7 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
     beyond): database lengths 1 .. 2,600 (shorter than a group, odd count), related sequences and queries
     of 1 .. 2,100 residues (one to five passes) give the CPU engine's scores."""
     import nwalign.cuda.search as S
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     monkeypatch.setattr(S, "PROFILE_MAX_LEN", 1500)
     monkeypatch.setattr(S, "PROFILE_CHUNK_RESIDUES", 10000)  # several chunks, one boundary buffer
@@ -330,7 +341,7 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
 def test_scan_profile_chunks_cover_the_range(first, residues):
     """Plan profile's chunks (no GPU needed): contiguous, covering sequences first.. once, each within the
     residue bound unless it is a single pair, every chunk but the last an even number of sequences."""
-    from nwalign.cuda.search import _chunks
+    from nwalign.cuda.scanplan import _chunks
 
     lengths = np.array([9, 8, 7, 7, 5, 5, 4, 3, 3, 1, 1], dtype=np.int64)
     chunks = _chunks(lengths, first, residues)
@@ -368,7 +379,7 @@ def test_scan_auto_plan_takes_the_profile_kernel_on_large_databases(monkeypatch)
 def test_scan_profile_every_configuration(config, monkeypatch):
     """Every sw_profile.cu instantiation, one pass and three, gives the CPU engine's scores."""
     import nwalign.cuda.search as S
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     assert config in S.PROFILE_CONFIGS and len(S.PROFILE_CONFIGS) == 20
     G, R = config
@@ -390,7 +401,7 @@ def test_scan_profile_every_configuration(config, monkeypatch):
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
     from nwalign.cuda.search import ScanSearcher
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     rng = np.random.default_rng(4)
     scoring = make_scoring("dna", "local")
@@ -418,7 +429,7 @@ def test_scan16_overflow_is_recomputed_in_32_bits(profile_max_len, monkeypatch):
     """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts. The
     default plan (the long sequences through sw_search.cu), and (9000) every sequence through sw_profile.cu."""
     import nwalign.cuda.search as S
-    from nwalign.dbsearch import cpu_scan
+    from nwalign.cpu.search import cpu_scan
 
     if profile_max_len:
         monkeypatch.setattr(S, "PROFILE_MAX_LEN", profile_max_len)
@@ -447,7 +458,7 @@ def test_scan_partitions_cover_the_database(hopper, m):
     """The scan's launch plan (no GPU needed): contiguous ranges covering every sequence once, longest
     first; a single-pass configuration only for sequences that fit its G x R columns; every range large
     enough to fill a GPU, or merged into the next longer one."""
-    from nwalign.cuda.search import CONFIGS, MIN_THREADS, _partitions
+    from nwalign.cuda.scanplan import CONFIGS, MIN_THREADS, _partitions
 
     rng = np.random.default_rng(5)
     lengths = np.sort(np.clip(rng.lognormal(5.7, 0.6, size=60_000), 1, 9000).astype(np.int64))[::-1]
@@ -497,7 +508,7 @@ def test_top_hits_equal_a_full_sort(dtype):
 def test_score_columns_need_no_alignment(capsys, monkeypatch):
     """Columns the scan alone gives (ids, score, lengths, E-value, bit score) are written without
     aligning any hit, and equal the aligned run's."""
-    import nwalign.dbsearch as search
+    import nwalign.hits as search
 
     cols = "qseqid,sseqid,score,evalue,bitscore,qlen,slen"
     assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols + ",pident"]) == 0  # aligned
@@ -554,7 +565,7 @@ def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
     """The search path that takes the hits' alignments from a batch aligner (the GPU's BatchAligner on a
     GPU; here one with the same interface over the CPU engine) builds the same hits as the CPU path."""
     from nwalign.cpu import align_codes
-    from nwalign.dbsearch import field
+    from nwalign.formats import hit_field as field
 
     class CpuBatch:
         def __init__(self, scoring):

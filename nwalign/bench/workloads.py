@@ -20,7 +20,8 @@ from ..engine import Encoded
 from ..errors import NwalignError
 from ..results import Alignment, rescore
 from ..scoring import Scoring, make_scoring
-from ..sequences import Record, detect_alphabet, mutate, random_records, read_fasta
+from ..sequences import Record, detect_alphabet, read_fasta
+from ..simulate import mutate, random_records
 from .harness import (Row, _gpu_timer, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch,
                       spread, timed, versions)
 
@@ -220,21 +221,9 @@ def synthetic_database(count: int, seed: int):
     return Database(residues, offsets, [f"db{k}" for k in range(count)], [""] * count, f"synthetic-{count}")
 
 
-def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
-               backend: str = "auto", inputs: list[str] | None = None, seed: int = 1, matrix: str | None = None,
-               gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000,
-               progress=None) -> list[Row]:
-    """Benchmark the search workload: each query against the whole database, scores only.
-
-    Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
-    kernel is timed too, else on the first ``check`` database sequences.
-    """
-    from ..database import database_from_records, encode_database
-    from ..dbsearch import cpu_scan
-
-    gpu_ok = gpu_allowed(backend)
-    names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
-    names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
+def _search_inputs(query_lengths: list[int], db_size: int, inputs: list[str] | None, seed: int):
+    """(queries, database) of the search workload: ``inputs`` (queries, and optionally a database), or
+    seeded random proteins against a synthetic Swiss-Prot-like database."""
     if inputs and len(inputs) > 2:
         raise NwalignError("--input for search: give the query FASTA, and optionally the database FASTA")
     if inputs:
@@ -246,9 +235,42 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     if inputs and len(inputs) == 2:
         from ..database import load_database
 
-        db = load_database(inputs[1])
-    else:
-        db = synthetic_database(db_size, seed + 1)
+        return queries, load_database(inputs[1])
+    return queries, synthetic_database(db_size, seed + 1)
+
+
+def _search_check(name: str, scores, cpu_scores, other_gpu, reference) -> tuple[bool, str]:
+    """(verified, against what) of one kernel's scores of a query: the CPU engine's on the whole database
+    when it was timed, else on the first database sequences (``reference()``) and the other GPU kernel's."""
+    if name == "cpu":
+        ref = reference()  # the scan must not depend on the database around it
+        return bool(np.array_equal(scores[:len(ref)], ref)), "cpu engine (subset rerun)"
+    if cpu_scores is not None:
+        return bool(np.array_equal(scores, cpu_scores)), "cpu engine (whole database)"
+    ref = reference()
+    verified, ref_name = bool(np.array_equal(scores[:len(ref)], ref)), f"cpu engine (first {len(ref)})"
+    if name in GPU_SEARCH_KERNELS and other_gpu is not None:
+        verified &= bool(np.array_equal(scores, other_gpu))
+        ref_name += ", the other GPU kernel (whole database)"
+    return verified, ref_name
+
+
+def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
+               backend: str = "auto", inputs: list[str] | None = None, seed: int = 1, matrix: str | None = None,
+               gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000,
+               progress=None) -> list[Row]:
+    """Benchmark the search workload: each query against the whole database, scores only.
+
+    Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
+    kernel is timed too, else on the first ``check`` database sequences.
+    """
+    from ..database import database_from_records, encode_database
+    from ..cpu.search import cpu_scan
+
+    gpu_ok = gpu_allowed(backend)
+    names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
+    names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
+    queries, db = _search_inputs(query_lengths, db_size, inputs, seed)
     scoring = make_scoring("protein", "local", matrix, None, None, gap_open, gap_extend)
     codes = encode_database(db, scoring)
     threads = __import__("os").cpu_count() or 1
@@ -276,18 +298,10 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
                 enc = Encoded(q, qc)
                 fn, timer = (lambda: gpu[name].score_query(enc)), _gpu_timer()
             times, scores = timed(fn, repeats, warmup, timer)
+            verified, ref_name = _search_check(name, scores, cpu_scores, other_gpu,
+                                               lambda: cpu_scan(qc, sub_codes, sub.offsets, scoring, threads))
             if name == "cpu":
                 cpu_scores = scores
-                ref = cpu_scan(qc, sub_codes, sub.offsets, scoring, threads)  # the scan must not depend on the db
-                verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), "cpu engine (subset rerun)"
-            elif cpu_scores is not None:
-                verified, ref_name = bool(np.array_equal(scores, cpu_scores)), "cpu engine (whole database)"
-            else:
-                ref = cpu_scan(qc, sub_codes, sub.offsets, scoring, threads)
-                verified, ref_name = bool(np.array_equal(scores[:sub.count], ref)), f"cpu engine (first {sub.count})"
-                if name in GPU_SEARCH_KERNELS and other_gpu is not None:
-                    verified &= bool(np.array_equal(scores, other_gpu))
-                    ref_name += ", the other GPU kernel (whole database)"
             if name in GPU_SEARCH_KERNELS and other_gpu is None:
                 other_gpu = scores
             runs, median, fastest, slowest = spread(times)
@@ -320,6 +334,38 @@ def allpairs_records(length: int, count: int, seed: int, inputs: list[str] | Non
     return [mutate(root, 0.15, seed + 1 + k, name=f"variant{k}") for k in range(count)]
 
 
+def _allpairs_gpu_rows(rows, name, codes, scoring, pairs, sample, reference, first_gpu, slices, blocks, repeats,
+                       warmup, context):
+    """The rows of one GPU all-pairs kernel (each slice and block size that fits), verified against the CPU
+    engine on the sampled pairs and against the first GPU kernel on every pair; returns that kernel's
+    scores."""
+    from ..cuda.allpairs import AllPairsScorer
+
+    mean_len, cells, mode, device, info = context
+    for k_slice in (slices if name == "lazy-rscan" else [None]):
+        for block in blocks:
+            if not _block_fits(name, block):
+                continue
+            scorer = AllPairsScorer(codes, scoring, name, k_slice, block)
+            times, got = timed(lambda: scorer.scores(pairs, name), repeats, warmup, _gpu_timer())
+            verified = bool(np.array_equal(got[sample], reference))
+            ref_name = f"cpu engine ({len(sample)} sampled pairs)"
+            if first_gpu is None:
+                first_gpu = got
+            else:
+                verified &= bool(np.array_equal(got, first_gpu))
+                ref_name += ", other GPU kernels (all pairs)"
+            runs, median, fastest, slowest = spread(times)
+            config = _config(name, k_slice, block)
+            if not verified:
+                mismatch(f"allpairs {name} {config}: scores differ from the {ref_name}")
+            rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, runs, median,
+                            fastest, slowest, cells / median / 1e9, int(got.max()), verified,
+                            ref_name, device, pairs=len(pairs), pairs_per_s=len(pairs) / median,
+                            config=config, versions=info))
+    return first_gpu
+
+
 def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
                  mode: str = "global", backend: str = "auto", slices: list[int] | None = None,
                  blocks: list[int | None] | None = None, inputs: list[str] | None = None, seed: int = 1,
@@ -334,7 +380,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..allvsall import pair_batches
+    from ..pairorder import pair_batches
     from ..cuda.allpairs import KERNELS as GPU_KERNELS
 
     gpu_ok = gpu_allowed(backend)
@@ -386,29 +432,8 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
                                     "cpu-serial (50 pairs)", "cpu", pairs=len(sample),
                                     pairs_per_s=len(sample) / median, config=f"{threads} threads", versions=info))
                     continue
-                from ..cuda.allpairs import AllPairsScorer
-
-                for k_slice in (slices if name == "lazy-rscan" else [None]):
-                    for block in blocks:
-                        if not _block_fits(name, block):
-                            continue
-                        scorer = AllPairsScorer(codes, scoring, name, k_slice, block)
-                        times, got = timed(lambda: scorer.scores(pairs, name), repeats, warmup, _gpu_timer())
-                        verified = bool(np.array_equal(got[sample], reference))
-                        ref_name = f"cpu engine ({len(sample)} sampled pairs)"
-                        if first_gpu is None:
-                            first_gpu = got
-                        else:
-                            verified &= bool(np.array_equal(got, first_gpu))
-                            ref_name += ", other GPU kernels (all pairs)"
-                        runs, median, fastest, slowest = spread(times)
-                        config = _config(name, k_slice, block)
-                        if not verified:
-                            mismatch(f"allpairs {name} {config}: scores differ from the {ref_name}")
-                        rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, runs, median,
-                                        fastest, slowest, cells / median / 1e9, int(got.max()), verified,
-                                        ref_name, device, pairs=len(pairs), pairs_per_s=len(pairs) / median,
-                                        config=config, versions=info))
+                first_gpu = _allpairs_gpu_rows(rows, name, codes, scoring, pairs, sample, reference, first_gpu,
+                                               slices, blocks, repeats, warmup, (mean_len, cells, mode, device, info))
             for r in rows:
                 if r.query_length == mean_len and cpu_gcups:
                     r.speedup_cpu = r.gcups / cpu_gcups

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import names
 from ..errors import NwalignError, option_error
-from . import copy_to_host_async, modules, require
+from . import modules
+from .device import copy_to_host_async, pinned_empty, require
 
 log = logging.getLogger("nwalign")
 
@@ -252,7 +253,6 @@ class AllPairsScorer:
         """Score batches of pairs (int32 (k, 2) arrays, each at most :meth:`batch_size` long), yielding
         (pairs, int64 scores) in order; batch k+1 is queued on the GPU before batch k is returned."""
         cp = self.cp
-        from . import pinned_empty
 
         slots = [None, None]  # per stream: (pairs, order, pinned scores, event, device buffers)
         k = 0

@@ -21,7 +21,8 @@ import numpy as np
 from ..bands import band_limits
 from ..errors import NwalignError
 from ..ops import OP_DEL, OP_INS
-from . import modules, pinned_empty, require
+from . import modules
+from .device import pinned_empty, require
 
 ENABLED = True  # allpairs aligns its survivors here (False: on the CPU engine; the benchmarks compare both)
 BAND = 256   # query rows per band of the kernel (32 lanes x 8 rows)
@@ -73,7 +74,7 @@ def _stream(cp, urgent: bool):
 
 def _function(name: str):
     """A kernel of kernels/banded_align.cu: from the shipped cubin when it matches, else compiled."""
-    return modules.prebuilt_function("banded_align", name) or modules.function("banded_align", name)
+    return modules.kernel("banded_align", name)
 
 
 def kernel_path(out_row, h_ops: np.ndarray, start: int, global_mode: bool) -> tuple:

@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from ..errors import NwalignError
-from . import copy_to_host_async, modules, require
+from . import modules
+from .device import copy_to_host_async, pinned_empty, require
 
 log = logging.getLogger("nwalign")
 BAND = 256  # query rows per band of the kernel (32 lanes x 8 rows)
@@ -84,7 +85,7 @@ class BatchAligner:
         # from the int32 matrix per cell (the _int kernels).
         fast = int(np.abs(scoring.matrix).max()) <= 127
         name = _KERNELS[scoring.mode_code] + ("" if fast else "_int")
-        self.func = modules.prebuilt_function("batch_align", name) or modules.function("batch_align", name)
+        self.func = modules.kernel("batch_align", name)
         self.shared = 4 * ((self.A * self.A + 1) & ~1) + (WARPS * self.A * 64 * 4 if fast else 0)
         self.launch_pairs = modules.resident_blocks(self.func, THREADS, self.shared) * WARPS
         # Above the scans in priority, so that a batch's warps take SMs as the scan's blocks finish (CUDA
@@ -123,7 +124,6 @@ class BatchAligner:
 
     def _pinned(self, size: int) -> np.ndarray:
         """A page-locked uint8 host buffer of at least ``size`` bytes, from the free list (see _release)."""
-        from . import pinned_empty
 
         with self._lock:  # a search submits from one thread and collects from another
             for k, buf in enumerate(self._free):
@@ -168,7 +168,6 @@ class BatchAligner:
         out_bytes = 4 * OUT * count + sizes["ops"]
         # The results' buffer is not reused: the paths handed out are views of it (a power-of-two size, so
         # that CuPy's pool of page-locked memory takes it back for a later launch once they are gone).
-        from . import pinned_empty
 
         h_out = pinned_empty((1 << (out_bytes - 1).bit_length(),), np.uint8)
         stream = self.streams[number % len(self.streams)]

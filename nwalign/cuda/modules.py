@@ -101,6 +101,15 @@ def function(name: str, kernel: str, cooperative: bool = False, name_expressions
     return module(name, cooperative, name_expressions).get_function(kernel)
 
 
+def kernel(name: str, mangled: str, kernel_name: str | None = None, name_expressions: tuple[str, ...] = ()):
+    """The one way every host module loads a kernel of kernels/<name>.cu: from the shipped cubin for this
+    GPU when it matches the source (``mangled``: its C++ mangled name), else compiled by NVRTC
+    (``kernel_name``: its name in the source, default ``mangled``; ``name_expressions``: the template
+    instances to compile with it)."""
+    return prebuilt_function(name, mangled) or function(name, kernel_name or mangled,
+                                                       name_expressions=name_expressions)
+
+
 _RESIDENT: dict = {}
 
 

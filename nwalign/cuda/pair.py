@@ -15,7 +15,8 @@ import numpy as np
 
 from ..ops import GLOBAL, LOCAL, finish_path, format_bytes  # Numba (the CPU tracebacks below) only when used
 from ..errors import NwalignError, option_error
-from . import BLOCK_SHAPES, KERNELS, modules, require
+from . import BLOCK_SHAPES, KERNELS, modules
+from .device import pinned_empty, require
 
 log = logging.getLogger("nwalign")
 
@@ -160,7 +161,6 @@ def adm_offsets(m: int, n: int) -> np.ndarray:
 def _run_adm(run: _Run, opts: Options):
     """Sub-matrices of whole anti-diagonals, computed into one of two device buffers while the other is
     copied to pinned host memory on a second stream (Kurt et al., IV.B.3-4)."""
-    from . import pinned_empty
 
     cp = run.cp
     m, n = run.m, run.n

@@ -1,0 +1,12 @@
+"""The ``nwalign`` command line: parse options, call the library, write results. Nothing else.
+
+One module per command (``pair``, ``search``, ``allpairs``, ``bench``; ``tools``: makedb, mutate,
+devices), each registering itself on the group of :mod:`nwalign.cli.group`; the options they share are
+defined once in :mod:`nwalign.cli.options`. Nothing here loads NumPy or an engine until a command runs
+(``nwalign --help`` stays fast; a test keeps it so).
+"""
+
+from . import allpairs, bench, pair, search, tools  # noqa: F401  (each registers its command)
+from .group import cli, entry, main
+
+__all__ = ["cli", "entry", "main"]

@@ -1,0 +1,180 @@
+"""What every command's options share: sizes, scores, columns, logging, and the option groups defined
+once (scoring, run, spread, header)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+
+import click
+
+from ..errors import NwalignError
+from ..names import ALPHABETS
+
+log = logging.getLogger("nwalign")
+
+
+def parse_size(text: str) -> int:
+    """'4G', '4GiB', '512M', '64k' or a byte count -> bytes (binary units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not match:
+        raise NwalignError(f"--max-memory: {text!r} is not a size such as 4G or 512M")
+    value = int(float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2)])
+    if value <= 0:
+        raise NwalignError(f"--max-memory: {text!r} must be positive")
+    ram = _physical_memory()
+    if ram and value > ram:
+        log.warning("warning: --max-memory %s is more than this machine's %.1f GiB of RAM; using %.1f GiB", text,
+                    ram / 2**30, ram / 2**30)
+        value = ram
+    return value
+
+
+def _physical_memory() -> int:
+    """Bytes of RAM (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def parse_block(text: str) -> tuple[int, int]:
+    """'32x32' -> (32, 32)."""
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise NwalignError(f"--block: {text!r} is not ROWSxCOLS such as 32x32") from None
+    return rows, cols
+
+
+class _Score(click.ParamType):
+    """An integer score or penalty; a fractional one (EMBOSS's default extend is 0.5) gets an explanation."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            pass
+        try:
+            float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not an integer", param, ctx)
+        self.fail(f"{value!r}: scores and penalties are integers in nwalign; for EMBOSS's 10/0.5, double every "
+                  "score (--gap-open 20 --gap-extend 1 and a matrix file with doubled values: alignments are the "
+                  "same, scores twice as large)", param, ctx)
+
+
+SCORE = _Score()
+
+
+def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """--columns: names from ``allowed``, separated by commas or (as BLAST's -outfmt writes them) spaces.
+
+    Raises:
+        NwalignError: an unknown name, or none at all.
+    """
+    cols = tuple(c for c in re.split(r"[,\s]+", text) if c)
+    unknown = [c for c in cols if c not in allowed]
+    if unknown or not cols:
+        raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "
+                           f"(choose from {', '.join(allowed)})")
+    return cols
+
+
+def setup_logging(verbose: bool, quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    # NWALIGN_LOG_TIMES=1 with -v: milliseconds since start-up on every line, and the finer debug steps.
+    timed = verbose and os.environ.get("NWALIGN_LOG_TIMES", "") not in ("", "0")
+    handler.setFormatter(logging.Formatter("nwalign: %(relativeCreated)6.0f ms: %(message)s" if timed
+                                           else "nwalign: %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.ERROR if quiet else logging.DEBUG if timed else logging.INFO if verbose else logging.WARNING)
+    log.propagate = False
+
+
+_SCORING_OPTIONS = (
+    click.option("--matrix", metavar="NAME|PATH",
+                 help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
+                      "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA."),
+    click.option("--match", type=SCORE, help="DNA/RNA score for identical letters  [default: 5]"),
+    click.option("--mismatch", type=SCORE, help="DNA/RNA score for different letters  [default: -4]"),
+    click.option("--gap-open", type=SCORE, metavar="N",
+                 help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]"),
+    click.option("--gap-extend", type=SCORE, metavar="N",
+                 help="Penalty of each further gap position (>= 0); a gap of length L costs "
+                      "open + (L-1)*extend  [default: 1]"),
+    click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
+                 help="Residue alphabet; auto detects nucleotides vs protein from the letters."),
+)
+
+
+def scoring_options(command):
+    """The scoring options of pair, allpairs and search: one definition, one help text."""
+    for option in reversed(_SCORING_OPTIONS):
+        command = option(command)
+    return command
+
+
+_RUN_OPTIONS = (
+    click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+                 help="GPU number (CUDA device index)."),
+    click.option("-o", "--output", metavar="FILE",
+                 help="Write here instead of stdout (atomically: nothing is left behind on error)."),
+    click.option("-v", "--verbose", is_flag=True,
+                 help="Explain choices on stderr (alphabet, backend, memory path, kernel, timings)."),
+    click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings, no progress)."),
+)
+
+
+def run_options(command):
+    """--device, -o, -v and -q of pair, allpairs and search: one definition, one help text."""
+    for option in reversed(_RUN_OPTIONS):
+        command = option(command)
+    return command
+
+
+def spread_options(how: str, auto_cells: str = "10^12"):
+    """--workers, --scheduler, --devices and --shared-dir of pair, allpairs and search (``how``: what the
+    workers take; ``auto_cells``: the DP cells from which --devices auto spreads over every GPU)."""
+    options = (
+        click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+                     help=f"Spread the work over N CPU-engine processes (a local Dask cluster; needs nwalign[dask]): "
+                          f"{how}; the output is unchanged."),
+        click.option("--scheduler", metavar="ADDRESS|FILE.json",
+                     help="Spread the work over a running Dask cluster (its scheduler's address or scheduler file; "
+                          "GPU workers with --backend cuda). The input is written once as .nwdb files in "
+                          "--shared-dir."),
+        click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
+                     help="GPUs to run on: auto = every visible GPU when there are two or more, nwalign[dask] is "
+                          f"installed and the job has at least {auto_cells} DP cells (unless --device names another GPU), "
+                          f"all, or a list such as 0,1. Two or more: one worker process per GPU ({how}); the output "
+                          "is unchanged."),
+        click.option("--shared-dir", metavar="DIR",
+                     help="Directory for the input's temporary .nwdb files that the workers read (default: the "
+                          "system's temporary directory; workers on other hosts need a shared one)."),
+    )
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return decorate
+
+
+def check_shared_dir(shared_dir, workers, scheduler, devices) -> None:
+    if shared_dir is not None and not (workers > 1 or scheduler or devices not in ("auto", None)):
+        raise NwalignError("--shared-dir is for --workers, --scheduler or --devices")
+
+
+def header_option(command):
+    """--header/--no-header of every command that writes TSV or SAM: one definition, one help text."""
+    return click.option("--header/--no-header", default=None,
+                        help="TSV: BLAST -outfmt 7-style '#' comment lines (program, query, fields, hits found) "
+                             "before each query's rows  [default: none, as -outfmt 6]; SAM: the @HD/@SQ/@PG "
+                             "lines  [default: on].")(command)

@@ -1,0 +1,94 @@
+"""``nwalign search``: every query against every database sequence, BLAST's tabular report and more."""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+import time
+
+import click
+
+from ..names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
+from ..output import output_stream
+from .group import cli
+from .options import (check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging,
+                      spread_options)
+from .progress import progress as _progress
+
+log = logging.getLogger("nwalign")
+
+
+@cli.command()
+@click.argument("query")
+@click.argument("database")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Hits reported per query.")
+@click.option("--max-evalue", type=float, metavar="E", help="Report only hits with E-value <= E.")
+@click.option("--min-score", type=int, metavar="S", help="Report only hits with raw score >= S.")
+@click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default=True, metavar="NAME,...",
+              help="TSV columns (BLAST tabular names, comma- or space-separated): " + ", ".join(SEARCH_COLUMNS)
+                   + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + ": no hit is aligned (faster).")
+@header_option
+@click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
+@scoring_options
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="auto: the GPU when CuPy sees one, else the CPU engine.")
+@click.option("--kernel", "search_kernel", type=click.Choice(("scan", "gsw")), default="scan", show_default=True,
+              help="GPU kernel: scan (groups of 4-32 threads per pair of length-sorted database sequences, "
+                   "packed 16-bit DPX, after CUDASW++4.0) or gsw (Akoglu and Striemer: one thread per database "
+                   "sequence, query and matrix in constant memory).")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
+                   "once (0 = all cores).")
+@spread_options("the database cut into shards balanced by residues (or whole, on GPUs where it fits) and the "
+                "queries into rounds; a .nwdb database is read by every worker, a FASTA one written once as a "
+                ".nwdb in --shared-dir", auto_cells="10^13 (query letters x database letters, as the files' sizes "
+                "bound them)")
+@run_options
+def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
+           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, shared_dir, device,
+           output, verbose, quiet):
+    """Smith-Waterman search of every QUERY record against every DATABASE sequence.
+
+    DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
+    Hits: score descending, ties in database order; each reported hit is aligned in full, so every
+    column is exact. E-values and bit scores use published Karlin-Altschul parameters (BLOSUM62 with gap
+    open/extend 11/1, 12/1 or 13/1 in nwalign's convention) and the database's total length; for other
+    scoring they are left empty (said once on stderr).
+
+    \b
+    Example:
+      nwalign search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3
+    """
+    import numpy as np  # NumPy and the engines: once a command runs, not for --help
+
+    from ..dbsearch import Search
+    from ..formats import HitWriter
+
+    started = time.perf_counter()
+    setup_logging(verbose, quiet)
+    cols = parse_columns(columns, SEARCH_COLUMNS)
+    check_shared_dir(shared_dir, workers, scheduler, devices)
+    run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
+                 gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
+                 align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
+                 backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
+                 scheduler=scheduler, devices=devices, shared_dir=shared_dir)
+    scoring, db, gpu = run.scoring, run.database, run.gpu
+    if run.stats is None and not quiet:
+        click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
+                   f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
+    with output_stream(output, (query, database)) as out:
+        writer = None
+        cells = sum(len(q.seq) for q in run.queries) * db.total_length
+        for query_record, hits in run.run(_progress("search", cells, quiet, "cells", tasks=lambda: run.tasks)):  # GCUPS
+            if writer is None:  # a header only once the first query's hits exist (and the database checked out)
+                targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
+                writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
+            writer.write(hits, query_record.id)
+            if output is None:
+                out.flush()
+        writer.end()
+    log.debug("search: output written")
+    log.info("search: done in %.2f s%s", time.perf_counter() - started,
+             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans; {gpu.recomputed} scores recomputed in 32-bit)"
+             if hasattr(gpu, "scan_seconds") else "")

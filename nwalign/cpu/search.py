@@ -1,0 +1,36 @@
+"""The CPU engine's database scan: one query's optimal local scores against every database sequence
+(the GPU's counterpart: the ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+
+def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, threads: int = 1) -> np.ndarray:
+    """Optimal local scores of query codes ``q`` against every database sequence on the CPU engine
+    (int64, shape (count,)), ``threads`` threads over chunks balanced by residues (the GPU's counterpart is
+    the ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
+    from .pair import score_codes  # Numba loads at the first scan, not at import
+
+    count = len(offsets) - 1
+    out = np.empty(count, dtype=np.int64)
+    go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+
+    def chunk(lo, hi):
+        for k in range(lo, hi):
+            out[k] = score_codes(q, codes[offsets[k]:offsets[k + 1]], scoring.matrix, go, ge, mode)
+
+    # Chunks balanced by residues, not by sequence counts.
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], max(1, threads * 4) + 1)).tolist()
+    cuts[0], cuts[-1] = 0, count
+    spans = [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    if threads <= 1:
+        for a, b in spans:
+            chunk(a, b)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(lambda s: chunk(*s), spans))
+    return out
+

@@ -1,0 +1,105 @@
+"""Search hits: the best scores of a scan (:func:`top_hits`), which of them to report with their
+Karlin-Altschul statistics (:func:`reported_hits`), and each one as a :class:`Hit` (aligned, from an
+alignment made elsewhere, or score only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .database import Database
+from .engine import Encoded, align_pair, alignment_from_path
+from .errors import NwalignError
+from .results import Alignment
+from .scoring import Scoring
+from .sequences import Record
+from .statistics import KarlinAltschul
+
+_GROUP_ROWS = 64
+
+
+@dataclass
+class Hit:
+    query: Record
+    db_index: int
+    aln: Alignment
+    evalue: float | None
+    bitscore: float | None
+    title: str = ""  # the database sequence's FASTA header line (BLAST's stitle)
+
+
+def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
+    """Indices of the best ``top`` scores (int64): score descending, then database order (ties are stable).
+
+    Only the candidates at or above a bound on the top-th best score are sorted. For a large array the
+    bound comes from groups: viewed as 64 rows, each column's maximum is an element, so the top-th best of
+    the column maxima is at most the top-th best score, and only the columns whose maximum reaches it can
+    hold a candidate (one pass over the array instead of a partition of all of it: 0.1 ms instead of
+    1.4 ms for 570,000 int64 scores on the development machine)."""
+    scores = np.asarray(scores)
+    n = scores.size
+    if top <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if top >= n:
+        cand = np.arange(n)
+    elif n < _GROUP_ROWS * max(top, 64):
+        kth = np.partition(scores, n - top)[n - top]
+        cand = np.flatnonzero(scores >= kth)
+    else:
+        cols = n // _GROUP_ROWS
+        body = scores[:cols * _GROUP_ROWS].reshape(_GROUP_ROWS, cols)
+        maxima = body.max(axis=0)
+        bound = np.partition(maxima, cols - top)[cols - top]
+        hot = np.flatnonzero(maxima >= bound)
+        cand = (np.arange(_GROUP_ROWS, dtype=np.int64)[:, None] * cols + hot).ravel()
+        cand = cand[scores[cand] >= bound]
+        tail = np.flatnonzero(scores[cols * _GROUP_ROWS:] >= bound) + cols * _GROUP_ROWS
+        cand = np.concatenate((cand, tail))
+    order = cand[np.lexsort((cand, -scores[cand].astype(np.int64)))]  # int64: -(-32768) fits
+    if min_score is not None:
+        order = order[scores[order] >= min_score]
+    return order[:top]
+
+
+def aligned_hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
+
+
+def hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan_score: int, path, scoring: Scoring,
+                   evalue, bitscore) -> Hit:
+    """A hit from an alignment computed elsewhere (``path``: :func:`nwalign.cpu.align_codes`'s tuple)."""
+    if path[0] != scan_score:  # two engines disagree: never report either
+        raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment scores "
+                           f"{path[0]}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
+    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    return Hit(query.record, k, alignment_from_path(query, target, scoring, path), evalue, bitscore,
+               db.descriptions[k])
+
+
+def score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:
+    aln = Alignment(query_id=query.record.id, target_id=db.ids[k], mode=scoring.mode, score=score,
+                    query_length=len(query.codes), target_length=int(db.offsets[k + 1] - db.offsets[k]))
+    return Hit(query.record, k, aln, evalue, bitscore, db.descriptions[k])
+
+
+def reported_hits(query: Encoded, scores, db: Database, stats: KarlinAltschul | None, top: int,
+              max_evalue: float | None, min_score: int | None,
+              ranked: list[int] | None = None) -> list[tuple[int, float | None, float | None]]:
+    """(database index, E-value, bit score) of the hits to report, from the scan's scores alone (they are
+    the alignments' scores): the E-value uses the whole database's length. ``scores``: every database
+    sequence's score, or with ``ranked`` (candidates already ordered by score descending, then index, as
+    merged from shards) a mapping from those candidates to their scores."""
+    if ranked is None:
+        ranked = top_hits(scores, top, min_score).tolist()
+    else:
+        ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
+    out = []
+    for k in ranked:
+        score = int(scores[k])
+        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
+        if max_evalue is not None and evalue is not None and evalue > max_evalue:
+            continue
+        out.append((k, evalue, stats.bit_score(score) if stats else None))
+    return out

@@ -1,0 +1,304 @@
+"""A search spread over Dask workers (one process per GPU of ``--devices``, a local CPU cluster, or a
+running cluster): the rounds of queries, the workers started while the input is read, and
+:class:`ScaleOut`, which scans the first queries here while GPU workers start and then gathers the
+workers' shards (:mod:`nwalign.shards`), aligning what they did not."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from .database import Database
+from .errors import NwalignError
+from .hits import hit_from_path, reported_hits
+from .scaleout import Owned
+from .search_pipeline import collect_hits, search_all
+
+log = logging.getLogger("nwalign")
+
+
+def rounds(queries: int, workers: int, shards: int, batch: int = 64, smallest: int = 8) -> list[tuple[int, int]]:
+    """(start, stop) of each round of a search over Dask workers: ``batch`` queries, and where a round's
+    tasks are fewer than the workers (``shards`` < ``workers``: rounds run side by side on different
+    workers) at most a third of a worker's share of the queries left, down to ``smallest``, so that the
+    last rounds finish close together."""
+    out, lo = [], 0
+    while lo < queries:
+        size = batch
+        if shards < workers:
+            size = min(batch, max(smallest, -(-(queries - lo) // (3 * workers))))
+        out.append((lo, min(queries, lo + size)))
+        lo += size
+    return out
+
+
+def estimated_cells(queries, database) -> int | None:
+    """An upper estimate of a search's DP cells before its input is read (query residues x database
+    residues, from the files' sizes: :func:`nwalign.sequences.residues_bound`), or None where either is
+    unknown (standard input, records given in Python)."""
+    import os
+
+    from .sequences import residues_bound
+
+    if not isinstance(queries, os.PathLike):
+        return None
+    found = residues_bound(os.fspath(queries))
+    if isinstance(database, Database):
+        others = database.total_length
+    elif isinstance(database, (str, os.PathLike)):
+        others = residues_bound(os.fspath(database))
+    else:
+        others = None
+    return None if found is None or others is None else found * others
+
+
+def start_devices(devices, backend: str, device: int, database, cells: int | None = None):
+    """Futures of (1) the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which
+    asks the CUDA driver how many there are; ``devices`` auto keeps a search of fewer than
+    :data:`nwalign.scaleout.AUTO_MIN_SEARCH_CELLS` estimated ``cells`` in one process) and (2) for two or
+    more, their worker processes started (:func:`start_gpu_workers`; else None), both in a background
+    thread from the search's first step: the workers' start-up (processes, CuPy, contexts, kernels, the
+    database uploaded) overlaps the reading of the input. An error of the first is raised where it is
+    asked for."""
+    import os
+    from concurrent.futures import Future
+
+    from .background import in_background
+    from .scaleout import AUTO_MIN_SEARCH_CELLS, resolve_devices
+
+    path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
+    if path is not None and (path == "-" or not os.path.isfile(path)):
+        path = None
+    resolved: Future = Future()
+
+    def start():
+        try:
+            gpus = resolve_devices(devices, backend, device, cells, AUTO_MIN_SEARCH_CELLS)
+        except BaseException as exc:
+            resolved.set_exception(exc)
+            return None
+        resolved.set_result(gpus)
+        return start_gpu_workers(gpus, path) if gpus is not None and len(gpus) > 1 else None
+
+    return resolved, in_background(start)
+
+
+def start_gpu_workers(gpus: list[int], path: str | None):
+    """(client, cluster, fits): one Dask worker per GPU of ``gpus``, each warmed up and, where ``path`` is
+    a .nwdb, holding the whole database on its GPU; ``fits``: whether it fitted on every GPU (None: no
+    database given to upload)."""
+    from .scaleout import client_for
+    from .shards import warm_gpu_worker
+
+    client, cluster = client_for(devices=gpus, gpu_tasks=ScaleOut.GPU_TASKS)  # warmed below, with the upload
+    try:
+        answers = client.run(warm_gpu_worker, path)
+    except BaseException:
+        client.close()
+        cluster.close()
+        raise
+    return client, cluster, (all(answers.values()) if path is not None else None)
+
+
+def workers_holding(started, written, path: str):
+    """A Future of (client, cluster, fits) as :func:`start_gpu_workers` gives it: the GPU workers of
+    ``started`` once the temporary .nwdb ``path`` (of a FASTA database, ``written`` in the background) is
+    written and each worker holds it on its GPU (:func:`nwalign.shards.preload_database`; ``fits``: on
+    every one). Until then this process scans the first queries (:class:`ScaleOut`); a failure here
+    leaves every query to it, as workers that failed to start do."""
+    from .background import in_background
+
+    def ready():
+        client, cluster, _ = started.result()
+        try:
+            from .shards import preload_database
+
+            written.result()
+            return client, cluster, all(client.run(preload_database, path).values())
+        except BaseException:
+            client.close()
+            cluster.close()
+            raise
+    return in_background(ready)
+
+
+def device_database(codes, offsets, device, order=None):
+    """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
+    from .cuda.search import DeviceDatabase
+
+    return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
+
+
+class ScaleOut(Owned):
+    """A search's scan spread over Dask workers (see :mod:`nwalign.shards`); the hits are aligned here.
+
+    GPU workers started in the background by :class:`Search` (``cluster``, a Future) are joined when the
+    search runs: until they are ready, this process scans the first queries itself on every one of their
+    GPUs (``job.leads``: the one-process path on each) and the workers take the rest."""
+
+    BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
+    IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
+    MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
+    # Rounds a GPU worker scans at a time (each thread its own searcher over the one upload): its GPU
+    # scans on while one round's last hits are aligned and sent back and the next round starts.
+    GPU_TASKS = 2
+
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
+                 backend: str = "cpu"):
+        import os
+        import tempfile
+
+        from .scaleout import check_gpus, client_for, worker_gpus
+
+        path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
+        self.tmp = None
+        self.client = self.cluster = None
+        self._started, self._shards = cluster, shards
+        self.done, self.total = 0, None  # tasks gathered, of how many (once the rounds are planned)
+        try:
+            if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
+                if scheduler is not None and shared_dir is None:
+                    raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
+                                       "(nwalign makedb, or shared_dir)", cli="--scheduler needs a .nwdb database "
+                                       "that every worker can read (nwalign makedb), or --shared-dir")
+                if shared_dir is not None and not os.path.isdir(shared_dir):
+                    raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                                       cli=f"--shared-dir {shared_dir}: no such directory")
+                from .database import write_database
+
+                self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+                path = os.path.join(self.tmp, "database.nwdb")
+                if cluster is not None:  # GPU workers starting: written meanwhile, while the first queries scan here
+                    from .background import in_background
+
+                    written = in_background(lambda: write_database(db, path))
+                    self._started = workers_holding(cluster, written, os.path.abspath(path))
+                else:
+                    write_database(db, path)
+            self.path = os.path.abspath(path)
+            self.backend = backend
+            if cluster is None:
+                self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+                self.own_client = client is None
+                gpus = worker_gpus(self.client) if backend == "cuda" else {}
+                if backend == "cuda":
+                    check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+                self._settle(None, gpus)
+        except BaseException:
+            self.close()
+            raise
+
+    def _settle(self, fits, gpus: dict) -> None:
+        """The workers counted and the shards chosen: query batches against the whole database where it fits
+        on every worker (the work balances itself, and each scan runs the whole database: fuller launches),
+        else one shard per worker. ``fits``: the GPU workers' answers to :func:`preload_database` (None: ask
+        them now)."""
+        from .shards import preload_database
+
+        if self.backend == "cuda" and fits is None and self._shards in (None, 1):
+            fits = all(self.client.run(preload_database, self.path).values())
+        found = self.client.scheduler_info()["workers"]
+        workers = self.workers = len(found)
+        self.slots = max(workers, sum(w.get("nthreads", 1) for w in found.values()))  # tasks at a time
+        log.debug("search: %d Dask workers ready", workers)
+        self.shards = self._shards or (1 if fits is not False else max(1, workers))
+        log.info("search: %s on %d Dask workers (%s engine)", "query batches against the whole database"
+                 if self.shards == 1 else f"{self.shards} shards", workers, self.backend)
+        for name, (_, gpu) in sorted(gpus.items()):
+            log.info("search: worker %s: %s", name, gpu)
+
+    def _join(self) -> None:
+        """Wait for the GPU workers started in the background (and close them on an error)."""
+        from .scaleout import worker_gpus
+
+        started, self._started = self._started, None
+        self.client, self.cluster, fits = started.result()
+        self._settle(fits, worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
+
+    def _lead(self, job, progress):
+        """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
+        each, :class:`nwalign.spread.Lead`'s thread per GPU taking the next queries), while the workers
+        start; yields (query, hits) in query order and leaves in ``self.led`` how many (a prefix of the
+        queries)."""
+        import threading
+
+        from .spread import Lead, release_gpu_memory
+
+        self.led = 0
+        if not job.leads or self._started is None:
+            return
+        db = job.database
+
+        def scan_here(queries, lead):
+            import cupy
+
+            searcher, aligner = lead
+            cupy.cuda.Device(searcher.device).use()
+            yield from search_all(queries, db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
+                                  job.min_score, job.threads, searcher, None, job.align, aligner)
+
+        lead = Lead(self._started, iter(job._encoded), threading.Lock(), scan_here, job.leads, "search", "queries")
+        for q, hits in lead.results():
+            db.verify()
+            if progress:
+                progress(len(q.codes) * db.total_length)
+            yield q.record, hits
+        self.led = lead.taken
+        devices = [searcher.device for searcher, _ in job.leads]
+        job.leads = []  # their copies of the database leave the GPUs for the workers'
+        release_gpu_memory(devices)
+
+    def run(self, job, progress):
+        from collections import deque
+
+        from .shards import gather_shards, submit_shards
+
+        db = job.database
+        try:
+            yield from self._lead(job, progress)
+            todo = job._encoded[self.led:]
+            if not todo:  # every query scanned here (the workers are closed below, once started)
+                return
+            if self._started is not None:
+                self._join()
+            batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.slots, self.shards, self.BATCH,
+                                                        self.MIN_BATCH)]
+            self.total = len(batches) * self.shards  # a task per round and shard
+            # Enough tasks submitted to keep every worker thread busy and one more waiting on each worker
+            # (a round: `shards` tasks).
+            in_flight = max(self.IN_FLIGHT, -(-(self.slots + self.workers + 1) // self.shards))
+            with ThreadPoolExecutor(max_workers=max(1, job.threads)) as pool:
+                flying: deque = deque()
+                first = True
+                for k in range(len(batches)):
+                    while len(flying) < in_flight and k + len(flying) < len(batches):
+                        batch = batches[k + len(flying)]
+                        flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
+                                                    job.top, self.shards, backend=self.backend, align=job.align))
+                    batch = batches[k]
+                    found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    self.done += self.shards
+                    log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
+                    if first:
+                        db.verify()
+                        first = False
+                    collected = []
+                    for q, (idx, sc, *aligned) in zip(batch, found):
+                        if progress:
+                            progress(len(q.codes) * db.total_length)
+                        scores = dict(zip(idx.tolist(), sc.tolist()))
+                        reported = reported_hits(q, scores, db, job.stats, job.top, job.max_evalue, job.min_score,
+                                             idx.tolist())
+                        if aligned:  # aligned by the worker (GPU workers, one shard)
+                            paths = dict(zip(idx.tolist(), aligned[0]))
+                            hits = [hit_from_path(q, db, job._codes, k, scores[k], paths[k], job.scoring, ev, bits)
+                                    for k, ev, bits in reported]
+                            collected.append((q, lambda hits=hits: hits))
+                            continue
+                        collected.append((q, collect_hits(q, reported, scores, db, job._codes, job.scoring, job.align,
+                                                      job._aligner, pool)))
+                    for q, collect in collected:
+                        yield q.record, collect()
+                    log.debug("search: round %d written", k + 1)
+        finally:
+            self.close()
