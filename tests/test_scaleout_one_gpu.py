@@ -141,11 +141,13 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
     pipeline of tasks here (scored_blocks_on). Returns a record of the tasks run here."""
     import threading
 
-    import nwalign.scaleout
     import nwalign.allvsall
+    import nwalign.pairjob
+    import nwalign.scaleout
 
+    job = nwalign.pairjob if local == "chunk_of" else nwalign.allvsall  # the job that runs it here
     up = threading.Event()
-    start, run_here = nwalign.scaleout.client_for, getattr(nwalign.allvsall, local)
+    start, run_here = nwalign.scaleout.client_for, getattr(job, local)
     seen = {"here": 0}
 
     def started(*args, **kwargs):
@@ -167,7 +169,7 @@ def _devices_path_held(monkeypatch, local: str) -> dict:
 
     monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
     monkeypatch.setattr(nwalign.scaleout, "client_for", started)
-    monkeypatch.setattr(nwalign.allvsall, local, held_stream if local == "scored_blocks_on" else held)
+    monkeypatch.setattr(job, local, held_stream if local == "scored_blocks_on" else held)
     return seen
 
 

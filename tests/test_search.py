@@ -380,8 +380,9 @@ def test_scan_profile_every_configuration(config, monkeypatch):
     """Every sw_profile.cu instantiation, one pass and three, gives the CPU engine's scores."""
     import nwalign.cuda.search as S
     from nwalign.cpu.search import cpu_scan
+    from nwalign.cuda.scanplan import PROFILE_CONFIGS
 
-    assert config in S.PROFILE_CONFIGS and len(S.PROFILE_CONFIGS) == 20
+    assert config in PROFILE_CONFIGS and len(PROFILE_CONFIGS) == 20
     G, R = config
     monkeypatch.setattr(S, "profile_config", lambda m: (G, R, -(-m // (G * R))))
     rng = np.random.default_rng(G * 100 + R)
@@ -608,8 +609,8 @@ def test_database_upload_through_staging_buffers(monkeypatch, size):
     every byte arrives, whatever the number of pieces and the last one's size."""
     import cupy
 
-    from nwalign.cuda import search
+    from nwalign.cuda import devicedb
 
-    monkeypatch.setattr(search, "_CHUNK", 1000)
+    monkeypatch.setattr(devicedb, "_CHUNK", 1000)
     host = np.random.default_rng(size).integers(0, 256, size=size, dtype=np.uint8)
-    assert np.array_equal(search._upload(cupy, host).get(), host)
+    assert np.array_equal(devicedb._upload(cupy, host).get(), host)
