@@ -16,8 +16,8 @@ import numpy as np
 
 from .background import in_background
 from .errors import NwalignError
-from .scoring import Scoring
-from .sequences import Record, read_fasta_arrays
+from .scoring import Scoring, make_scoring
+from .sequences import NUCLEOTIDE_LETTERS, Record, _chunks, as_records, kind_of, read_fasta_arrays
 
 MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
 MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
@@ -113,8 +113,6 @@ class Database:
     def from_records(cls, records, source: str = "<records>") -> "Database":
         """A database of :class:`~nwalign.sequences.Record` objects (or anything
         :func:`nwalign.sequences.as_records` takes), in their order."""
-        from .sequences import as_records
-
         return database_from_records(as_records(records), source)
 
     @classmethod
@@ -137,8 +135,6 @@ class Database:
         code (the database is then protein whatever the rest holds; a 205 Mb FASTA file needs no count of
         every residue, ~0.4 s), else :meth:`letter_counts`."""
         if self.counts is None and self.residues is not None and self.total_length > sample:
-            from .sequences import NUCLEOTIDE_LETTERS
-
             counts = byte_counts(np.asarray(self.residues[:sample]))
             if any(chr(c) not in NUCLEOTIDE_LETTERS for c in np.flatnonzero(counts)):
                 return counts
@@ -168,8 +164,6 @@ def byte_counts(data: np.ndarray) -> np.ndarray:
 def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
     """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
     the index array, 8 bytes per element), on up to 8 threads (205 Mb: 0.45 -> 0.25 s on two cores)."""
-    from .sequences import _chunks
-
     out = np.empty(index.size, dtype=table.dtype)
     _chunks(index.size, lambda a, b: np.take(table, index[a:b], out=out[a:b]), 1 << 18)
     return out
@@ -204,9 +198,6 @@ def database_letters(counts: np.ndarray) -> str:
     """The letter order of a version-2 file, from the letter counts (:meth:`Database.letter_counts`): the
     default scoring alphabet of the letters' kind (DNA, RNA or protein, as ``--alphabet auto`` decides),
     then any other letters present, sorted."""
-    from .scoring import make_scoring
-    from .sequences import kind_of
-
     present = "".join(chr(c) for c in np.flatnonzero(counts))
     alphabet = make_scoring(kind_of(counts), "local").alphabet
     return alphabet + "".join(c for c in present if c not in alphabet)

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cpu, names
+from . import cpu, cuda, names
 from .errors import NwalignError, option_error
+from .ops import format_bytes
 from .results import Alignment, column_stats
-from .scoring import Scoring
-from .sequences import Record
+from .scoring import Scoring, make_scoring
+from .sequences import Record, detect_alphabet
 
 log = logging.getLogger("nwalign")
 
@@ -62,8 +63,6 @@ def choose_backend(name: str, announce: bool = True) -> str:
     Raises:
         NwalignError: unknown backend, or ``cuda`` requested without CuPy or a GPU.
     """
-    from . import cuda
-
     if name not in BACKENDS:
         raise NwalignError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
     say = log.info if announce else log.debug
@@ -118,8 +117,6 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         return Alignment(score=score, **base)
     if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
         from .cpu.pair import plan_bands
-        from .ops import format_bytes
-
         rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
         if rows >= len(q):
             log.info("traceback %s x %s: full direction matrix, %s", len(q), len(t),
@@ -225,9 +222,6 @@ def align(query: str, target: str, mode: str = "global", alphabet: str | None = 
     Raises:
         NwalignError: bad letters, unknown matrix or mode, negative penalties.
     """
-    from .scoring import make_scoring
-    from .sequences import detect_alphabet
-
     q = Record("query", "query", query.upper())
     t = Record("target", "target", target.upper())
     if not q.seq or not t.seq:

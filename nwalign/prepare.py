@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from . import scaleout
 from .errors import NwalignError
 from .scoring import Scoring, make_scoring, max_sequence_length
 from .sequences import Record, as_records, choose_alphabet, letter_counts, read_fasta
@@ -91,9 +92,7 @@ def local_gpus(devices, backend: str, device: int, cells: int | None) -> tuple[i
     Raises:
         NwalignError: GPUs named that do not exist or cannot be used.
     """
-    from .scaleout import resolve_devices, usable
-
-    gpus = usable(resolve_devices(devices, backend, device, cells), devices)
+    gpus = scaleout.usable(scaleout.resolve_devices(devices, backend, device, cells), devices)
     if gpus is not None and len(gpus) == 1:
         return gpus[0], None
     return device, gpus

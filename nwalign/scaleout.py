@@ -14,6 +14,10 @@ import logging
 import os
 import threading
 
+import nwalign
+
+from . import cuda
+from .cuda.warmup import warm_up
 from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
@@ -58,8 +62,6 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
         return None
     if spec == "auto" and (not have_dask or (cells is not None and cells < min_cells)):
         return None  # one process, without waiting for CuPy to count the GPUs
-    from . import cuda
-
     count = cuda.gpu_count()  # asked of the driver: the workers start without waiting for CuPy's import
     if spec in ("auto", "all"):
         if count < 2 or (spec == "auto" and device != 0):
@@ -93,8 +95,6 @@ def usable(gpus: list[int] | None, devices) -> list[int] | None:
     """
     if gpus is None or len(gpus) < 2:
         return gpus
-    from . import cuda
-
     if cuda.available():
         return gpus
     if devices in (None, "auto"):
@@ -176,15 +176,11 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
 
 def warm_gpu_context() -> None:
     """On a GPU worker: import CuPy and make the context (allpairs and pair load their own kernels)."""
-    from .cuda.warmup import warm_up
-
     warm_up(0).join()
 
 
 def _worker_version() -> str:
-    from . import __version__
-
-    return __version__
+    return nwalign.__version__  # the package's, read at the call
 
 
 def check_versions(client) -> None:
@@ -194,15 +190,13 @@ def check_versions(client) -> None:
     Raises:
         NwalignError: naming the first worker that differs.
     """
-    from . import __version__
-
     try:
         found = client.run(_worker_version)
     except Exception as exc:  # a worker without nwalign cannot even unpickle the function
         raise NwalignError(f"a worker of the cluster cannot run nwalign ({type(exc).__name__}: {exc})") from None
     for address, version in sorted(found.items()):
-        if version != __version__:
-            raise NwalignError(f"worker {address} runs nwalign {version}, this is {__version__}: "
+        if version != nwalign.__version__:
+            raise NwalignError(f"worker {address} runs nwalign {version}, this is {nwalign.__version__}: "
                                "install the same version on every worker")
 
 

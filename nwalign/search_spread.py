@@ -6,13 +6,23 @@ workers' shards (:mod:`nwalign.shards`), aligning what they did not."""
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import os
+import tempfile
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from .database import Database
+from . import scaleout
+from . import shards as shard_tasks
+from .background import in_background
+from .cuda.devicedb import DeviceDatabase
+from .database import Database, write_database
 from .errors import NwalignError
 from .hits import hit_from_path, reported_hits
 from .scaleout import Owned
 from .search_pipeline import collect_hits, search_all
+from .sequences import residues_bound
+from .spread import Lead, release_gpu_memory
 
 log = logging.getLogger("nwalign")
 
@@ -36,10 +46,6 @@ def estimated_cells(queries, database) -> int | None:
     """An upper estimate of a search's DP cells before its input is read (query residues x database
     residues, from the files' sizes: :func:`nwalign.sequences.residues_bound`), or None where either is
     unknown (standard input, records given in Python)."""
-    import os
-
-    from .sequences import residues_bound
-
     if not isinstance(queries, os.PathLike):
         return None
     found = residues_bound(os.fspath(queries))
@@ -60,11 +66,6 @@ def start_devices(devices, backend: str, device: int, database, cells: int | Non
     thread from the search's first step: the workers' start-up (processes, CuPy, contexts, kernels, the
     database uploaded) overlaps the reading of the input. An error of the first is raised where it is
     asked for."""
-    import os
-    from concurrent.futures import Future
-
-    from .background import in_background
-    from .scaleout import AUTO_MIN_SEARCH_CELLS, resolve_devices
 
     path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
     if path is not None and (path == "-" or not os.path.isfile(path)):
@@ -73,7 +74,7 @@ def start_devices(devices, backend: str, device: int, database, cells: int | Non
 
     def start():
         try:
-            gpus = resolve_devices(devices, backend, device, cells, AUTO_MIN_SEARCH_CELLS)
+            gpus = scaleout.resolve_devices(devices, backend, device, cells, scaleout.AUTO_MIN_SEARCH_CELLS)
         except BaseException as exc:
             resolved.set_exception(exc)
             return None
@@ -87,12 +88,9 @@ def start_gpu_workers(gpus: list[int], path: str | None):
     """(client, cluster, fits): one Dask worker per GPU of ``gpus``, each warmed up and, where ``path`` is
     a .nwdb, holding the whole database on its GPU; ``fits``: whether it fitted on every GPU (None: no
     database given to upload)."""
-    from .scaleout import client_for
-    from .shards import warm_gpu_worker
-
-    client, cluster = client_for(devices=gpus, gpu_tasks=ScaleOut.GPU_TASKS)  # warmed below, with the upload
+    client, cluster = scaleout.client_for(devices=gpus, gpu_tasks=ScaleOut.GPU_TASKS)  # warmed below, with the upload
     try:
-        answers = client.run(warm_gpu_worker, path)
+        answers = client.run(shard_tasks.warm_gpu_worker, path)
     except BaseException:
         client.close()
         cluster.close()
@@ -106,15 +104,11 @@ def workers_holding(started, written, path: str):
     written and each worker holds it on its GPU (:func:`nwalign.shards.preload_database`; ``fits``: on
     every one). Until then this process scans the first queries (:class:`ScaleOut`); a failure here
     leaves every query to it, as workers that failed to start do."""
-    from .background import in_background
-
     def ready():
         client, cluster, _ = started.result()
         try:
-            from .shards import preload_database
-
             written.result()
-            return client, cluster, all(client.run(preload_database, path).values())
+            return client, cluster, all(client.run(shard_tasks.preload_database, path).values())
         except BaseException:
             client.close()
             cluster.close()
@@ -124,8 +118,6 @@ def workers_holding(started, written, path: str):
 
 def device_database(codes, offsets, device, order=None):
     """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
-    from .cuda.search import DeviceDatabase
-
     return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
 
 
@@ -145,11 +137,6 @@ class ScaleOut(Owned):
 
     def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
                  backend: str = "cpu"):
-        import os
-        import tempfile
-
-        from .scaleout import check_gpus, client_for, worker_gpus
-
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
         self.client = self.cluster = None
@@ -164,13 +151,9 @@ class ScaleOut(Owned):
                 if shared_dir is not None and not os.path.isdir(shared_dir):
                     raise NwalignError(f"shared_dir {shared_dir}: no such directory",
                                        cli=f"--shared-dir {shared_dir}: no such directory")
-                from .database import write_database
-
                 self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
                 path = os.path.join(self.tmp, "database.nwdb")
                 if cluster is not None:  # GPU workers starting: written meanwhile, while the first queries scan here
-                    from .background import in_background
-
                     written = in_background(lambda: write_database(db, path))
                     self._started = workers_holding(cluster, written, os.path.abspath(path))
                 else:
@@ -178,11 +161,12 @@ class ScaleOut(Owned):
             self.path = os.path.abspath(path)
             self.backend = backend
             if cluster is None:
-                self.client, self.cluster = (client, None) if client is not None else client_for(workers, scheduler)
+                self.client, self.cluster = (client, None) if client is not None else \
+                    scaleout.client_for(workers, scheduler)
                 self.own_client = client is None
-                gpus = worker_gpus(self.client) if backend == "cuda" else {}
+                gpus = scaleout.worker_gpus(self.client) if backend == "cuda" else {}
                 if backend == "cuda":
-                    check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+                    scaleout.check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
                 self._settle(None, gpus)
         except BaseException:
             self.close()
@@ -191,12 +175,10 @@ class ScaleOut(Owned):
     def _settle(self, fits, gpus: dict) -> None:
         """The workers counted and the shards chosen: query batches against the whole database where it fits
         on every worker (the work balances itself, and each scan runs the whole database: fuller launches),
-        else one shard per worker. ``fits``: the GPU workers' answers to :func:`preload_database` (None: ask
-        them now)."""
-        from .shards import preload_database
-
+        else one shard per worker. ``fits``: the GPU workers' answers to
+        :func:`nwalign.shards.preload_database` (None: ask them now)."""
         if self.backend == "cuda" and fits is None and self._shards in (None, 1):
-            fits = all(self.client.run(preload_database, self.path).values())
+            fits = all(self.client.run(shard_tasks.preload_database, self.path).values())
         found = self.client.scheduler_info()["workers"]
         workers = self.workers = len(found)
         self.slots = max(workers, sum(w.get("nthreads", 1) for w in found.values()))  # tasks at a time
@@ -209,21 +191,15 @@ class ScaleOut(Owned):
 
     def _join(self) -> None:
         """Wait for the GPU workers started in the background (and close them on an error)."""
-        from .scaleout import worker_gpus
-
         started, self._started = self._started, None
         self.client, self.cluster, fits = started.result()
-        self._settle(fits, worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
+        self._settle(fits, scaleout.worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
     def _lead(self, job, progress):
         """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
         each, :class:`nwalign.spread.Lead`'s thread per GPU taking the next queries), while the workers
         start; yields (query, hits) in query order and leaves in ``self.led`` how many (a prefix of the
         queries)."""
-        import threading
-
-        from .spread import Lead, release_gpu_memory
-
         self.led = 0
         if not job.leads or self._started is None:
             return
@@ -249,10 +225,6 @@ class ScaleOut(Owned):
         release_gpu_memory(devices)
 
     def run(self, job, progress):
-        from collections import deque
-
-        from .shards import gather_shards, submit_shards
-
         db = job.database
         try:
             yield from self._lead(job, progress)
@@ -273,10 +245,11 @@ class ScaleOut(Owned):
                 for k in range(len(batches)):
                     while len(flying) < in_flight and k + len(flying) < len(batches):
                         batch = batches[k + len(flying)]
-                        flying.append(submit_shards(self.client, self.path, [q.codes for q in batch], job.scoring,
-                                                    job.top, self.shards, backend=self.backend, align=job.align))
+                        flying.append(shard_tasks.submit_shards(self.client, self.path, [q.codes for q in batch],
+                                                                job.scoring, job.top, self.shards,
+                                                                backend=self.backend, align=job.align))
                     batch = batches[k]
-                    found = gather_shards(self.client, flying.popleft(), len(batch), job.top)
+                    found = shard_tasks.gather_shards(self.client, flying.popleft(), len(batch), job.top)
                     self.done += self.shards
                     log.debug("search: round %d of %d gathered (%d queries)", k + 1, len(batches), len(batch))
                     if first:

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cpu.search import cpu_scan
+from .cuda.batch import BatchAligner
+from .cuda.devicedb import DeviceDatabase
+from .cuda.search import ScanSearcher
+from .cuda.warmup import warm_up_search
+from .database import MAGIC2, load_database
 from .errors import NwalignError, WorkerLost
+from .hits import top_hits
 from .scaleout import thread_cached, worker_cached, worker_uncache
 
 __all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards",
@@ -52,8 +59,6 @@ class ShardTask:
 def _worker_database(path: str):
     """The .nwdb at ``path``, memory-mapped once per worker process (kept with its shards). Its residues'
     checksum is left to the client, which verifies the same file before it reports any hit."""
-    from .database import load_database
-
     key = ("db", path, os.path.getmtime(path))
     return worker_cached(key, lambda: load_database(path, check_later=True))
 
@@ -90,9 +95,6 @@ def preload_database(path: str) -> bool:
     scan's order (as a one-process search does while CuPy starts), kept for the first task of a
     one-shard search. Returns False where it does not fit in the GPU's memory (the search then cuts the
     database in one shard per worker), else True (also for a version-1 file: nothing uploaded)."""
-    from .cuda.search import DeviceDatabase
-    from .database import MAGIC2
-
     with open(path, "rb") as handle:
         if handle.read(8) != MAGIC2:
             return True
@@ -115,8 +117,6 @@ def _shard_searcher(task: ShardTask):
            sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
 
     def on_gpu():
-        from .cuda.search import DeviceDatabase
-
         index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
         # The whole database uploaded beforehand (preload_database), in the file's codes: used once.
         uploaded = worker_uncache(_upload_key(task.database))
@@ -129,8 +129,6 @@ def _shard_searcher(task: ShardTask):
     index, uploaded, sub, offsets = worker_cached(key, on_gpu)
 
     def make():
-        from .cuda.search import ScanSearcher
-
         return ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
 
     return index, thread_cached(key, make), sub, offsets
@@ -143,8 +141,6 @@ def _worker_aligner(scoring):
            scoring.mode)
 
     def make():
-        from .cuda.batch import BatchAligner
-
         return BatchAligner(scoring, 0)
 
     return thread_cached(key, make)
@@ -157,9 +153,6 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
     tuples, in the same order), aligned on the worker's GPU while it scans the next queries. Runs on a
     worker: the CPU engine, or (``backend`` cuda) the scan kernel on the one GPU the worker sees, two
     queries in flight."""
-    from .cpu.search import cpu_scan
-    from .hits import top_hits
-
     sc = task.scoring
     queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
     if task.backend == "cuda":
@@ -210,8 +203,6 @@ def warm_gpu_worker(database: str | None = None) -> bool | None:
     """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does), and
     meanwhile (``database``: a ``.nwdb`` path) upload the whole database (:func:`preload_database`, whose
     answer is returned)."""
-    from .cuda.warmup import warm_up_search
-
     warm = warm_up_search(0)
     fits = preload_database(database) if database is not None else None
     warm.join()

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 
 
 from . import scaleout
+from .background import in_background
+from .database import database_from_records, load_database, write_database
+from .engine import encode_all
 from .errors import NwalignError, WorkerLost
 from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
 
@@ -27,9 +31,6 @@ def pair_sets(paths: tuple, scoring):
     key = ("sets",) + tuple((p, os.path.getmtime(p)) for p in paths if p) + (scoring.alphabet,)
 
     def make():
-        from .database import load_database
-        from .engine import encode_all
-
         out = []
         for path in paths:
             if path is None:
@@ -73,10 +74,6 @@ class Spread(Owned):
 
     def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
                  client=None, gpus: list[int] | None = None, shared_dir: str | None = None, gpu_tasks: int = 1):
-        import tempfile
-
-        from .database import database_from_records, write_database
-
         self.label, self.backend, self.gpus = label, backend, gpus
         self.warm = scaleout.warm_gpu_context  # run on each GPU worker before it is ready (see prepare_pairs_worker)
         self.client = self.cluster = self.tmp = self._started = self._launch = None
@@ -121,8 +118,6 @@ class Spread(Owned):
         """Write the sets and start the GPU workers in a background thread (once; ``_started`` gets the
         (client, cluster) or the error). Started after this process's first tasks: Dask's import and
         start-up then compete for the interpreter with the workers' start, not with the first launches."""
-        from .background import in_background
-
         launch, self._launch = self._launch, None
         if launch is not None:  # an error is handed to whoever waits (map then runs every task here)
             in_background(launch, self._started)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# On the development machine: the wheels the device machine lacks (its Python 3.12 has CuPy, NumPy,
-# Numba, Click and Rich, but no Biopython, parasail or Dask) into .whl/ (git-excluded), which the device
-# tool carries (carry: [".whl"]) and scripts/gpu-*.sh install with --no-index.
+# For a GPU machine without network access: the wheels its Python 3.12 lacks (it has CuPy, NumPy, Numba,
+# Click and Rich, but no Biopython, parasail, pytest or Dask) downloaded here into .whl/ (git-excluded),
+# copied there with the checkout, and installed by scripts/device-site.sh with --no-index.
 #   bash scripts/device-wheels.sh [SHARED_WHEELS_DIR]
 set -euo pipefail
 mkdir -p .whl
@@ -12,6 +12,6 @@ SHARED=${1:-../shared/wheels-py312}
 # Dask (distributed) and its dependencies for CPython 3.12 on x86-64 Linux; the device's own Click stays.
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-    "distributed==$(python3 -c 'import distributed; print(distributed.__version__)')" -d .whl
+    "distributed==$(python3 -c 'import distributed; print(distributed.__version__)')" pytest hypothesis -d .whl
 rm -f .whl/click-*.whl
 ls .whl

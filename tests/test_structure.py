@@ -126,7 +126,7 @@ def test_the_repository_speaks_of_the_product():
     listed = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=ROOT)
     if listed.returncode != 0:
         pytest.skip("not a git checkout")
-    words = re.compile("|".join(["ses" + "sion", r"\ble" + r"nt\b", "device " + "tool", r"iss" + r"ue\s*#?\d+"]),
+    words = re.compile("|".join(["ses" + "sion", r"\ble" + r"nt\b", "device " + "tool", r"iss" + r"ues?\s*#?\d+"]),
                        re.IGNORECASE)
     allowed = 'scope="' + "ses" + 'sion"'  # pytest's fixture scope
     found = []
@@ -137,7 +137,11 @@ def test_the_repository_speaks_of_the_product():
         path = ROOT / name
         if not path.is_file() or path.suffix in (".cubin", ".gz", ".png", ".npy"):
             continue
-        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        text = path.read_text(errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
             if words.search(line.replace(allowed, "")):
                 found.append(f"{name}:{number}")
+        joined = re.sub(r"\s*\n\s*(#+|//|\*|>)?\s*", " ", text)  # words split across comment lines
+        if not any(f.startswith(name + ":") for f in found) and words.search(joined.replace(allowed, "")):
+            found.append(f"{name}: (across lines)")
     assert found == []

@@ -16,8 +16,15 @@ import numpy as np
 from .. import cuda
 from ..cpu import align_codes, score_codes
 from ..cpu.pair import score_rows
+from ..cpu.search import cpu_scan
+from ..cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS, TILES, AllPairsScorer
+from ..cuda.allpairs import KERNELS as GPU_KERNELS
+from ..cuda.pair import Options, run_kernel
+from ..cuda.search import GswSearcher, ScanSearcher
+from ..database import Database, database_from_records, encode_database, load_database
 from ..engine import Encoded
 from ..errors import NwalignError
+from ..pairorder import pair_batches
 from ..results import Alignment, rescore
 from ..scoring import Scoring, make_scoring
 from ..sequences import Record, detect_alphabet, read_fasta
@@ -175,8 +182,6 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
             log.warning("peer %s skipped: %s", name, fn)
             return None
     else:
-        from ..cuda.pair import Options, run_kernel
-
         opts = Options(kernel=name, block=block or (32, 32), shared=shared)
         fn = lambda: run_kernel(qc, tc, scoring, traceback, opts)[0]  # noqa: E731
         timer = _gpu_timer()
@@ -211,8 +216,6 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
 
 def synthetic_database(count: int, seed: int):
     """Seeded protein database with Swiss-Prot's length distribution (log-normal, mean ~360 residues)."""
-    from ..database import Database
-
     rng = np.random.default_rng(seed)
     sigma = 0.55
     lengths = np.clip(rng.lognormal(np.log(360) - sigma**2 / 2, sigma, size=count), 20, 35000).astype(np.int64)
@@ -233,8 +236,6 @@ def _search_inputs(query_lengths: list[int], db_size: int, inputs: list[str] | N
         queries = [Record(f"query_len{n}", "", AMINO[rng.integers(0, 20, size=n)].tobytes().decode())
                    for n in query_lengths]
     if inputs and len(inputs) == 2:
-        from ..database import load_database
-
         return queries, load_database(inputs[1])
     return queries, synthetic_database(db_size, seed + 1)
 
@@ -264,9 +265,6 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
     kernel is timed too, else on the first ``check`` database sequences.
     """
-    from ..database import database_from_records, encode_database
-    from ..cpu.search import cpu_scan
-
     gpu_ok = gpu_allowed(backend)
     names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
     names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
@@ -278,12 +276,8 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     sub_codes = encode_database(sub, scoring)
     gpu = {}
     if "gsw" in names:
-        from ..cuda.search import GswSearcher
-
         gpu["gsw"] = GswSearcher(db, scoring)
     if "scan" in names:
-        from ..cuda.search import ScanSearcher
-
         gpu["scan"] = ScanSearcher(codes, db.offsets, scoring)
     device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
@@ -339,8 +333,6 @@ def _allpairs_gpu_rows(rows, name, codes, scoring, pairs, sample, reference, fir
     """The rows of one GPU all-pairs kernel (each slice and block size that fits), verified against the CPU
     engine on the sampled pairs and against the first GPU kernel on every pair; returns that kernel's
     scores."""
-    from ..cuda.allpairs import AllPairsScorer
-
     mean_len, cells, mode, device, info = context
     for k_slice in (slices if name == "lazy-rscan" else [None]):
         for block in blocks:
@@ -379,9 +371,6 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
-
-    from ..pairorder import pair_batches
-    from ..cuda.allpairs import KERNELS as GPU_KERNELS
 
     gpu_ok = gpu_allowed(backend)
     names = _workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
@@ -441,8 +430,6 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
 
 
 def _block_fits(kernel: str, block: int | None) -> bool:
-    from ..cuda.allpairs import TILES
-
     if block is None:
         return True
     if kernel == "tiled-dscan":
@@ -453,8 +440,6 @@ def _block_fits(kernel: str, block: int | None) -> bool:
 
 
 def _config(kernel: str, k_slice: int | None, block: int | None) -> str:
-    from ..cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS
-
     if kernel == "tiled-dscan":
         return f"tile {block or DEFAULT_TILE}"
     if kernel == "dscan":
