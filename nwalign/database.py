@@ -252,6 +252,9 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
             out.write(magic + np.uint64(len(header)).tobytes() + header + names)
             out.write(offsets.tobytes())
             out.write(np.ascontiguousarray(body).tobytes())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a database is shared (cluster workers) as any output
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp and os.path.exists(tmp):

@@ -97,6 +97,9 @@ class Search:
             raise NwalignError(f"top must be at least 1 (got {top})")
         if kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
+        if max_evalue is not None and not max_evalue >= 0:  # NaN compares false: refused too
+            raise NwalignError(f"max_evalue {max_evalue}: give an E-value >= 0",
+                               cli=f"--max-evalue {max_evalue}: give an E-value >= 0")
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
         self._spread = check_spread(workers, scheduler, client, devices, backend)
         chosen = choose_backend(backend) if backend != "auto" and not self._spread else None

@@ -14,7 +14,7 @@ from .errors import NwalignError, option_error
 from .ops import format_bytes
 from .results import Alignment, column_stats
 from .scoring import Scoring, make_scoring
-from .sequences import Record, detect_alphabet
+from .sequences import Record, as_records, detect_alphabet
 
 log = logging.getLogger("nwalign")
 
@@ -213,19 +213,22 @@ def align(query: str, target: str, mode: str = "global", alphabet: str | None = 
           matrix: str | None = None, match: int | None = None, mismatch: int | None = None,
           gap_open: int | None = None, gap_extend: int | None = None, score_only: bool = False,
           max_memory: int = DEFAULT_MAX_MEMORY) -> Alignment:
-    """Align two sequences given as strings, with the command line's defaults.
+    """Align two sequences with the command line's defaults: each a ``str``, ``bytes``, Biopython ``Seq``
+    or ``SeqRecord``, or a :class:`~nwalign.sequences.Record` (anything
+    :func:`nwalign.sequences.as_records` takes for one sequence).
 
     >>> aln = align("GATTACA", "GATCACA", mode="global")
     >>> aln.score, aln.cigar()
     (26, '3=1X3=')
 
     Raises:
-        NwalignError: bad letters, unknown matrix or mode, negative penalties.
+        NwalignError: bad letters, an empty sequence, unknown matrix or mode, negative penalties.
     """
-    q = Record("query", "query", query.upper())
-    t = Record("target", "target", target.upper())
-    if not q.seq or not t.seq:
-        raise NwalignError("empty sequence")
+    (q,) = as_records(query, "query")
+    (t,) = as_records(target, "target")
+    # an unnamed sequence keeps the name it has always had here
+    q = q if hasattr(query, "id") else Record("query", "query", q.seq)
+    t = t if hasattr(target, "id") else Record("target", "target", t.seq)
     scoring = make_scoring(alphabet or detect_alphabet([q, t]), mode, matrix, match, mismatch,
                            gap_open, gap_extend)
     return align_pair(Encoded(q, scoring.encode(q)), Encoded(t, scoring.encode(t)), scoring, score_only,

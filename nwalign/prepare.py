@@ -70,9 +70,16 @@ def check_spread(workers: int, scheduler: str | None, client, devices, backend: 
     cluster at ``scheduler``, or a ``distributed.Client``); the combinations no job accepts refused.
 
     Raises:
-        NwalignError: ``devices`` named with workers/scheduler/client, or ``backend`` cuda with local
-            workers (those run the CPU engine).
+        NwalignError: ``devices`` named with workers/scheduler/client, ``backend`` cuda with local
+            workers (those run the CPU engine), an empty scheduler, or a scheduler file that does not exist
+            (Dask would wait for it to appear).
     """
+    if scheduler is not None and not scheduler.strip():
+        raise NwalignError("scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)",
+                           cli="--scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)")
+    if scheduler is not None and scheduler.endswith(".json") and not os.path.isfile(scheduler):
+        raise NwalignError(f"scheduler {scheduler}: no such scheduler file",
+                           cli=f"--scheduler {scheduler}: no such scheduler file")
     spread = workers > 1 or scheduler is not None or client is not None
     if spread and devices not in (None, "auto"):
         raise NwalignError("devices and workers/scheduler/client: choose one",

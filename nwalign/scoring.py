@@ -33,6 +33,7 @@ NUCLEOTIDE_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT"
 _RARE_AS_X = "UOJ"
 # Scores must stay far from int32 limits in every engine (the engines use -2**30 as minus infinity).
 _SCORE_LIMIT = 2**29
+MAX_SCORE = 1_000_000  # a substitution score's magnitude, from --match/--mismatch or a matrix, stays below this
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,10 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
         raise NwalignError(f"matrix {label}: not a square substitution matrix")
     if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
         raise NwalignError(f"matrix {label}: scores must be integers")
+    if values.size and np.abs(values).max() >= MAX_SCORE:  # as --match and --mismatch: no int32 wrap
+        i, j = (int(x[0]) for x in np.nonzero(np.abs(values) >= MAX_SCORE))
+        raise NwalignError(f"matrix {label}: {mat.alphabet[i]} against {mat.alphabet[j]} scores {values[i, j]:g}; "
+                           f"give scores of magnitude below {MAX_SCORE}")
     if len(alphabet) != values.shape[0] or any(len(a) != 1 for a in mat.alphabet):
         raise NwalignError(f"matrix {label}: alphabet must be single letters")
     out = values.astype(np.int32), alphabet.upper(), label
@@ -329,6 +334,9 @@ def make_scoring(
         NwalignError: unknown mode or matrix, negative penalties, extend > open, match/mismatch with a
             matrix or with protein.
     """
+    if matrix is not None and not str(matrix).strip():
+        raise NwalignError("matrix: give a name (BLOSUM62, PAM250, NUC.4.4, ...) or a file", cli="--matrix: give a "
+                           "matrix name (BLOSUM62, PAM250, NUC.4.4, ...) or a file")
     if mode not in MODES:
         raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     nucleotide = alphabet in ("dna", "rna")
@@ -351,8 +359,8 @@ def make_scoring(
         match = DEFAULTS["dna"]["match"] if match is None else match
         mismatch = DEFAULTS["dna"]["mismatch"] if mismatch is None else mismatch
         for label, value in (("--match", match), ("--mismatch", mismatch)):
-            if int(value) != value or abs(value) >= 1_000_000:
-                raise NwalignError(f"{label} {value}: give an integer score of magnitude below 1000000")
+            if int(value) != value or abs(value) >= MAX_SCORE:
+                raise NwalignError(f"{label} {value}: give an integer score of magnitude below {MAX_SCORE}")
         # U and T share one code, so RNA aligns against DNA; X reads as N; reports print the letters as read.
         # Ambiguity codes score as NCBI BLAST scores them (blast_nucleotide_matrix).
         values = blast_nucleotide_matrix(int(match), int(mismatch))

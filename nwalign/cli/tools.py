@@ -12,29 +12,33 @@ from ..errors import NwalignError
 from ..names import ALLPAIRS_KERNELS, PAIR_KERNELS
 from ..output import check_output, output_stream
 from .group import cli
+from .options import setup_logging
 
 
 @cli.command()
 @click.argument("fasta")
 @click.option("-o", "--output", required=True, metavar="FILE.nwdb", help="The database file to write.")
-def makedb(fasta, output):
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings, no summary line).")
+def makedb(fasta, output, quiet):
     """Write FASTA as a memory-mappable .nwdb database for repeated 'nwalign search' runs."""
     from ..database import makedb as write_db
 
+    setup_logging(False, quiet)
     if output == "-":
         raise NwalignError("makedb: -o needs a file name (the database is memory-mapped from it)")
     check_output(output, (fasta,))
-    if re.search(r"\.(fa|fasta|fna|faa|ffn|fas|seq)(\.(gz|bz2|xz))?$", output, re.IGNORECASE):
+    if not quiet and re.search(r"\.(fa|fasta|fna|faa|ffn|fas|seq)(\.(gz|bz2|xz))?$", output, re.IGNORECASE):
         click.echo(f"nwalign: warning: -o {output}: the database is a binary .nwdb file, not FASTA "
                    "(name it .nwdb)", err=True)
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not quiet:
         from rich.console import Console
 
         with Console(stderr=True).status(f"makedb: reading {fasta}, encoding, writing {output}"):
             db = write_db(fasta, output)
     else:
         db = write_db(fasta, output)
-    click.echo(f"nwalign: {output}: {db.count} sequences, {db.total_length} residues", err=True)
+    if not quiet:
+        click.echo(f"nwalign: {output}: {db.count} sequences, {db.total_length} residues", err=True)
 
 
 @cli.command("mutate")
@@ -45,7 +49,8 @@ def makedb(fasta, output):
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Random seed.")
 @click.option("--region", metavar="START-END", help="Take only this 1-based, inclusive region (e.g. 1-1M).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically) instead of stdout.")
-def mutate_command(fasta, rate, seed, region, output):
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings).")
+def mutate_command(fasta, rate, seed, region, output, quiet):
     """Write a seeded mutated copy of every record of FASTA ('-' for stdin) as FASTA.
 
     With --rate 0 it only cuts --region. The same mutation model as 'pair --random LEN --mutate RATE'.
@@ -59,6 +64,7 @@ def mutate_command(fasta, rate, seed, region, output):
     from ..sequences import Record, read_fasta
     from ..simulate import mutate, parse_region
 
+    setup_logging(False, quiet)
     records = read_fasta(fasta)
     with output_stream(output, (fasta,)) as out:
         for k, rec in enumerate(records):

@@ -1,0 +1,108 @@
+"""Bad inputs that once passed silently, hung or ended in a traceback: each now ends in one line on
+stderr and exit status 2, before any output is written."""
+
+import os
+import stat
+import time
+
+import pytest
+
+from nwalign.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPAL = os.path.join(ROOT, "data", "queries_5_opal.fasta")
+SP196 = os.path.join(ROOT, "data", "swissprot_first196.fasta")
+
+
+def _one_line_error(capsys, argv, words):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+    assert err.startswith("nwalign: error: ") and all(w in err for w in words), err
+    return err
+
+
+@pytest.fixture
+def dna(tmp_path):
+    path = tmp_path / "dna.fa"
+    path.write_text(">a\nGATTACAGATTACA\n>b\nGATCACAGATTTCA\n>c\nGGTTACAGATTACA\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["pair", "search", "allpairs"])
+def test_a_matrix_value_beyond_the_score_range_is_refused(capsys, tmp_path, dna, command):
+    """A matrix file's score at or beyond 2^31 wrapped silently in int32; now refused as --match is."""
+    matrix = tmp_path / "big.mat"
+    matrix.write_text("   A  C  G  T\nA  3000000000 -1 -1 -1\nC -1 1 -1 -1\nG -1 -1 1 -1\nT -1 -1 -1 1\n")
+    inputs = {"pair": [dna, dna], "search": [dna, dna], "allpairs": [dna]}[command]
+    _one_line_error(capsys, [command, *inputs, "--matrix", str(matrix)], ["big.mat", "A against A", "3e+09"])
+    matrix.write_text(matrix.read_text().replace("3000000000", "999999"))  # the largest allowed
+    assert main([command, *inputs, "--matrix", str(matrix)]) == 0
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_matrix_name_is_refused(capsys, dna, value):
+    _one_line_error(capsys, ["pair", dna, dna, "--matrix", value], ["--matrix", "give a matrix name"])
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "-0.5"])
+def test_max_evalue_must_be_a_number_at_least_zero(capsys, value):
+    """NaN turned the filter off and a negative value returned nothing, both silently."""
+    _one_line_error(capsys, ["search", OPAL, SP196, "--max-evalue", value], ["--max-evalue", ">= 0"])
+    assert main(["search", OPAL, SP196, "--max-evalue", "0", "--top", "1"]) == 0  # zero: legal, nothing passes
+
+
+def test_one_path_for_two_outputs_is_refused(capsys, tmp_path, dna):
+    """allpairs -o X --matrix-out X wrote the matrix over the rows; a link to the same file likewise."""
+    npy = tmp_path / "d.npy"
+    link = tmp_path / "link.npy"
+    link.symlink_to(npy)
+    for out in (npy, link):
+        _one_line_error(capsys, ["allpairs", dna, "-o", str(out), "--matrix-out", str(npy)], ["the same file"])
+        assert not npy.exists()
+    assert main(["allpairs", dna, "-o", str(tmp_path / "rows.tsv"), "--matrix-out", str(npy)]) == 0
+
+
+@pytest.mark.parametrize("command", ["pair", "search", "allpairs"])
+@pytest.mark.parametrize("scheduler, words", [("missing.json", ["no such scheduler file"]),
+                                              ("", ["--scheduler", "give an address"])])
+def test_a_missing_or_empty_scheduler_is_refused_at_once(capsys, dna, command, scheduler, words):
+    """Dask waits for a scheduler file to appear (the command hung); an empty value ran a local cluster."""
+    inputs = [dna] if command == "allpairs" else [dna, dna]
+    started = time.monotonic()
+    _one_line_error(capsys, [command, *inputs, "--scheduler", scheduler], words)
+    assert time.monotonic() - started < 20
+
+
+def test_a_database_file_follows_the_umask(tmp_path):
+    """makedb's .nwdb was created 0600 whatever the umask: unreadable to a cluster's other users."""
+    db = tmp_path / "sp.nwdb"
+    old = os.umask(0o022)
+    try:
+        assert main(["makedb", SP196, "-o", str(db), "-q"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o644
+
+
+def test_quiet_makedb_and_mutate_print_nothing_on_stderr(capsys, tmp_path, dna):
+    assert main(["makedb", SP196, "-o", str(tmp_path / "db.fasta"), "-q"]) == 0  # a FASTA-like name warns
+    assert main(["mutate", dna, "-q", "-o", str(tmp_path / "m.fa")]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["makedb", SP196, "-o", str(tmp_path / "db2.fasta")]) == 0
+    assert "not FASTA" in capsys.readouterr().err
+
+
+def test_align_takes_biopython_sequences():
+    """nwalign.align(Seq(...), Seq(...)) raised AttributeError while search took Seq."""
+    from Bio.Seq import Seq
+    from Bio.SeqRecord import SeqRecord
+
+    import nwalign
+
+    aln = nwalign.align(Seq("GATTACA"), Seq("GATCACA"))
+    assert (aln.query_id, aln.target_id, aln.cigar()) == ("query", "target", "3=1X3=")
+    aln = nwalign.align(SeqRecord(Seq("GATTACA"), id="q1"), "GATCACA")
+    assert aln.query_id == "q1" and aln.score == 26
+    with pytest.raises(nwalign.NwalignError, match="empty"):
+        nwalign.align("", "ACGT")
