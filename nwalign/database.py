@@ -208,7 +208,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
 
     Version 2 layout: magic (8 bytes), header length (uint64), JSON header (count, total, letters, the
     count of each letter, whether the ids are distinct, the byte length and format of the names section,
-    CRC-32 of the names, offsets and residues sections), padding to 8 bytes; the names section, padding;
+    CRC-32 of the names, offsets and residues sections and of the header's own fields), padding to 8 bytes; the names section, padding;
     offsets (int64, count + 1); residues (uint8 indices into ``letters``, total). The names section
     (header ``names_format``) is ``indexed``: where each id and then each description starts (int64, 2 *
     count + 1, the last one the end), then the names in UTF-8, so that one name is read without parsing the
@@ -234,6 +234,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
                   "ids_unique": len(set(db.ids)) == db.count,
                   "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                             "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
+        fields["crc32"]["header"] = _header_crc(fields)
         magic = MAGIC2
     else:
         body = db.ascii()
@@ -308,6 +309,8 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
     pending = None
     if head[:8] == MAGIC2:
         crc = header["crc32"]
+        if "header" in crc and _header_crc(header) != crc["header"]:  # files before 0.2 have none
+            raise ValueError("checksum of the header differs")
         sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
         if check_later:
             pending = in_background(lambda: _check_crc(sections[2:], crc))
@@ -438,6 +441,14 @@ class _LazyList(Sequence):
 
     def __eq__(self, other):
         return list(self) == list(other)
+
+
+def _header_crc(fields: dict) -> int:
+    """CRC-32 of a version-2 header's fields (its own checksum left out), in one canonical JSON form: an
+    edited letter order or ``ids_unique`` gave wrong hits without a word before it was checked."""
+    crc = {k: v for k, v in fields["crc32"].items() if k != "header"}
+    canonical = json.dumps(dict(fields, crc32=crc), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return zlib.crc32(canonical.encode())
 
 
 def _check_crc(sections, crc: dict) -> None:

@@ -106,3 +106,27 @@ def test_align_takes_biopython_sequences():
     assert aln.query_id == "q1" and aln.score == 26
     with pytest.raises(nwalign.NwalignError, match="empty"):
         nwalign.align("", "ACGT")
+
+
+@pytest.mark.parametrize("edit", ["letters", "ids_unique"])
+def test_an_edited_database_header_is_refused(capsys, tmp_path, edit):
+    """Two letters of a .nwdb's "letters" swapped gave other, wrong hits, and "ids_unique" set to true let
+    duplicate ids out unrenamed, with exit 0: the header has its own checksum now."""
+    import json
+
+    import numpy as np
+
+    db = tmp_path / "sp.nwdb"
+    source = tmp_path / "dup.fa"  # duplicate ids: the header says so ("ids_unique": false)
+    source.write_text(open(SP196).read() + ">sp|Q6GZX4|001R_FRG3G again\nMAFSAEDVLKEYDRRRRMEALLLSLYYPNDRKLLDYKEWSPPRVQVECPKAPVEWNNPPSEKGLIVGHFSGIKYKGEKAQASEVDVNKMCCWVSKFKDAMRRYQGIQTCKIPGKVLSDLDAKIKAYNLTVEGVEGFVRYSRVTKQHVAAFLKELRHSKQYENVNLIHYILTDKRVDIQHLEKDLVKDFKALVESAHRMRQGHMINVKYILYQLLKKHGHGPDGPDILTVKTGSKGVLYDDSFRKIYTDLGWKFTPL\n")
+    assert main(["makedb", str(source), "-o", str(db), "-q"]) == 0
+    raw = db.read_bytes()
+    size = int(np.frombuffer(raw[8:16], dtype=np.uint64)[0])
+    header = raw[16:16 + size]
+    fields = json.loads(header)
+    letters = fields["letters"]
+    old, new = (f'"letters": "{letters}"', f'"letters": "{letters[1] + letters[0] + letters[2:]}"') \
+        if edit == "letters" else ('"ids_unique": false', '"ids_unique": true ')  # the same length
+    assert old.encode() in header
+    db.write_bytes(raw[:16] + header.replace(old.encode(), new.encode()) + raw[16 + size:])
+    _one_line_error(capsys, ["search", OPAL, str(db)], ["damaged .nwdb", "checksum of the header"])
