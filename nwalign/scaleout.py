@@ -75,7 +75,8 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
                                cli=f"--devices {spec}: give auto, all or GPU numbers such as 0,1") from None
         bad = [d for d in chosen if not 0 <= d < count]
         if not chosen or bad or len(set(chosen)) != len(chosen):
-            what = f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
+            what = "no GPU is visible (" + (cuda.why_unavailable() if not count else "") + ")" if bad and not count \
+                else f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
             raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
         if len(chosen) == 1:
             return chosen  # one GPU: the caller runs in its own process on it

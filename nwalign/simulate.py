@@ -81,8 +81,11 @@ def mutate(record: Record, rate: float, seed: int | None, letters: str | None = 
 
 def parse_region(text: str) -> tuple[int, int]:
     """'START-END' (1-based, inclusive, k/M suffixes allowed) -> (start0, end) half-open."""
+    parts = text.split("-")
+    if len(parts) == 2 and parts[0].strip() == "0":
+        raise NwalignError(f"--region: {text!r}: coordinates are 1-based, START is at least 1")
     try:
-        start, end = (parse_lengths(part, "--region")[0] for part in text.split("-"))
+        start, end = (parse_lengths(part, "--region")[0] for part in parts)
     except (ValueError, NwalignError):
         raise NwalignError(f"--region: {text!r} is not START-END such as 1-1000000") from None
     if start < 1 or end < start:

@@ -130,3 +130,25 @@ def test_an_edited_database_header_is_refused(capsys, tmp_path, edit):
     assert old.encode() in header
     db.write_bytes(raw[:16] + header.replace(old.encode(), new.encode()) + raw[16 + size:])
     _one_line_error(capsys, ["search", OPAL, str(db)], ["damaged .nwdb", "checksum of the header"])
+
+
+def test_messages_that_name_what_is_wrong(capsys, tmp_path, dna, monkeypatch):
+    """Each names the real problem: both inputs on stdin, a 0 in a 1-based region, the option of the
+    path (not -o), a missing plotting library before the benchmark runs, no GPU at all."""
+    _one_line_error(capsys, ["search", "-", "-"], ["only one of QUERY and DATABASE", "stdin"])
+    _one_line_error(capsys, ["mutate", dna, "--region", "0-5"], ["1-based", "at least 1"])
+    _one_line_error(capsys, ["bench", "--kernels", "cpu", "--sizes", "50", "--json", str(tmp_path)],
+                    ["--json", "is a directory"])
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    started = time.monotonic()
+    _one_line_error(capsys, ["bench", "--kernels", "cpu", "--sizes", "20000", "--plot", str(tmp_path / "p.png")],
+                    ["--plot needs matplotlib"])
+    assert time.monotonic() - started < 10  # said before the benchmark, not after it
+    monkeypatch.undo()
+    from nwalign import cuda
+
+    if not cuda.gpu_count():
+        _one_line_error(capsys, ["search", dna, dna, "--devices", "0,1"], ["--devices 0,1", "no GPU is visible"])

@@ -78,6 +78,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         raise NwalignError("--matrix-out .phy needs a square matrix: use .npy with --against")
     check_shared_dir(shared_dir, workers, scheduler, devices)
     check_output(matrix_out, (seqs, against), "--matrix-out")
+    check_output(output, (seqs, against))  # before the inputs are read
     if matrix_out and output and output != "-" and os.path.realpath(matrix_out) == os.path.realpath(output):
         raise NwalignError(f"--matrix-out {matrix_out} and -o {output}: the same file; give two paths")
     job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None, mode=mode, alphabet=alphabet,

@@ -8,7 +8,7 @@ import click
 
 from ..errors import NwalignError
 from ..names import ALPHABETS, BACKENDS, MODES, PAIR_KERNELS
-from ..output import output_stream
+from ..output import check_output, output_stream
 from .group import cli
 from .options import SCORE, parse_block, setup_logging
 from .progress import status as _status
@@ -84,6 +84,13 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
     from ..bench import plot, rows_to_json, rows_to_tsv, run_pair, run_search, table
 
     setup_logging(verbose, quiet)
+    for path, option in ((json_out, "--json"), (tsv_out, "--tsv"), (plot_out, "--plot")):
+        check_output(path, option=option)  # before the benchmark, not after it
+    if plot_out:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise NwalignError("--plot needs matplotlib (pip install nwalign[bench])")
     status = _status("bench", quiet)
     try:
         if workload == "allpairs":
@@ -112,10 +119,10 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
     if not quiet:  # not a terminal (a pipe, a file, CI): wide enough that no cell is cut
         Console(width=None if sys.stdout.isatty() else 200).print(table(rows, workload, mode, score_only))
     if json_out:
-        with output_stream(json_out) as out:
+        with output_stream(json_out, option="--json") as out:
             out.write(rows_to_json(rows))
     if tsv_out:
-        with output_stream(tsv_out) as out:
+        with output_stream(tsv_out, option="--tsv") as out:
             out.write(rows_to_tsv(rows))
     if plot_out:
         plot(rows, plot_out)

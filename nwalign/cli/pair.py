@@ -13,7 +13,7 @@ import click
 from ..errors import NwalignError
 from ..names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES,
                      NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
-from ..output import output_stream
+from ..output import check_output, output_stream
 from .group import cli
 from .options import (check_shared_dir, header_option, parse_block, parse_columns, parse_size, run_options,
                       scoring_options, setup_logging, spread_options)
@@ -96,6 +96,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
     else:
         _check_pair_files(query, target, mutate_rate)
         inputs, names, kind = (pathlib.Path(query), pathlib.Path(target)), (query, target), alphabet
+    check_output(output, (query, target))  # before the inputs are read
     memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
     check_shared_dir(shared_dir, workers, scheduler, devices)
     job = Pairs(*inputs, mode=mode, alphabet=kind, matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open,

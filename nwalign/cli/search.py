@@ -9,7 +9,8 @@ import time
 import click
 
 from ..names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
-from ..output import output_stream
+from ..errors import NwalignError
+from ..output import check_output, output_stream
 from .group import cli
 from .options import (check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging,
                       spread_options)
@@ -66,6 +67,9 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
 
     started = time.perf_counter()
     setup_logging(verbose, quiet)
+    if query == "-" and database == "-":
+        raise NwalignError("only one of QUERY and DATABASE can be '-' (stdin)")
+    check_output(output, (query, database))  # before the inputs are read
     cols = parse_columns(columns, SEARCH_COLUMNS)
     check_shared_dir(shared_dir, workers, scheduler, devices)
     run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
