@@ -27,7 +27,8 @@ log = logging.getLogger("nwalign")
               "instead of all pairs i < j within SEQS.")
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
 @scoring_options
-@click.option("--columns", default=",".join(ALLPAIRS_DEFAULT_COLUMNS), show_default=True, metavar="NAME,...",
+@click.option("--columns", default=",".join(ALLPAIRS_DEFAULT_COLUMNS), show_default=" ".join(ALLPAIRS_DEFAULT_COLUMNS),
+              metavar="NAME,...",
               help="TSV columns from: " + ", ".join(ALLPAIRS_COLUMNS) + ". Score-only columns skip the traceback.")
 @click.option("--min-identity", type=float, metavar="F",
               help="Keep pairs with identity >= F (0-1, BLAST identity). In global mode a score bound "

@@ -116,7 +116,7 @@ def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, tar
     _check_gpu_options(job.backend, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
     if len(job.plan) == 1 and job.backend == "cpu" and not score_only and job.cells() >= 10**8:
-        within = _progress("pair", 1000, quiet, "/1000", fraction=True)
+        within = _progress("pair", 1000, quiet, "", fraction=True)  # per mille of the traceback
     results = job.run(within)  # memory is checked here, before anything is written
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     with output_stream(output, (query, target)) as out:

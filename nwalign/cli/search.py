@@ -25,7 +25,8 @@ log = logging.getLogger("nwalign")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Hits reported per query.")
 @click.option("--max-evalue", type=float, metavar="E", help="Report only hits with E-value <= E.")
 @click.option("--min-score", type=int, metavar="S", help="Report only hits with raw score >= S.")
-@click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default=True, metavar="NAME,...",
+@click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default="BLAST's 12 standard columns",
+              metavar="NAME,...",
               help="TSV columns (BLAST tabular names, comma- or space-separated): " + ", ".join(SEARCH_COLUMNS)
                    + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + ": no hit is aligned (faster).")
 @header_option
