@@ -5,6 +5,7 @@ loads none of it."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -54,12 +55,17 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
             sys.stdout.flush()
         except BrokenPipeError:  # not an OSError past here: Click would turn it into exit status 1
             raise ClosedPipe() from None
+        except OSError as exc:
+            _full(exc, "stdout")
         return
     check_output(path, inputs, option)
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isfile(target):
-        with open(target, "w") as handle:
-            yield handle
+        try:
+            with open(target, "w") as handle:
+                yield handle
+        except OSError as exc:
+            _full(exc, f"{option} {path}")
         return
     fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=os.path.dirname(target))
     try:
@@ -69,9 +75,22 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a result file gets the usual permissions
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError):
+            _full(exc, f"{option} {path}")
         raise
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
+
+
+def _full(exc: OSError, where: str) -> None:
+    """An output that could not be written (a full disk or quota, a read-only file system) in one line
+    naming it; any other OSError goes on as it is."""
+    if exc.errno in _FULL:
+        raise NwalignError(f"{where}: cannot write ({exc.strerror})") from None
+    raise exc
 
 
 def fill_distances(dist, block, n_a: int, n_b: int | None) -> None:
@@ -112,6 +131,7 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     os.close(fd)
     try:
         dist = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+        _reserve(tmp, path)  # a sparse map on a full disk ends in SIGBUS after all the work
         yield dist
         dist.flush()
         del dist
@@ -122,6 +142,21 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _reserve(tmp: str, path: str) -> None:
+    """Allocate a memory-mapped file's blocks now (where the file system can), so that a full disk is
+    said at once, in one line, instead of a bus error when the map is written."""
+    try:
+        with open(tmp, "r+b") as handle:
+            os.posix_fallocate(handle.fileno(), 0, os.path.getsize(tmp))
+    except AttributeError:  # no posix_fallocate on this system
+        return
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system that cannot: go on as before
+            return
+        raise NwalignError(f"--matrix-out {path}: cannot reserve {os.path.getsize(tmp)} bytes ({exc.strerror})") \
+            from None
 
 
 def phylip_matrix(out, names: list[str], dist) -> None:

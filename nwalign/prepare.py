@@ -7,7 +7,10 @@ process per GPU, or Dask workers), with the same checks and messages for every c
 from __future__ import annotations
 
 import os
+import string
 from dataclasses import dataclass
+
+import numpy as np
 
 from . import scaleout
 from .errors import NwalignError
@@ -46,8 +49,27 @@ class ScoringRequest:
             NwalignError: the inputs' alphabets differ, an unknown matrix or mode, bad penalties.
         """
         inputs = [(name, letter_counts(records)) for name, records in sides] + list(counts or [])
+        for (name, found), records in zip(inputs, [r for _, r in sides] + [None] * len(counts or [])):
+            _check_letters(name, found, records)
         kind = choose_alphabet(inputs, self.alphabet)
         return make_scoring(kind, mode, self.matrix, self.match, self.mismatch, self.gap_open, self.gap_extend)
+
+
+_LETTERS = np.zeros(256, dtype=bool)
+_LETTERS[[ord(c) for c in string.ascii_letters + "*"]] = True  # residue letters, and the stop codon
+
+
+def _check_letters(name: str, counts: np.ndarray, records) -> None:
+    """Refuse a character that is no residue letter ('-', '.', digits: an aligned FASTA, say) where it is,
+    rather than guessing the input's alphabet from it ("protein, but the other file is DNA")."""
+    bad = np.flatnonzero((counts > 0) & ~_LETTERS)
+    if not bad.size:
+        return
+    letter = chr(int(bad[0]))
+    where = next(((r.id, r.seq.index(letter) + 1) for r in records or () if letter in r.seq), None)
+    place = f"record {where[0]}, position {where[1]}: " if where else ""
+    raise NwalignError(f"{name}: {place}{letter!r} is not a residue letter (gaps, '.' and digits are not accepted; "
+                       "give unaligned sequences)")
 
 
 def read_side(items, source: str, limit: int | None, prefix: str = "seq") -> tuple[list[Record], str]:

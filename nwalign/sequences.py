@@ -365,10 +365,16 @@ def unique_ids(ids: list[str], source: str) -> list[str]:
         seen.add(f"{name}_{k}")
         out.append(f"{name}_{k}")
         renamed.append(name)
-    logging.getLogger("nwalign").warning(
-        "warning: %s: %d records repeat an earlier record's id (first: %r); they are named ID_2, ID_3, ... in the "
-        "output", source, len(renamed), renamed[0])
+    said = (source, len(renamed), renamed[0])
+    if said not in _SAID:  # one file read twice (pair X X) is one warning, not two
+        _SAID.add(said)
+        logging.getLogger("nwalign").warning(
+            "warning: %s: %d records repeat an earlier record's id (first: %r); they are named ID_2, ID_3, ... in "
+            "the output", *said)
     return out
+
+
+_SAID: set = set()  # duplicate-id warnings given in this process
 
 
 def unique_records(records: list[Record], source: str) -> list[Record]:

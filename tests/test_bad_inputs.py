@@ -152,3 +152,51 @@ def test_messages_that_name_what_is_wrong(capsys, tmp_path, dna, monkeypatch):
 
     if not cuda.gpu_count():
         _one_line_error(capsys, ["search", dna, dna, "--devices", "0,1"], ["--devices 0,1", "no GPU is visible"])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_full_disk_is_one_line(capsys, tmp_path, dna):
+    """Writing to a full device ended in an OSError traceback; now one line naming the output."""
+    import subprocess
+    import sys
+
+    for argv in (["pair", dna, dna, "-o", "/dev/full"], ["mutate", dna, "-o", "/dev/full"],
+                 ["search", OPAL, SP196, "-o", "/dev/full"],
+                 ["bench", "--kernels", "cpu", "--sizes", "50", "--repeats", "1", "--warmup", "0", "-q",
+                  "--json", "/dev/full"]):
+        _one_line_error(capsys, argv, ["/dev/full", "cannot write", "No space left"])
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "nwalign", "pair", dna, dna], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr == "nwalign: error: stdout: cannot write (No space left on device)\n"
+
+
+def test_a_matrix_that_cannot_be_reserved_is_one_line_and_leaves_nothing(capsys, tmp_path, dna, monkeypatch):
+    """A .npy distance matrix is memory-mapped: on a full disk it ended in a bus error after all the work,
+    leaving its temporary file; its space is now reserved first."""
+    import errno
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full, raising=False)
+    _one_line_error(capsys, ["allpairs", dna, "--matrix-out", str(tmp_path / "d.npy"), "-o", str(tmp_path / "r.tsv")],
+                    ["--matrix-out", "cannot reserve", "No space left"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dna.fa"]
+
+
+def test_gaps_and_digits_are_named_where_they_are(capsys, tmp_path, dna):
+    """An aligned FASTA ('-', '.') or digits made the input 'protein' against a DNA one; now the character,
+    the record and the position are named, whatever --alphabet says."""
+    aligned = tmp_path / "aligned.fa"
+    aligned.write_text(">x\nGATT-ACA\n>y\nGATT.ACA\n")
+    for extra in ([], ["--alphabet", "dna"]):
+        _one_line_error(capsys, ["pair", str(aligned), dna, *extra], ["aligned.fa", "record x, position 5", "'-'"])
+    _one_line_error(capsys, ["allpairs", str(aligned)], ["record x, position 5"])
+
+
+def test_a_duplicate_id_warning_is_given_once_for_one_file(capsys, tmp_path):
+    twice = tmp_path / "dup.fa"
+    twice.write_text(">a\nACGT\n>a\nACGA\n")
+    assert main(["pair", str(twice), str(twice), "--format", "tsv"]) == 0
+    assert capsys.readouterr().err.count("repeat an earlier record's id") == 1

@@ -70,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerLost as exc:
         click.echo(f"nwalign: error: {exc}", err=True)
         return 1
+    except OSError as exc:  # a file that cannot be opened or written: what and where, in one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"nwalign: error: {where}{exc.strerror or exc}", err=True)
+        return 2
     except MemoryError:
         command = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
         hint = {"pair": "lower --max-memory or align smaller pieces", "bench": "use smaller --sizes or --count",
