@@ -464,11 +464,14 @@ def test_out_of_range_numbers_are_one_line_errors(capsys, args, message):
 
 
 def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
-    """The shipped 16S file has 100 records and 74 distinct ids: one warning, ID_2... suffixes, distinct
-    PHYLIP names, one SAM @SQ line per reference."""
+    """The shipped 16S records named by their taxonomy strings (100 records, 74 distinct names): one warning,
+    ID_2... suffixes, distinct PHYLIP names, one SAM @SQ line per reference."""
     from nwalign.sequences import read_fasta
 
-    sixteen = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+    sixteen = tmp_path / "taxonomy.fa"
+    sixteen.write_text("".join(f">{r.description.split(maxsplit=1)[1]}\n{r.seq}\n"
+                               for r in read_fasta(os.path.join(DATA, "16S_100_dada2.fasta.gz"))))
+    sixteen = str(sixteen)
     phy = tmp_path / "d.phy"
     code, out, err = run(capsys, "allpairs", sixteen, "--backend", "cpu", "--matrix-out", str(phy), "--columns",
                          "qseqid,sseqid")
@@ -476,7 +479,7 @@ def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
     rows = phy.read_text().splitlines()[1:]
     names = [r[:10] for r in rows]
     assert len(rows) == 100 and len(set(names)) == 100
-    pairs = [line.split("\t") for line in out.splitlines()[1:]]
+    pairs = [line.split("\t") for line in out.splitlines()]
     assert len({q for q, _ in pairs} | {t for _, t in pairs}) == 100
     first = read_fasta(sixteen)
     dup = next(r.id for k, r in enumerate(first) if r.id in {x.id for x in first[:k]})
