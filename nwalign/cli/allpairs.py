@@ -21,6 +21,29 @@ from .progress import progress as _progress
 log = logging.getLogger("nwalign")
 
 
+_KERNEL_OPTIONS = (
+    click.option("--kernel", "ap_kernel", type=click.Choice(("auto",) + ALLPAIRS_KERNELS), default="auto",
+                 show_default=True,
+              help="GPU score kernel (Li et al., section 4): lazy-rscan (one thread per pair, a slice of "
+                   "--slice query rows in registers), rscan (row scan through global memory), dscan (one "
+                   "block per pair, anti-diagonals in shared memory), tiled-dscan (one launch per tile "
+                   "diagonal). auto: lazy-rscan when the pairs fill the GPU, else dscan."),
+    click.option("--slice", "slice_k", type=click.Choice([str(k) for k in ALLPAIRS_SLICES]),
+                 default=str(ALLPAIRS_DEFAULT_SLICE),
+              show_default=True, help="lazy-rscan slice height k (query rows per thread)."),
+    click.option("--block", "ap_block", type=click.IntRange(min=1), metavar="N",
+              help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default "
+                   "256), lazy-rscan and rscan (up to 256, default 128)."),
+)
+
+
+def _kernel_options(command):
+    """--kernel, --slice and --block: the GPU score kernel and its knobs."""
+    for option in reversed(_KERNEL_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("seqs")
 @click.option("--against", metavar="FASTA", help="Align every SEQS record against every record of this file "
@@ -39,16 +62,7 @@ log = logging.getLogger("nwalign")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="Where the scores are computed: the GPU kernels (cuda), the CPU engine, or the GPU when "
                    "there is one. Reported pairs are aligned on the CPU engine.")
-@click.option("--kernel", "ap_kernel", type=click.Choice(("auto",) + ALLPAIRS_KERNELS), default="auto", show_default=True,
-              help="GPU score kernel (Li et al., section 4): lazy-rscan (one thread per pair, a slice of "
-                   "--slice query rows in registers), rscan (row scan through global memory), dscan (one "
-                   "block per pair, anti-diagonals in shared memory), tiled-dscan (one launch per tile "
-                   "diagonal). auto: lazy-rscan when the pairs fill the GPU, else dscan.")
-@click.option("--slice", "slice_k", type=click.Choice([str(k) for k in ALLPAIRS_SLICES]), default=str(ALLPAIRS_DEFAULT_SLICE),
-              show_default=True, help="lazy-rscan slice height k (query rows per thread).")
-@click.option("--block", "ap_block", type=click.IntRange(min=1), metavar="N",
-              help="tiled-dscan tile size (8, 16 or 32; default 16), or threads per block: dscan (default "
-                   "256), lazy-rscan and rscan (up to 256, default 128).")
+@_kernel_options
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: pairs scored (CPU backend) or aligned at once (0 = all cores).")
 @spread_options("blocks of the pair matrix balanced by DP cells, aligned and formatted by the workers")
@@ -107,6 +121,11 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
         log.debug("allpairs: rows written in %.2f s", writing)
     finally:
         job.close()
+    _report(stats, min_identity, quiet)
+
+
+def _report(stats: dict, min_identity, quiet: bool) -> None:
+    """-v: where the time went; and the identity filter's counts (unless -q)."""
     unit = "G band cells/s" if stats["kernel"] == "banded" else "GCUPS"  # bands: cells swept, not the matrices'
     if stats["cells"] and stats["score_seconds"] > 0:
         log.info("allpairs: %d pairs scored by %s in %.2f s (%.1f %s, %.0f pairs/s, output included)",

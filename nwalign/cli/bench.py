@@ -14,32 +14,60 @@ from .options import SCORE, parse_block, setup_logging
 from .progress import status as _status
 
 
+_WORKLOAD_OPTIONS = (
+    click.option("--workload", type=click.Choice(("pair", "search", "allpairs")), default="pair", show_default=True,
+                  help="pair: one alignment per --sizes; search: queries of --query-lengths against a database of "
+                       "--db-size (Swiss-Prot-like lengths); allpairs: all pairs of --count sequences of each of "
+                       "--sizes (16S-like variants of one random sequence), scores only."),
+    click.option("--count", type=click.IntRange(min=2), default=500, show_default=True,
+                  help="allpairs: sequences in the set (count * (count - 1) / 2 pairs)."),
+    click.option("--slice", "slices", default="32", show_default=True, metavar="K[,K]",
+                  help="allpairs: lazy-rscan slice heights to time (2, 4, 8, 16, 32)."),
+    click.option("--query-lengths", default="64,256,1024", show_default=True, metavar="N,N,...",
+                  help="search: random protein queries of these lengths."),
+    click.option("--db-size", type=click.IntRange(min=1), default=10000, show_default=True,
+                  help="search: sequences in the seeded synthetic database (Swiss-Prot: ~570,000)."),
+    click.option("--check", type=click.IntRange(min=1), default=2000, show_default=True,
+                  help="search: database sequences (allpairs: sampled pairs) re-scored on the CPU engine to "
+                       "verify the GPU kernels; allpairs times the CPU engine on these pairs."),
+    click.option("--matrix", metavar="NAME|PATH", help="search: substitution matrix  [default: BLOSUM62]"),
+    click.option("--gap-open", type=SCORE, metavar="N", help="search: gap open penalty  [default: 11]"),
+    click.option("--gap-extend", type=SCORE, metavar="N", help="search: gap extend penalty  [default: 1]"),
+    click.option("--sizes", default="1000,10000", show_default=True, metavar="N,N,...",
+                  help="Sequence lengths (k/M suffixes allowed): a seeded random query and a 10%-mutated copy."),
+    click.option("--input", "inputs", multiple=True, metavar="FASTA",
+                  help="Time these sequences instead: one file with two records, or --input twice."),
+    click.option("--kernels", default="all", show_default=True, metavar="all|NAME,...",
+                  help="cpu (the CPU engine), cpu-serial (single-thread scalar reference, the papers' "
+                       "baseline), CUDA kernels (" + ", ".join(PAIR_KERNELS) + "), peers (parasail, biopython)."),
+)
+
+
+def _workload_options(command):
+    """What bench measures: the workload, its sizes and inputs, the kernels."""
+    for option in reversed(_WORKLOAD_OPTIONS):
+        command = option(command)
+    return command
+
+
+_OUTPUT_OPTIONS = (
+    click.option("--json", "json_out", metavar="FILE", help="Write the rows as a JSON list."),
+    click.option("--tsv", "tsv_out", metavar="FILE", help="Write the rows as TSV."),
+    click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib)."),
+    click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes)."),
+    click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches."),
+)
+
+
+def _output_options(command):
+    """Where the rows go besides the table (--json, --tsv, --plot), -v and -q."""
+    for option in reversed(_OUTPUT_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
-@click.option("--workload", type=click.Choice(("pair", "search", "allpairs")), default="pair", show_default=True,
-              help="pair: one alignment per --sizes; search: queries of --query-lengths against a database of "
-                   "--db-size (Swiss-Prot-like lengths); allpairs: all pairs of --count sequences of each of "
-                   "--sizes (16S-like variants of one random sequence), scores only.")
-@click.option("--count", type=click.IntRange(min=2), default=500, show_default=True,
-              help="allpairs: sequences in the set (count * (count - 1) / 2 pairs).")
-@click.option("--slice", "slices", default="32", show_default=True, metavar="K[,K]",
-              help="allpairs: lazy-rscan slice heights to time (2, 4, 8, 16, 32).")
-@click.option("--query-lengths", default="64,256,1024", show_default=True, metavar="N,N,...",
-              help="search: random protein queries of these lengths.")
-@click.option("--db-size", type=click.IntRange(min=1), default=10000, show_default=True,
-              help="search: sequences in the seeded synthetic database (Swiss-Prot: ~570,000).")
-@click.option("--check", type=click.IntRange(min=1), default=2000, show_default=True,
-              help="search: database sequences (allpairs: sampled pairs) re-scored on the CPU engine to "
-                   "verify the GPU kernels; allpairs times the CPU engine on these pairs.")
-@click.option("--matrix", metavar="NAME|PATH", help="search: substitution matrix  [default: BLOSUM62]")
-@click.option("--gap-open", type=SCORE, metavar="N", help="search: gap open penalty  [default: 11]")
-@click.option("--gap-extend", type=SCORE, metavar="N", help="search: gap extend penalty  [default: 1]")
-@click.option("--sizes", default="1000,10000", show_default=True, metavar="N,N,...",
-              help="Sequence lengths (k/M suffixes allowed): a seeded random query and a 10%-mutated copy.")
-@click.option("--input", "inputs", multiple=True, metavar="FASTA",
-              help="Time these sequences instead: one file with two records, or --input twice.")
-@click.option("--kernels", default="all", show_default=True, metavar="all|NAME,...",
-              help="cpu (the CPU engine), cpu-serial (single-thread scalar reference, the papers' "
-                   "baseline), CUDA kernels (" + ", ".join(PAIR_KERNELS) + "), peers (parasail, biopython).")
+@_workload_options
 @click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
@@ -55,14 +83,10 @@ from .progress import status as _status
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
 @click.option("--peers/--no-peers", default=True, show_default=True,
               help="Include parasail and Biopython when installed (each skip is reported).")
-@click.option("--json", "json_out", metavar="FILE", help="Write the rows as a JSON list.")
-@click.option("--tsv", "tsv_out", metavar="FILE", help="Write the rows as TSV.")
-@click.option("--plot", "plot_out", metavar="FILE.png", help="Plot time and GCUPS against size (matplotlib).")
-@click.option("-v", "--verbose", is_flag=True, help="Log each run's choices (memory paths, launch shapes).")
-@click.option("-q", "--quiet", is_flag=True, help="No table, only errors and mismatches.")
+@_output_options
 def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs, kernels,
-          repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out, plot_out,
-          verbose, quiet):
+          repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, json_out, tsv_out,
+          plot_out, verbose, quiet):
     """Time kernels, the CPU engine and peers on the same inputs, verifying every result.
 
     GPU kernels are timed with CUDA events after the warm-up runs, CPU engines and peers with a wall
@@ -77,11 +101,10 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
       nwalign bench --traceback --kernels cpu,wavefront,adm-submatrix --sizes 10k,37k --plot t.png
       nwalign bench --workload allpairs --sizes 1500 --count 1000 --kernels lazy-rscan --slice 4,8,16,32
     """
-    from ..simulate import parse_lengths
 
     from rich.console import Console
 
-    from ..bench import plot, rows_to_json, rows_to_tsv, run_pair, run_search, table
+    from ..bench import plot, rows_to_json, rows_to_tsv, table
 
     setup_logging(verbose, quiet)
     for path, option in ((json_out, "--json"), (tsv_out, "--tsv"), (plot_out, "--plot")):
@@ -93,27 +116,9 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
             raise NwalignError("--plot needs matplotlib (pip install nwalign[bench])")
     status = _status("bench", quiet)
     try:
-        if workload == "allpairs":
-            from ..bench import run_allpairs
-
-            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
-            try:
-                slice_list = [int(k) for k in slices.split(",")]
-                default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
-                block_list = [None] if default_block else [int(b) for b in blocks.split(",")]
-            except ValueError:
-                raise NwalignError(f"--slice {slices} / --block {blocks}: give comma-separated integers") from None
-            rows = run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
-                                list(inputs), seed, alphabet, check, status)
-        elif workload == "search":
-            lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part, "--query-lengths")]
-            rows = run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
-                              gap_extend, check, status)
-        else:
-            size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
-            block_list = [parse_block(b) for b in blocks.split(",")]
-            rows = run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
-                            list(inputs), seed, peers, alphabet, status)
+        rows = _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes,
+                        inputs, kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed,
+                        peers, status)
     finally:
         status(None)
     if not quiet:  # not a terminal (a pipe, a file, CI): wide enough that no cell is cut
@@ -128,3 +133,29 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
         plot(rows, plot_out)
     if not all(r.verified for r in rows):
         raise click.exceptions.Exit(1)
+
+
+def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs,
+             kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, status):
+    """The rows of one bench command's workload (see :mod:`nwalign.bench.workloads`)."""
+    from ..bench import run_allpairs, run_pair, run_search
+    from ..simulate import parse_lengths
+
+    if workload == "allpairs":
+        size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
+        try:
+            slice_list = [int(k) for k in slices.split(",")]
+            default_block = click.get_current_context().get_parameter_source("blocks").name == "DEFAULT"
+            block_list = [None] if default_block else [int(b) for b in blocks.split(",")]
+        except ValueError:
+            raise NwalignError(f"--slice {slices} / --block {blocks}: give comma-separated integers") from None
+        return run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
+                            list(inputs), seed, alphabet, check, status)
+    if workload == "search":
+        lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part, "--query-lengths")]
+        return run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
+                          gap_extend, check, status)
+    size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
+    block_list = [parse_block(b) for b in blocks.split(",")]
+    return run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
+                    list(inputs), seed, peers, alphabet, status)

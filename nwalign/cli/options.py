@@ -152,7 +152,8 @@ def spread_options(how: str, auto_cells: str = "10^12"):
                           "--shared-dir."),
         click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
                      help="GPUs to run on: auto = every visible GPU when there are two or more, nwalign[dask] is "
-                          f"installed and the job has at least {auto_cells} DP cells (unless --device names another GPU), "
+                          f"installed and the job has at least {auto_cells} DP cells (unless --device names another "
+                          "GPU), "
                           f"all, or a list such as 0,1. Two or more: one worker process per GPU ({how}); the output "
                           "is unchanged."),
         click.option("--shared-dir", metavar="DIR",

@@ -22,6 +22,31 @@ from .progress import progress as _progress
 log = logging.getLogger("nwalign")
 
 
+_ENGINE_OPTIONS = (
+    click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+                  help="Engine: auto = cuda when CuPy sees a GPU, else cpu (-v says which and why)."),
+    click.option("--kernel", type=click.Choice(PAIR_KERNELS), default=DEFAULT_KERNEL, show_default=True,
+                  help="CUDA kernel (see docs/gpu-kernels.md): the papers' designs, selectable to compare."),
+    click.option("--block", default="32x32", show_default=True, metavar="ROWSxCOLS",
+                  help="Tile shape of --kernel diagonal-block: 8x8, 16x16, 32x32, 8x128 or 16x64."),
+    click.option("--shared/--no-shared", default=True, show_default=True,
+                  help="diagonal-block: stage the sequence slices in shared memory."),
+    click.option("--max-memory", metavar="SIZE",
+                  help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
+                       "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
+                       "GPU 40% of free memory]"),
+    click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+                  help="Pairs aligned at once on the CPU (0 = all cores, as for every command)."),
+)
+
+
+def _engine_options(command):
+    """--backend, --kernel, --block, --shared, --max-memory and --threads: where and how pairs are aligned."""
+    for option in reversed(_ENGINE_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("query", required=False)
 @click.argument("target", required=False)
@@ -44,20 +69,7 @@ log = logging.getLogger("nwalign")
                    "version 0.2 are accepted: " + ", ".join(ALIASES) + " (identity and similarity now "
                    "percentages).")
 @header_option
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="Engine: auto = cuda when CuPy sees a GPU, else cpu (-v says which and why).")
-@click.option("--kernel", type=click.Choice(PAIR_KERNELS), default=DEFAULT_KERNEL, show_default=True,
-              help="CUDA kernel (see docs/gpu-kernels.md): the papers' designs, selectable to compare.")
-@click.option("--block", default="32x32", show_default=True, metavar="ROWSxCOLS",
-              help="Tile shape of --kernel diagonal-block: 8x8, 16x16, 32x32, 8x128 or 16x64.")
-@click.option("--shared/--no-shared", default=True, show_default=True,
-              help="diagonal-block: stage the sequence slices in shared memory.")
-@click.option("--max-memory", metavar="SIZE",
-              help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
-                   "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
-                   "GPU 40% of free memory]")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Pairs aligned at once on the CPU (0 = all cores, as for every command).")
+@_engine_options
 @spread_options("chunks of pairs balanced by DP cells; a pair is never split")
 @run_options
 def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
