@@ -111,7 +111,7 @@ def test_output_file_is_atomic(capsys, pair_files, tmp_path):
     ("not fasta at all\n", ["pair", "{f}", "{f}"], "not a FASTA file"),
     (b"\x1f\x8b\x08\x00\x00", ["pair", "{f}", "{f}"], "corrupt or truncated"),
     (">a\n\n", ["pair", "{f}", "{f}"], "empty sequence"),
-    (">a\nACGT\n>b\nAC@T\n", ["pair", "{f}", "{f}"], "letter '@' at position 3"),
+    (">a\nACGT\n>b\nAC@T\n", ["pair", "{f}", "{f}"], "record b, position 3: '@' is not a residue letter"),
     (">a\nMKVL\n", ["pair", "{f}", "{f}", "--matrix", "NOSUCH"], "unknown matrix 'NOSUCH'"),
     (">a\nMKVL\n", ["pair", "{f}", "{f}", "--gap-open", "-3"], "non-negative"),
     (">a\nMKVL\n", ["pair", "{f}", "{f}", "--mode", "fancy"], "Invalid value for '--mode'"),

@@ -205,7 +205,7 @@ def test_cli_no_statistics_says_so_once(capsys):
 
 @pytest.mark.parametrize("setup, args, message", [
     ("", [], "empty file"),
-    (">q\nMKV1L\n", [], "letter '1' at position 4"),
+    (">q\nMKV1L\n", [], "record q, position 4: '1' is not a residue letter"),
     (">q\nMKVL\n", ["--columns", "qseqid,nope"], "unknown column 'nope'"),
     (">q\nMKVL\n", ["--gap-open", "8", "--gap-extend", "2", "--max-evalue", "1"], "no published statistics"),
 ])
