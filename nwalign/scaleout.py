@@ -121,15 +121,7 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
         raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
                            cli="--workers/--scheduler/--devices need Dask: pip install 'nwalign[dask]'") from None
     if scheduler:
-        import dask
-
-        wait = dask.config.get("distributed.comm.timeouts.connect")  # Dask's setting (30 s by default)
-        try:
-            client = Client(scheduler_file=scheduler, timeout=wait) if scheduler.endswith(".json") else \
-                Client(scheduler, timeout=wait)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise NwalignError(f"scheduler {scheduler}: cannot connect ({exc})",
-                               cli=f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        client = _connect(Client, scheduler)
         try:
             check_versions(client)
         except NwalignError:
@@ -182,6 +174,43 @@ def warm_gpu_context() -> None:
 
 def _worker_version() -> str:
     return nwalign.__version__  # the package's, read at the call
+
+
+CONNECT_SECONDS = 5.0  # the most a running cluster's handshake may take (Dask's own timeout, if shorter)
+
+
+def _connect(Client, scheduler: str):
+    """A client of the running cluster at ``scheduler`` (an address, or a ``*.json`` scheduler file), made
+    in a thread with a deadline: a refused address took Dask 31 s, and an endpoint that is no Dask
+    scheduler (an HTTP server) kept the handshake waiting for ever. Anything that goes wrong is one
+    NwalignError; a handshake still hanging at the deadline is left to its daemon thread.
+
+    Raises:
+        NwalignError: no answer within the deadline, a refused connection, or not a Dask scheduler.
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    wait = min(CONNECT_SECONDS, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+    got: dict = {}
+
+    def connect():
+        try:
+            got["client"] = Client(scheduler_file=scheduler, timeout=wait) if scheduler.endswith(".json") else \
+                Client(scheduler, timeout=wait)
+        except BaseException as exc:  # Dask's own errors, and an AssertionError on a garbage file
+            got["error"] = exc
+
+    thread = threading.Thread(target=connect, daemon=True, name="nwalign-connect")
+    thread.start()
+    thread.join(wait + 2.0)
+    if "client" in got:
+        return got["client"]
+    exc = got.get("error")
+    why = f"no Dask scheduler answered within {wait:g} s" if exc is None else \
+        f"cannot connect ({type(exc).__name__}: {exc})" if isinstance(exc, (OSError, TimeoutError)) else \
+        f"not a Dask scheduler ({type(exc).__name__}: {exc})"
+    raise NwalignError(f"scheduler {scheduler}: {why}", cli=f"--scheduler {scheduler}: {why}")
 
 
 def check_versions(client) -> None:

@@ -200,3 +200,34 @@ def test_a_duplicate_id_warning_is_given_once_for_one_file(capsys, tmp_path):
     twice.write_text(">a\nACGT\n>a\nACGA\n")
     assert main(["pair", str(twice), str(twice), "--format", "tsv"]) == 0
     assert capsys.readouterr().err.count("repeat an earlier record's id") == 1
+
+
+def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(capsys, tmp_path):
+    """An HTTP server at the address kept the handshake waiting for ever; a refused port took 31 s; a
+    garbage scheduler file ended in an AssertionError traceback."""
+    pytest.importorskip("distributed")
+    import http.server
+    import threading
+
+    from nwalign.database import database_from_fasta, write_database
+
+    db = tmp_path / "sp.nwdb"
+    write_database(database_from_fasta(SP196), str(db))
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    garbage = tmp_path / "scheduler.json"
+    garbage.write_text("garbage")
+    try:
+        for scheduler, words in ((f"tcp://127.0.0.1:{server.server_port}", ["no Dask scheduler answered"]),
+                                 ("tcp://127.0.0.1:9", ["cannot connect"]),
+                                 (str(garbage), ["not a Dask scheduler"])):
+            started = time.monotonic()
+            _one_line_error(capsys, ["search", OPAL, str(db), "--backend", "cpu", "--scheduler", scheduler],
+                            ["--scheduler", *words])
+            assert time.monotonic() - started < 15, scheduler
+    finally:
+        server.shutdown()
