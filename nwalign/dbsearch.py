@@ -160,7 +160,7 @@ class Search:
     def _length_order(self):
         """The scan's length order of the database, sorted in the background while CuPy is imported
         (NumPy's sort releases the GIL)."""
-        from .cuda.search import length_order
+        from .cuda.devicedb import length_order
 
         offsets = self.database.offsets
         return in_background(lambda: length_order(offsets))

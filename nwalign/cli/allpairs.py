@@ -14,8 +14,8 @@ from ..names import ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT
     ALLPAIRS_SLICES, BACKENDS, MODES
 from ..output import check_output, distance_matrix, fill_distances, output_stream
 from .group import cli
-from .options import check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging, \
-    spread_options
+from .options import (check_shared_dir, header_option, option_group, parse_columns, run_options, scoring_options,
+                      setup_logging, spread_options)
 from .progress import progress as _progress
 
 log = logging.getLogger("nwalign")
@@ -37,11 +37,7 @@ _KERNEL_OPTIONS = (
 )
 
 
-def _kernel_options(command):
-    """--kernel, --slice and --block: the GPU score kernel and its knobs."""
-    for option in reversed(_KERNEL_OPTIONS):
-        command = option(command)
-    return command
+_kernel_options = option_group(_KERNEL_OPTIONS, "--kernel, --slice and --block: the GPU score kernel and its knobs.")
 
 
 @cli.command()

@@ -10,7 +10,7 @@ from ..errors import NwalignError
 from ..names import ALPHABETS, BACKENDS, MODES, PAIR_KERNELS
 from ..output import check_output, output_stream
 from .group import cli
-from .options import SCORE, parse_block, setup_logging
+from .options import SCORE, option_group, parse_block, setup_logging
 from .progress import status as _status
 
 
@@ -43,11 +43,7 @@ _WORKLOAD_OPTIONS = (
 )
 
 
-def _workload_options(command):
-    """What bench measures: the workload, its sizes and inputs, the kernels."""
-    for option in reversed(_WORKLOAD_OPTIONS):
-        command = option(command)
-    return command
+_workload_options = option_group(_WORKLOAD_OPTIONS, "What bench measures: the workload, sizes, inputs, kernels.")
 
 
 _OUTPUT_OPTIONS = (
@@ -59,11 +55,7 @@ _OUTPUT_OPTIONS = (
 )
 
 
-def _output_options(command):
-    """Where the rows go besides the table (--json, --tsv, --plot), -v and -q."""
-    for option in reversed(_OUTPUT_OPTIONS):
-        command = option(command)
-    return command
+_output_options = option_group(_OUTPUT_OPTIONS, "Where the rows go besides the table (--json, --tsv, --plot), -v, -q.")
 
 
 @cli.command()

@@ -114,11 +114,18 @@ _SCORING_OPTIONS = (
 )
 
 
-def scoring_options(command):
-    """The scoring options of pair, allpairs and search: one definition, one help text."""
-    for option in reversed(_SCORING_OPTIONS):
-        command = option(command)
-    return command
+def option_group(options: tuple, doc: str):
+    """A decorator applying Click ``options`` in the order listed (as if written one above the other):
+    a group of options defined once, with one help text, for every command that takes it."""
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    decorate.__doc__ = doc
+    return decorate
+
+
+scoring_options = option_group(_SCORING_OPTIONS, "The scoring options of pair, allpairs and search.")
 
 
 _RUN_OPTIONS = (
@@ -132,11 +139,7 @@ _RUN_OPTIONS = (
 )
 
 
-def run_options(command):
-    """--device, -o, -v and -q of pair, allpairs and search: one definition, one help text."""
-    for option in reversed(_RUN_OPTIONS):
-        command = option(command)
-    return command
+run_options = option_group(_RUN_OPTIONS, "--device, -o, -v and -q of pair, allpairs and search.")
 
 
 def spread_options(how: str, auto_cells: str = "10^12"):
@@ -160,12 +163,7 @@ def spread_options(how: str, auto_cells: str = "10^12"):
                      help="Directory for the input's temporary .nwdb files that the workers read (default: the "
                           "system's temporary directory; workers on other hosts need a shared one)."),
     )
-
-    def decorate(command):
-        for option in reversed(options):
-            command = option(command)
-        return command
-    return decorate
+    return option_group(options, "--workers, --scheduler, --devices and --shared-dir.")
 
 
 def check_shared_dir(shared_dir, workers, scheduler, devices) -> None:

@@ -15,8 +15,8 @@ from ..names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, 
                      NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
 from ..output import check_output, output_stream
 from .group import cli
-from .options import (check_shared_dir, header_option, parse_block, parse_columns, parse_size, run_options,
-                      scoring_options, setup_logging, spread_options)
+from .options import (check_shared_dir, header_option, option_group, parse_block, parse_columns, parse_size,
+                      run_options, scoring_options, setup_logging, spread_options)
 from .progress import progress as _progress
 
 log = logging.getLogger("nwalign")
@@ -40,11 +40,8 @@ _ENGINE_OPTIONS = (
 )
 
 
-def _engine_options(command):
-    """--backend, --kernel, --block, --shared, --max-memory and --threads: where and how pairs are aligned."""
-    for option in reversed(_ENGINE_OPTIONS):
-        command = option(command)
-    return command
+_engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, --shared, --max-memory and "
+                               "--threads: where and how pairs are aligned.")
 
 
 @cli.command()

@@ -12,10 +12,10 @@ import numpy as np
 from ..errors import NwalignError
 from . import modules
 from .device import copy_to_host_async, pinned_empty, require
-from .devicedb import DeviceDatabase, length_order  # noqa: F401  (length_order: the search's own import)
+from .devicedb import DeviceDatabase
 from .structs import SP_ARGS as _SP_ARGS
 from .structs import SW_ARGS as _ARGS
-from .scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN,  # noqa: F401
+from .scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN,
                        PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, _kernel, _Part, _partitions, _profile_kernel,
                        _score_table, _scores_plus_go, _table_words, profile_config, profile_shared_bytes)
 
