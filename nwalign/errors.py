@@ -39,7 +39,23 @@ def _parameters(text: str) -> str:
 
 
 class WorkerLost(Exception):
-    """A task kept killing the workers that ran it (Dask's ``KilledWorker``): the run ends (exit status 1)."""
+    """Workers kept dying while running one task (Dask's ``KilledWorker``): the run ends (exit status 1)."""
+
+
+def workers_lost(label: str, killed) -> WorkerLost:
+    """The error for Dask's ``KilledWorker`` ``killed`` in a ``label`` job: what happened, in one line, without
+    blaming the task (a worker short of memory, or killed from outside, looks the same to Dask).
+
+    >>> class Killed:
+    ...     allowed_failures = 3
+    >>> str(workers_lost("search", Killed()))
+    'search: 4 worker processes died, one after another, while running the same task (Dask stops retrying it then); no output written. Are the workers short of memory, or being killed?'
+    """
+    tries = getattr(killed, "allowed_failures", None)
+    count = f"{tries + 1} " if isinstance(tries, int) else ""
+    return WorkerLost(f"{label}: {count}worker processes died, one after another, while running the same task "
+                      "(Dask stops retrying it then); no output written. Are the workers short of memory, or "
+                      "being killed?")
 
 
 def option_error(param: str, flag: str, text: str) -> NwalignError:

@@ -16,14 +16,14 @@ import threading
 
 import nwalign
 
-from . import cuda
+from . import cuda, localworkers
 from .cuda.warmup import warm_up
 from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
 
 __all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for",
-           "close_started", "gpu_cluster", "resolve_devices", "usable", "warm_gpu_context", "worker_cached",
+           "close_cluster", "close_started", "gpu_cluster", "resolve_devices", "usable", "warm_gpu_context", "worker_cached",
            "worker_gpus", "worker_uncache"]
 
 
@@ -134,7 +134,14 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
         if warm is not None:  # e.g. CuPy and the context, while the client reads its input
             client.run(warm)
         return client, cluster
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
+    import dask
+
+    _say_restarts_once()
+    scratch = localworkers.scratch_directory()
+    with dask.config.set({"temporary-directory": scratch}):  # the scheduler's and nannies' files too
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               local_directory=scratch)
+    localworkers.register(cluster, scratch)
     return Client(cluster), cluster
 
 
@@ -155,16 +162,53 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     names = [x.strip() for x in visible.split(",")] if visible else None
     spec = {}
+    _say_restarts_once()
+    scratch = localworkers.scratch_directory()
     for d in devices:
         physical = names[d] if names and d < len(names) else str(d)
         spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": tasks, "env": {"CUDA_VISIBLE_DEVICES": physical},
-                                                      "silence_logs": logs.WARNING, "plugins": (QuickExit(),)}}
+                                                      "silence_logs": logs.WARNING, "plugins": (QuickExit(),),
+                                                      "local_directory": scratch}}
     # Without Dask's MALLOC_TRIM_THRESHOLD_ for the worker processes: setting it also fixes glibc's mmap
     # threshold, so that each query's score array (MBs) is mapped and its pages faulted in anew (a GPU
     # worker's scan measured 2.7-3.2 % over one process with it, 1.1-1.5 % without, on an H100).
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-        return SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
-                           name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                          "temporary-directory": scratch}):
+        cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
+                              name="nwalign-gpus", silence_logs=logs.WARNING)  # Dask's INFO lines, as LocalCluster
+    localworkers.register(cluster, scratch)
+    return cluster
+
+
+class _RestartsSaidOnce(logging.Filter):
+    """Dask's nanny warns "Restarting worker" each time a worker process dies and it starts another. The
+    job loses nothing (the dead worker's tasks run again), so nwalign says so once, under ``-v``."""
+
+    said = False
+
+    def filter(self, record) -> bool:
+        if "Restarting worker" not in record.getMessage():
+            return True
+        if not self.said:
+            self.said = True
+            log.info("a worker process died; Dask started another and its tasks run again (nothing is lost)")
+        return False
+
+
+def _say_restarts_once() -> None:
+    nanny = logging.getLogger("distributed.nanny")
+    if not any(isinstance(f, _RestartsSaidOnce) for f in nanny.filters):
+        nanny.addFilter(_RestartsSaidOnce())
+
+
+def close_cluster(client, cluster) -> None:
+    """Close ``client`` and ``cluster``, a local cluster started here, and remove its workers' scratch
+    directory; after a stop by signal (:func:`nwalign.localworkers.stop_now`: the workers are gone), only
+    the directory."""
+    if not localworkers.stopped:
+        client.close()
+        cluster.close()
+    localworkers.release(cluster)
 
 
 def warm_gpu_context() -> None:
@@ -318,8 +362,7 @@ def close_started(started) -> None:
     except BaseException:
         return
     if found is not None:
-        found[0].close()
-        found[1].close()
+        close_cluster(found[0], found[1])
 
 
 class Owned:
@@ -364,12 +407,11 @@ class Owned:
             close_started(started)
         if self.cluster is not None:
             log.debug("closing the workers")
-            self.client.close()
-            self.cluster.close()
+            close_cluster(self.client, self.cluster)
             self.cluster = None
             log.debug("workers closed")
-        elif self.own_client and self.client is not None:  # a running cluster's: only the connection made here
-            self.client.close()
+        elif self.own_client and self.client is not None and not localworkers.stopped:
+            self.client.close()  # a running cluster's: only the connection made here
         self.own_client = False
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)

@@ -92,8 +92,7 @@ def start_gpu_workers(gpus: list[int], path: str | None):
     try:
         answers = client.run(shard_tasks.warm_gpu_worker, path)
     except BaseException:
-        client.close()
-        cluster.close()
+        scaleout.close_cluster(client, cluster)
         raise
     return client, cluster, (all(answers.values()) if path is not None else None)
 
@@ -110,8 +109,7 @@ def workers_holding(started, written, path: str):
             written.result()
             return client, cluster, all(client.run(shard_tasks.preload_database, path).values())
         except BaseException:
-            client.close()
-            cluster.close()
+            scaleout.close_cluster(client, cluster)
             raise
     return in_background(ready)
 

@@ -26,7 +26,7 @@ from .cuda.devicedb import DeviceDatabase
 from .cuda.search import ScanSearcher
 from .cuda.warmup import warm_up_search
 from .database import MAGIC2, load_database
-from .errors import NwalignError, WorkerLost
+from .errors import NwalignError, workers_lost
 from .hits import top_hits
 from .scaleout import thread_cached, worker_cached, worker_uncache
 
@@ -235,7 +235,7 @@ def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple]:
     try:
         results = client.gather(futures)
     except KilledWorker as exc:
-        raise WorkerLost(f"a shard's task killed every worker that ran it ({exc}); no output written") from None
+        raise workers_lost("search", exc) from None
     if len(results) == 1:
         return results[0]
     return [merge([r[k] for r in results], top) for k in range(queries)]

@@ -18,7 +18,7 @@ from . import scaleout
 from .background import in_background
 from .database import database_from_records, load_database, write_database
 from .engine import encode_all
-from .errors import NwalignError, WorkerLost
+from .errors import NwalignError, workers_lost
 from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
 
 log = logging.getLogger("nwalign")
@@ -209,8 +209,7 @@ class Spread(Owned):
             try:
                 result = order.popleft().result()
             except KilledWorker as exc:
-                raise WorkerLost(f"a {self.label} task killed every worker that ran it ({exc}); no output "
-                                 "written") from None
+                raise workers_lost(self.label, exc) from None
             self.done += 1
             yield result
 

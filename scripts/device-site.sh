@@ -10,3 +10,16 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 python3 -m compileall -q -j 0 nwalign > /dev/null 2>&1
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+# Every GPU this machine has must be seen by the tests: a GPU test that cannot reach one fails, not skips.
+NWALIGN_REQUIRE_GPU=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU ")
+export NWALIGN_REQUIRE_GPU
+
+# gpu_pytest LOG ARGS...: pytest ARGS with its output in LOG, then how many GPU tests ran; pytest's status.
+gpu_pytest() {
+    local log=$1
+    shift
+    python3 -m pytest -q -p no:cacheprovider -rfE "$@" 2>&1 | tee "$log"
+    local status=${PIPESTATUS[0]}
+    echo "GPU tests ($NWALIGN_REQUIRE_GPU GPU(s) required): $(tail -n 1 "$log")"
+    return "$status"
+}

@@ -9,6 +9,7 @@ mkdir -p "$OUT"
 source scripts/device-site.sh
 python3 -c "import distributed" || { echo "no Dask here: run scripts/device-wheels.sh and carry .whl"; exit 2; }
 { nvidia-smi --query-gpu=name,memory.total --format=csv; date -u; } | tee "$OUT/device.txt"
-python3 -m pytest -q -m multigpu -p no:cacheprovider tests/test_scaleout_gpu.py 2>&1 | tail -n 5 | tee "$OUT/multigpu-tests.log"
+gpu_pytest "$OUT/multigpu-tests.log" -m multigpu tests/test_scaleout_gpu.py > /dev/null
+tail -n 5 "$OUT/multigpu-tests.log"
 bash benchmarks/gpu_scaleout.sh "$OUT"
 bash benchmarks/gpu_scaleout_allpairs.sh "$OUT"

@@ -12,13 +12,11 @@ source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv; date -u; } 2>&1 | tee "$OUT/device.txt"
 status=0
 if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
-    python3 -m pytest -q -m gpu tests/test_search.py tests/test_batch_gpu.py tests/test_cuda.py -p no:cacheprovider 2>&1 \
-        | tee "$OUT/gpu-search-tests.log"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    gpu_pytest "$OUT/gpu-search-tests.log" -m gpu tests/test_search.py tests/test_batch_gpu.py tests/test_cuda.py \
+        || status=1
 fi
 if [ "$WHAT" = alltests ]; then
-    python3 -m pytest -q -m gpu -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    gpu_pytest "$OUT/gpu-tests.log" -m "gpu or multigpu" || status=1
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ] || [ "$WHAT" = alltests ]; then
     python3 -m nwalign bench --workload search --kernels scan --input data/queries_20_sw_benchmark.fasta \

@@ -13,6 +13,14 @@ if "NWALIGN_CACHE_DIR" not in os.environ:
     os.environ["NWALIGN_CACHE_DIR"] = tempfile.mkdtemp(prefix="nwalign-test-cache-")
 
 
+def seed_of(*parts) -> int:
+    """A seed that is the same in every run (Python's ``hash`` of a string is not: it is salted per
+    process), from the test's parameters."""
+    import zlib
+
+    return zlib.crc32(repr(parts).encode())
+
+
 @pytest.fixture
 def data_dir():
     return DATA
@@ -32,19 +40,42 @@ def genes(tmp_path_factory):
     return folder
 
 
+#: NWALIGN_REQUIRE_GPU=N on a machine with N GPUs: a GPU test that cannot see its GPU fails instead of
+#: being skipped (and with N >= 2, a two-GPU test too), so that a broken CuPy or driver cannot turn the
+#: GPU suite into a run of skips that exits 0. The GPU scripts set it.
+REQUIRE_GPUS = int(os.environ.get("NWALIGN_REQUIRE_GPU", "0") or 0)
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run where CuPy sees a GPU (a GPU machine) and are skipped elsewhere, saying why."""
+    """GPU tests run where CuPy sees a GPU (a GPU machine) and are skipped elsewhere, saying why; with
+    NWALIGN_REQUIRE_GPU they fail instead."""
     from nwalign import cuda
 
     gpus = len(cuda.device_numbers())
     if gpus < 2:
-        few = pytest.mark.skip(reason=f"{gpus} GPU(s) here; the test needs two")
+        mark = _missing(f"{gpus} GPU(s) here; the test needs two", REQUIRE_GPUS >= 2)
         for item in items:
             if "multigpu" in item.keywords:
-                item.add_marker(few)
+                item.add_marker(mark)
     if cuda.available():
         return
-    skip = pytest.mark.skip(reason=f"no GPU here: {cuda.why_unavailable()}")
+    mark = _missing(f"no GPU here: {cuda.why_unavailable()}", REQUIRE_GPUS >= 1)
     for item in items:
         if "gpu" in item.keywords:
-            item.add_marker(skip)
+            item.add_marker(mark)
+
+
+def _missing(reason: str, required: bool):
+    """A skip, or where the GPUs are ``required`` a failure (the test's setup fails)."""
+    if not required:
+        return pytest.mark.skip(reason=reason)
+    return pytest.mark.usefixtures("_gpu_required")
+
+
+@pytest.fixture
+def _gpu_required():
+    from nwalign import cuda
+
+    seen = len(cuda.device_numbers())
+    pytest.fail(f"NWALIGN_REQUIRE_GPU={REQUIRE_GPUS} but {seen} GPU(s) are seen ({cuda.why_unavailable() or 'ok'})",
+                pytrace=False)

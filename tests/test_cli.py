@@ -183,7 +183,21 @@ def test_real_genomes_every_format(capsys):
     for fmt in ("pair", "sam", "tsv", "fasta"):
         code, out, err = run(capsys, "pair", GENOME_A, GENOME_B, "--format", fmt)
         assert code == 0, err
-        assert str(row["score"]) in out or fmt == "fasta"
+        assert str(row["score"]) in out
+    # FASTA: the two gapped rows, as long as the alignment, each its whole sequence once the gaps are out
+    import io
+
+    from Bio import SeqIO
+
+    from nwalign.sequences import read_fasta
+
+    records = list(SeqIO.parse(io.StringIO(out), "fasta"))
+    assert [r.id for r in records] == [read_fasta(GENOME_A)[0].id, read_fasta(GENOME_B)[0].id]
+    assert f"score={row['score']}" in records[0].description
+    rows_ = [str(r.seq) for r in records]
+    assert [len(r) for r in rows_] == [row["length"]] * 2
+    assert [r.replace("-", "") for r in rows_] == [read_fasta(GENOME_A)[0].seq, read_fasta(GENOME_B)[0].seq]
+    assert sum(a == b != "-" for a, b in zip(*rows_)) == row["nident"]
     assert f"# Identity:     {row['nident']}/{row['length']}" in run(capsys, "pair", GENOME_A, GENOME_B)[1]
 
 
@@ -220,7 +234,10 @@ def test_bench_cpu_rows_are_verified(capsys, tmp_path):
         assert r["median_s"] > 0 and r["gcups"] > 0 and r["repeats"] == 2 and r["workload"] == "pair"
     lines = tsv.read_text().splitlines()
     assert lines[0].startswith("workload\tkernel") and len(lines) == len(rows) + 1
-    assert "verified" in out or "nwalign bench" in out
+    # the table: a row per kernel and size, each verified against the CPU engine's score
+    table = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(table) == len(rows) and all(line.split("│")[-2].strip() == "yes" for line in table)
+    assert {line.split("│")[1].strip() for line in table} == kernels
 
 
 @pytest.mark.slow

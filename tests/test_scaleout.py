@@ -889,3 +889,80 @@ def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():
     for t in threads:
         t.join()
     assert len(own) == 2 and len({id(v) for v in own.values()}) == 2
+
+
+def _spawned_workers(pid: int) -> list:
+    import psutil
+
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())]
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signame, status, message", [("SIGINT", 130, "nwalign: interrupted\n"), ("SIGTERM", 143, "")])
+def test_a_signal_stops_a_run_on_workers_at_once_leaving_nothing(tmp_path, signame, status, message):
+    """Ctrl-C or SIGTERM during `search --workers 2`: the command ends within seconds (a fraction of one on
+    an idle machine), with its status and at most one line, no Dask warning or asyncio traceback, no
+    worker process alive, no scratch directory and no output left."""
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.path.dirname(DATA))
+    out = tmp_path / "hits.tsv"
+    proc = subprocess.Popen([sys.executable, "-m", "nwalign", "search", os.path.join(DATA, "queries_20_sw_benchmark.fasta"),
+                             os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"), "--workers", "2",
+                             "--backend", "cpu", "-o", str(out)], env=env, cwd=tmp_path, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while len(_spawned_workers(proc.pid)) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    workers = _spawned_workers(proc.pid)
+    assert len(workers) == 2, "the workers did not start"
+    time.sleep(1)  # the scan is running on them
+    proc.send_signal(getattr(signal, signame))
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"{signame} did not stop the run")
+    assert proc.returncode == status and err.decode().lstrip("\n") == message  # Click ends the ^C line first
+    time.sleep(0.5)
+    assert not [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_restarted_worker_is_reported_once_in_nwaligns_words(caplog):
+    """Dask's nanny warns 'Restarting worker' each time; nwalign says it once, at -v (INFO) level."""
+    import logging
+
+    from nwalign import scaleout
+
+    scaleout._say_restarts_once()
+    nanny, ours = logging.getLogger("distributed.nanny"), logging.getLogger("nwalign")
+    level = ours.level
+    ours.setLevel(logging.INFO)
+    ours.addHandler(caplog.handler)  # the CLI's logging set-up in earlier tests may stop propagation
+    nanny.addHandler(caplog.handler)
+    try:
+        for _ in range(3):
+            nanny.warning("Restarting worker (status=Status.running)")
+        nanny.warning("something else")
+    finally:
+        ours.removeHandler(caplog.handler)
+        nanny.removeHandler(caplog.handler)
+        ours.setLevel(level)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines.count("a worker process died; Dask started another and its tasks run again (nothing is lost)") == 1
+    assert not any("Restarting worker" in line for line in lines) and "something else" in lines
+
+
+def test_a_task_that_keeps_losing_workers_is_not_blamed():
+    from nwalign.errors import workers_lost
+
+    text = str(workers_lost("allpairs", distributed.KilledWorker("pair_block-1", None, 3)))
+    assert text.startswith("allpairs: 4 worker processes died") and "no output written" in text
+    assert "killed every worker" not in text and "\n" not in text

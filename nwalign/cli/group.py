@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .. import __version__, localworkers
 from ..errors import NwalignError, WorkerLost
 from ..output import ClosedPipe
 
@@ -23,8 +23,15 @@ def cli():
 
 
 def _terminate(signum, frame):
-    # SIGTERM / SIGHUP end the run like an error would, so that temporary output files are removed.
+    # SIGTERM / SIGHUP end the run like an error would, so that temporary output files are removed; Dask
+    # workers started here are killed first (an orderly close takes seconds).
+    localworkers.stop_now()
     raise SystemExit(128 + signum)
+
+
+def _interrupt(signum, frame):
+    localworkers.stop_now()
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _terminate)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
     try:
         # Without standalone mode Click returns (not raises) the code of a click.exceptions.Exit.
         code = cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
@@ -66,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         # Click answers a closed pipe it sees itself with exit status 1 after wrapping the streams.
         if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
             return _closed_pipe()
+        if localworkers.stopped and isinstance(exc.code, int):  # a signal: leave at once (see entry)
+            return exc.code
         raise
     except WorkerLost as exc:
         click.echo(f"nwalign: error: {exc}", err=True)
@@ -95,6 +106,11 @@ def _closed_pipe() -> int:
 
 def entry() -> None:
     code = main()
+    if localworkers.stopped:
+        # Stopped by a signal with Dask workers running: the interpreter's teardown would wait on Dask's
+        # event loop and print its complaints about the killed workers. A nanny may have restarted one.
+        localworkers.stop_now(last=True)
+        _leave(code)
     if "cupy" in sys.modules:
         # Leave without the interpreter's teardown: freeing CuPy's memory pools and the CUDA context took
         # ~0.2 s at the end of every GPU run, and the operating system reclaims both at once.
@@ -105,3 +121,13 @@ def entry() -> None:
             sys.exit(code)
         os._exit(code)
     sys.exit(code)
+
+
+def _leave(code: int) -> None:
+    """Exit now, without the interpreter's teardown, once the output streams are flushed."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(code)

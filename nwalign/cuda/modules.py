@@ -1,9 +1,10 @@
 """Compile and cache the CUDA sources in kernels/ as CuPy RawModules (one per source and flavour).
 
-CuPy compiles with NVRTC for the current device's architecture and caches the binary on disk, so the
-cost is paid once per machine. The search scans, the batched and the banded alignment kernels also ship
-as cubins for sm_80 and sm_90 (sw_profile.cu: sm_90 only, the GPUs that run it) (kernels/cubins/, built by scripts/build_cubins.py), used when they match
-the sources and the GPU.
+Every source a command launches by default ships as cubins for sm_80 and sm_90 (sw_profile.cu: sm_90
+only, the GPUs that run it), in kernels/cubins/ (built by scripts/build_cubins.py), used when they match
+the sources and the GPU: a first run compiles nothing. Otherwise (another GPU generation, edited sources,
+a cooperative kernel) CuPy compiles the source with NVRTC for the current device and caches the binary
+on disk, so the cost (up to a minute for wave_score.cu) is paid once per machine.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import functools
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
 CUBIN_DIR = KERNEL_DIR / "cubins"
 #: Sources shipped as cubins, and the architectures built (a cubin runs on GPUs of its major version).
-PREBUILT = {"sw_search": (80, 90), "sw_profile": (90,), "batch_align": (80, 90), "banded_align": (80, 90)}
+PREBUILT = {"sw_search": (80, 90), "sw_profile": (90,), "batch_align": (80, 90), "banded_align": (80, 90),
+            "wavefront": (80, 90), "wave_score": (80, 90), "wave_score16": (80, 90), "allpairs": (80, 90),
+            "antidiagonal": (80, 90), "skewed_lockfree": (80, 90), "diagonal_block": (80, 90)}
 
 log = logging.getLogger("nwalign")
 
@@ -30,6 +34,25 @@ def source_digest(name: str) -> str:
     return h.hexdigest()
 
 
+def kernel_key(expression: str) -> str:
+    """A kernel's name as the host writes it, spaced one way: ``wave_score<0,4, false>`` -> ``wave_score<0, 4, false>``."""
+    return re.sub(r"\s*,\s*", ", ", re.sub(r"\s+", " ", expression.strip()))
+
+
+@functools.lru_cache(maxsize=None)
+def _manifest() -> dict:
+    try:
+        return json.loads((CUBIN_DIR / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def shipped_symbol(name: str, kernel: str) -> str | None:
+    """The symbol of kernel ``kernel`` (as the host names it: ``wavefront<0, true, 8>``) in the shipped
+    cubins of kernels/<name>.cu, or None when they do not hold it."""
+    return _manifest().get(name, {}).get("kernels", {}).get(kernel_key(kernel))
+
+
 @functools.lru_cache(maxsize=None)
 def _prebuilt_module(name: str, major: int):
     """The shipped cubin of kernels/<name>.cu for GPUs of compute capability ``major``.x, or None when there
@@ -39,8 +62,7 @@ def _prebuilt_module(name: str, major: int):
     if arch not in PREBUILT.get(name, ()) or not path.is_file():
         return None
     try:
-        manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
-        if manifest[name]["sha256"] != source_digest(name):
+        if _manifest()[name]["sha256"] != source_digest(name):
             log.info("cuda: %s differs from its shipped cubin; compiling it", name)
             return None
         import cupy
@@ -93,11 +115,20 @@ def module(name: str, cooperative: bool = False, name_expressions: tuple[str, ..
                           name_expressions=list(name_expressions) or None)
 
 
-@functools.lru_cache(maxsize=None)
 def function(name: str, kernel: str, cooperative: bool = False, name_expressions: tuple[str, ...] = ()):
-    """The kernel ``kernel`` of kernels/<name>.cu, one object per kernel: CuPy's ``get_function`` builds a
-    new RawKernel on every call, which defeated ``resident_blocks``'s cache (an occupancy query and a read
-    of every device attribute on each launch)."""
+    """The kernel ``kernel`` of kernels/<name>.cu (``wavefront<0, true, 8>``, or an ``extern "C"`` name):
+    from the shipped cubin for this GPU when it holds it and matches the source, else compiled by NVRTC
+    with ``name_expressions`` (every template instance the host may ask for: one compilation per source).
+    A cooperative kernel is always compiled (CuPy links it for cuLaunchCooperativeKernel)."""
+    symbol = None if cooperative else shipped_symbol(name, kernel)
+    return (symbol and prebuilt_function(name, symbol)) or _compiled(name, kernel, cooperative, name_expressions)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(name: str, kernel: str, cooperative: bool, name_expressions: tuple[str, ...]):
+    """The compiled kernel, one object per kernel: CuPy's ``get_function`` builds a new RawKernel on every
+    call, which defeated ``resident_blocks``'s cache (an occupancy query and a read of every device
+    attribute on each launch)."""
     return module(name, cooperative, name_expressions).get_function(kernel)
 
 

@@ -41,7 +41,8 @@ BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 # Every instantiation of the two sources, named in one module each: one NVRTC compilation per source
 # (a module per name compiled the whole source once per name on a fresh machine).
 _WINDOW_NAME = f"wave_score<0, {STORE_R}, true, true>"  # the direction-storing pass over a window of columns
-_WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}>" for mode in range(3)
+# (WINDOW, the last template parameter, written out: the shipped cubins name it so.)
+_WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}, false>" for mode in range(3)
                           for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")]) + (_WINDOW_NAME,)
 _WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
                          for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
@@ -177,7 +178,7 @@ class Wavefront:
             words = 2 if rows <= 8 else 4
             overflow = cp.zeros(1, dtype=cp.int32)
         else:
-            name = _WINDOW_NAME if lo else f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}>"
+            name = _WINDOW_NAME if lo else f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}, false>"
             func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
             words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
             overflow = None
