@@ -253,7 +253,8 @@ def _connect(Client, scheduler: str):
     exc = got.get("error")
     why = f"no Dask scheduler answered within {wait:g} s" if exc is None else \
         f"cannot connect ({type(exc).__name__}: {exc})" if isinstance(exc, (OSError, TimeoutError)) else \
-        f"not a Dask scheduler ({type(exc).__name__}: {exc})"
+        "not a Dask scheduler (its reply is not Dask's protocol)" if isinstance(exc, MemoryError) else \
+        f"not a Dask scheduler ({type(exc).__name__}: {exc})"  # MemoryError: a bogus frame's length
     raise NwalignError(f"scheduler {scheduler}: {why}", cli=f"--scheduler {scheduler}: {why}")
 
 

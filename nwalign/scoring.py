@@ -180,7 +180,14 @@ def _check_matrix_file(path: str) -> dict[str, int]:
         if len(words) != len(header) + 1:
             raise NwalignError(f"{path}: line {k}: row {words[0]!r} has {len(words) - 1} scores; the header names "
                                f"{len(header)} letters")
-        rows[words[0].upper()] = k
+        letter = words[0].upper()
+        if letter in rows:
+            raise NwalignError(f"{path}: line {k}: a second row for {words[0]!r} (the first is on line {rows[letter]})")
+        rows[letter] = k
+    missing = [letter for letter in header if letter.upper() not in rows]
+    if missing:
+        raise NwalignError(f"{path}: no row for {', '.join(repr(m) for m in missing)} (the header names "
+                           f"{len(header)} letters, the file has {len(rows)} rows)")
     return rows
 
 

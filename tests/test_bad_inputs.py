@@ -40,6 +40,18 @@ def test_a_matrix_value_beyond_the_score_range_is_refused(capsys, tmp_path, dna,
     assert main([command, *inputs, "--matrix", str(matrix)]) == 0
 
 
+@pytest.mark.parametrize("body, words", [
+    ("A  1 -1 -1 -1\nC -1  1 -1 -1\nG -1 -1  1 -1\n", ["no row for 'T'", "4 letters", "3 rows"]),
+    ("A  1 -1 -1 -1\nC -1  1 -1 -1\nG -1 -1  1 -1\nT -1 -1 -1  1\nA  2 -1 -1 -1\n",
+     ["line 6", "a second row for 'A'", "line 2"]),
+])
+def test_a_matrix_missing_or_repeating_a_row_is_named(capsys, tmp_path, dna, body, words):
+    """A missing row was reported as 'not symmetric'; a second row for a letter was read silently."""
+    matrix = tmp_path / "rows.mat"
+    matrix.write_text("   A  C  G  T\n" + body)
+    _one_line_error(capsys, ["pair", dna, dna, "--matrix", str(matrix)], ["rows.mat", *words])
+
+
 @pytest.mark.parametrize("value", ["", "  "])
 def test_an_empty_matrix_name_is_refused(capsys, dna, value):
     _one_line_error(capsys, ["pair", dna, dna, "--matrix", value], ["--matrix", "give a matrix name"])
@@ -202,6 +214,26 @@ def test_a_duplicate_id_warning_is_given_once_for_one_file(capsys, tmp_path):
     assert capsys.readouterr().err.count("repeat an earlier record's id") == 1
 
 
+def _bogus_frames() -> int:
+    """A port where every connection is sent a frame header announcing a huge message; returns the port."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+
+    def serve():
+        while True:
+            conn, _ = server.accept()
+            try:
+                conn.sendall(b"\x00" * 7 + b"\x30" + b"\x01" * 8 + b"\xff" * 200)
+            except OSError:
+                pass
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
+
+
 def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(capsys, tmp_path):
     """An HTTP server at the address kept the handshake waiting for ever; a refused port took 31 s; a
     garbage scheduler file ended in an AssertionError traceback."""
@@ -219,11 +251,13 @@ def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    bogus = _bogus_frames()  # Dask read a length of 3 EiB and ended in "out of memory"
     garbage = tmp_path / "scheduler.json"
     garbage.write_text("garbage")
     try:
         for scheduler, words in ((f"tcp://127.0.0.1:{server.server_port}", ["no Dask scheduler answered"]),
                                  ("tcp://127.0.0.1:9", ["cannot connect"]),
+                                 (f"tcp://127.0.0.1:{bogus}", ["not a Dask scheduler", "protocol"]),
                                  (str(garbage), ["not a Dask scheduler"])):
             started = time.monotonic()
             _one_line_error(capsys, ["search", OPAL, str(db), "--backend", "cpu", "--scheduler", scheduler],

@@ -704,3 +704,18 @@ def test_help_imports_no_numpy(argv):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "Usage:" in proc.stdout, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-300:]
+
+
+def test_devices_prints_whole_sentences(capsys, monkeypatch):
+    """`nwalign devices` without a GPU: the reason and the kernel list each on one line, not broken at the
+    terminal's width (Rich wrapped them mid-phrase)."""
+    from nwalign import cuda
+
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setattr(cuda, "device_info", lambda: [])
+    monkeypatch.setattr(cuda, "why_unavailable", lambda: "CuPy is not installed or cannot load (a reason long enough to wrap)")
+    code, out, err = run(capsys, "devices")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "No GPU: CuPy is not installed or cannot load (a reason long enough to wrap). The CPU engine is used."
+    assert len(lines) == 2 and lines[1].startswith("CUDA kernels: pair: wavefront,") and lines[1].endswith("search: scan, gsw")

@@ -100,8 +100,9 @@ def devices(as_json):
                                    kernels=list(PAIR_KERNELS))))
         return
     console = Console()
+    # Sentences go out whole (Rich would break them at the terminal's width, mid-phrase when piped).
     if not info:
-        console.print(f"No GPU: {cuda.why_unavailable()}. The CPU engine is used.", markup=False)
+        click.echo(f"No GPU: {cuda.why_unavailable()}. The CPU engine is used.")
     else:
         table = Table(title="GPUs")
         for col in ("#", "name", "compute capability", "SMs", "memory free / total", "CuPy", "CUDA runtime/driver"):
@@ -111,5 +112,5 @@ def devices(as_json):
                           f"{d['memory_free'] / 2**30:.1f} / {d['memory_total'] / 2**30:.1f} GiB", d["cupy"],
                           f"{d['cuda_runtime']} / {d['cuda_driver']}")
         console.print(table)
-    console.print("CUDA kernels: pair: " + ", ".join(PAIR_KERNELS) + "; allpairs: " + ", ".join(ALLPAIRS_KERNELS)
-                  + "; search: scan, gsw")
+    click.echo("CUDA kernels: pair: " + ", ".join(PAIR_KERNELS) + "; allpairs: " + ", ".join(ALLPAIRS_KERNELS)
+               + "; search: scan, gsw")
