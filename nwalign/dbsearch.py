@@ -24,7 +24,7 @@ from .scoring import Scoring
 from .search_pipeline import search_all
 from .search_spread import ScaleOut, device_database, estimated_cells, start_devices
 from .sequences import unique_ids, unique_records
-from .statistics import parameters
+from .statistics import statistics_for
 
 log = logging.getLogger("nwalign")
 
@@ -77,7 +77,7 @@ class Search:
     >>> db = Database.from_records(["MKTAYIAKQRQISFVKSHFSRQ", "GGGGSGGGGS"], "db")
     >>> for query, hits in Search("KTAYIAKQRQISF", db, top=1, backend="cpu"):
     ...     print(query.id, [(h.aln.target_id, h.aln.score, f"{h.evalue:.1e}") for h in hits])
-    query1 [('seq1', 63, '2.2e-06')]
+    query1 [('seq1', 63, '5.8e-08')]
 
     Raises:
         NwalignError: bad sequences or letters, queries and database of different alphabets (unless
@@ -187,14 +187,12 @@ class Search:
         ids, and the queries and database encoded."""
         db = self.database
         if scoring is None:
-            scoring = request.make("local", [(query_source, self.queries)], [(db.source, db.alphabet_counts())])
+            scoring = request.make("local", [(query_source, self.queries)], [(db.source, db.alphabet_counts())],
+                                   search=True)
         elif scoring.mode != "local":
             raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
         self.scoring = scoring
-        self.stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
-        if self.stats is None and self.max_evalue is not None:
-            raise NwalignError(f"E-value filter: no published statistics for {scoring.matrix_name} with gaps "
-                               f"{scoring.gap_open}/{scoring.gap_extend}; filter by minimum score instead")
+        self.stats = statistics_for(scoring, self.max_evalue)
         # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
         self.queries = unique_records(self.queries, query_source)
         if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids

@@ -13,6 +13,7 @@ A new format is a :class:`Writer` here and its name in ``WRITERS`` (and in ``nwa
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -23,10 +24,38 @@ from . import __version__
 from .names import ALIASES, COLUMN_NEEDS_ALIGNMENT, TSV_COLUMNS, TSV_SCORE_COLUMNS
 from .results import Alignment, Block, PairResult
 from .scoring import Scoring
+from .statistics import statistics_for
 
 
 def _pct(x: float) -> str:
     return f"{100.0 * x:.2f}"
+
+
+def blast_evalue(evalue: float) -> str:
+    """An E-value as BLAST's tabular output prints it.
+
+    >>> [blast_evalue(e) for e in (1e-200, 4.02e-113, 1.18e-4, 0.0042, 0.18, 1.63, 250.4)]
+    ['0.0', '4.02e-113', '1.18e-04', '0.004', '0.18', '1.6', '250']
+    """
+    if evalue < 1e-180:
+        return "0.0"
+    if evalue < 0.0009:
+        return f"{evalue:.2e}"
+    for limit, digits in ((0.1, 3), (1.0, 2), (10.0, 1)):
+        if evalue < limit:
+            return f"{evalue:.{digits}f}"
+    return f"{evalue:.0f}"
+
+
+def blast_bitscore(bits: float) -> str:
+    """A bit score as BLAST's tabular output prints it (whole bits, rounded down, from 100).
+
+    >>> [blast_bitscore(b) for b in (37.63, 355.97, 12345.6)]
+    ['37.6', '355', '1.235e+04']
+    """
+    if bits > 9999:
+        return f"{bits:.3e}"
+    return str(int(bits)) if bits > 99.9 else f"{bits:.1f}"
 
 
 def btop(aln: Alignment) -> str:
@@ -62,8 +91,8 @@ _VALUES = {
     "qend": lambda a, h: coordinates(a)[1],
     "sstart": lambda a, h: coordinates(a)[2],
     "send": lambda a, h: coordinates(a)[3],
-    "evalue": lambda a, h: "" if h is None or h.evalue is None else f"{h.evalue:.2g}",
-    "bitscore": lambda a, h: "" if h is None or h.bitscore is None else f"{h.bitscore:.1f}",
+    "evalue": lambda a, h: "" if h is None or h.evalue is None else blast_evalue(h.evalue),
+    "bitscore": lambda a, h: "" if h is None or h.bitscore is None else blast_bitscore(h.bitscore),
     "score": lambda a, h: a.score,
     "qlen": lambda a, h: a.query_length,
     "slen": lambda a, h: a.target_length,
@@ -116,6 +145,15 @@ def to_dict(aln: Alignment) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class PairStatistics:
+    """What a search hit has beyond its alignment, for one local pair (the ``hit`` of :func:`field`)."""
+
+    evalue: float
+    bitscore: float
+    title: str = ""
+
+
 class Writer:
     """Base writer: ``begin`` once, ``write`` per result, ``end`` once."""
 
@@ -133,13 +171,29 @@ class Writer:
     def write(self, aln: Alignment) -> None:
         raise NotImplementedError
 
+    def statistics(self, aln: Alignment) -> PairStatistics | None:
+        """The E-value and bit score of a local pair (the target as a database of one sequence), or None
+        (another mode, or a scoring without local statistics); the parameters once per writer."""
+        if self.scoring.mode != "local":
+            return None
+        if not hasattr(self, "_karlin"):
+            self._karlin = statistics_for(self.scoring)
+        ka = self._karlin
+        if ka is None:
+            return None
+        return PairStatistics(ka.evalue(aln.score, aln.query_length, aln.target_length), ka.bit_score(aln.score))
+
     def end(self) -> None:
         pass
 
 
 class JsonWriter(Writer):
     def write(self, aln: Alignment) -> None:
-        self.out.write(json.dumps(to_dict(aln)) + "\n")
+        row = to_dict(aln)
+        found = self.statistics(aln)
+        if found is not None:  # local mode
+            row.update(evalue=found.evalue, bitscore=round(found.bitscore, 1))
+        self.out.write(json.dumps(row) + "\n")
 
 
 #: BLAST's long names of the columns (``-outfmt 7``'s ``# Fields:`` line, as ``Bio.SearchIO`` reads them);
@@ -225,9 +279,14 @@ class TsvWriter(Writer):
         super().__init__(*args, **kwargs)
         self.columns = columns or (TSV_SCORE_COLUMNS if score_only else TSV_COLUMNS)
         self.table = Table(self.out, self.columns, self.header, program_line(self.command))
+        self.with_statistics = bool({ALIASES.get(c, c) for c in self.columns} & {"evalue", "bitscore"})
+        if self.with_statistics and self.scoring.mode != "local":
+            logging.getLogger("nwalign").warning("evalue and bitscore are for local alignments (--mode local): "
+                                                 "their columns stay empty in %s mode", self.scoring.mode)
 
     def write(self, aln: Alignment) -> None:
-        self.table.write("\t".join(field(aln, c) for c in self.columns) + "\n")
+        hit = self.statistics(aln) if self.with_statistics else None
+        self.table.write("\t".join(field(aln, c, hit) for c in self.columns) + "\n")
 
     def end(self) -> None:
         self.table.end()

@@ -98,7 +98,8 @@ def reported_hits(query: Encoded, scores, db: Database, stats: KarlinAltschul | 
     out = []
     for k in ranked:
         score = int(scores[k])
-        evalue = stats.evalue(score, len(query.codes), db.total_length) if stats else None
+        evalue = stats.evalue(score, len(query.codes), db.total_length, db.count,
+                              int(db.offsets[k + 1] - db.offsets[k])) if stats else None
         if max_evalue is not None and evalue is not None and evalue > max_evalue:
             continue
         out.append((k, evalue, stats.bit_score(score) if stats else None))

@@ -41,9 +41,11 @@ class ScoringRequest:
         return max_sequence_length(self.alphabet, self.matrix, self.match, self.mismatch, self.gap_open,
                                    self.gap_extend)
 
-    def make(self, mode: str, sides: list[tuple[str, list[Record]]], counts: list | None = None) -> Scoring:
+    def make(self, mode: str, sides: list[tuple[str, list[Record]]], counts: list | None = None,
+             search: bool = False) -> Scoring:
         """The :class:`~nwalign.scoring.Scoring` of ``mode`` for inputs ``sides`` ((name, records) each;
-        ``counts``: (name, letter counts) pairs where the letters are counted already, as a database's).
+        ``counts``: (name, letter counts) pairs where the letters are counted already, as a database's;
+        ``search``: a database search's defaults).
 
         Raises:
             NwalignError: the inputs' alphabets differ, an unknown matrix or mode, bad penalties.
@@ -52,7 +54,8 @@ class ScoringRequest:
         for (name, found), records in zip(inputs, [r for _, r in sides] + [None] * len(counts or [])):
             _check_letters(name, found, records)
         kind = choose_alphabet(inputs, self.alphabet)
-        return make_scoring(kind, mode, self.matrix, self.match, self.mismatch, self.gap_open, self.gap_extend)
+        return make_scoring(kind, mode, self.matrix, self.match, self.mismatch, self.gap_open, self.gap_extend,
+                            search=search)
 
 
 _LETTERS = np.zeros(256, dtype=bool)
@@ -99,9 +102,8 @@ def check_spread(workers: int, scheduler: str | None, client, devices, backend: 
     if scheduler is not None and not scheduler.strip():
         raise NwalignError("scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)",
                            cli="--scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)")
-    if scheduler is not None and scheduler.endswith(".json") and not os.path.isfile(scheduler):
-        raise NwalignError(f"scheduler {scheduler}: no such scheduler file",
-                           cli=f"--scheduler {scheduler}: no such scheduler file")
+    if scheduler is not None and scheduler.endswith(".json"):
+        _check_scheduler_file(scheduler)
     spread = workers > 1 or scheduler is not None or client is not None
     if spread and devices not in (None, "auto"):
         raise NwalignError("devices and workers/scheduler/client: choose one",
@@ -125,3 +127,20 @@ def local_gpus(devices, backend: str, device: int, cells: int | None) -> tuple[i
     if gpus is not None and len(gpus) == 1:
         return gpus[0], None
     return device, gpus
+
+
+def _check_scheduler_file(path: str) -> None:
+    """A scheduler file exists and names an address (Dask waits for a missing or unfinished one to be
+    written, up to its connect timeout)."""
+    import json
+
+    if not os.path.isfile(path):
+        raise NwalignError(f"scheduler {path}: no such scheduler file", cli=f"--scheduler {path}: no such scheduler file")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            address = json.load(handle).get("address")
+    except (OSError, ValueError, AttributeError):
+        address = None
+    if not isinstance(address, str) or not address:
+        why = "not a Dask scheduler file (no JSON object with an address)"
+        raise NwalignError(f"scheduler {path}: {why}", cli=f"--scheduler {path}: {why}")

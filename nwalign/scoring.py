@@ -23,6 +23,9 @@ MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
 DEFAULTS = {
     "protein": {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1},
     "dna": {"match": 5, "mismatch": -4, "gap_open": 10, "gap_extend": 1},
+    # A nucleotide search's: blastn's +2/-3 with gaps 5 + 2k (7/2 here). With +5/-4 and gaps 10/1 the
+    # local scores of unrelated sequences grow with their length (the linear phase: no E-values).
+    "dna search": {"match": 2, "mismatch": -3, "gap_open": 7, "gap_extend": 2},
 }
 # Nucleotide codes in NCBI BLAST's order (blastna, without its gap code): the bases, then the IUPAC
 # ambiguity codes, each standing for the bases listed.
@@ -324,8 +327,10 @@ def make_scoring(
     mismatch: int | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
+    search: bool = False,
 ) -> Scoring:
-    """Build a scoring scheme with the project defaults filled in.
+    """Build a scoring scheme with the project defaults filled in (``search``: a database search's, which
+    for nucleotides are blastn's: +2/-3, gaps 7/2).
 
     Arguments:
         alphabet: ``dna``, ``rna`` or ``protein``.
@@ -347,7 +352,7 @@ def make_scoring(
     if mode not in MODES:
         raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     nucleotide = alphabet in ("dna", "rna")
-    defaults = DEFAULTS["dna" if nucleotide else "protein"]
+    defaults = DEFAULTS[("dna search" if search else "dna") if nucleotide else "protein"]
     gap_open = defaults["gap_open"] if gap_open is None else gap_open
     gap_extend = defaults["gap_extend"] if gap_extend is None else gap_extend
     for label, value in (("--gap-open", gap_open), ("--gap-extend", gap_extend)):
@@ -363,8 +368,8 @@ def make_scoring(
     if matrix is not None and (match is not None or mismatch is not None):
         raise NwalignError("give either --matrix or --match/--mismatch, not both")
     if matrix is None and nucleotide:
-        match = DEFAULTS["dna"]["match"] if match is None else match
-        mismatch = DEFAULTS["dna"]["mismatch"] if mismatch is None else mismatch
+        match = defaults["match"] if match is None else match
+        mismatch = defaults["mismatch"] if mismatch is None else mismatch
         for label, value in (("--match", match), ("--mismatch", mismatch)):
             if int(value) != value or abs(value) >= MAX_SCORE:
                 raise NwalignError(f"{label} {value}: give an integer score of magnitude below {MAX_SCORE}")

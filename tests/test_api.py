@@ -75,7 +75,7 @@ def test_search_options():
     (lambda: search("MKLEV", SP196, top=0), "top must be at least 1"),
     (lambda: search("MKLEV", SP196, kernel="fast"), "unknown search kernel"),
     (lambda: search("MKLEV", SP196, make_scoring("protein", "global")), "a search is local"),
-    (lambda: search("MKLEV", SP196, gap_open=8, gap_extend=2, max_evalue=1.0, backend="cpu"), "no published statistics"),
+    (lambda: search("MKLEV", SP196, gap_open=2, gap_extend=1, max_evalue=1.0, backend="cpu"), "no local statistics"),
     (lambda: search(["MKLEV", ""], SP196, backend="cpu"), "sequence 2 (query2) is empty"),
     (lambda: search([3], SP196, backend="cpu"), "a int, not a str"),
     (lambda: search("MKLEV", os.path.join(DATA, "missing.fa"), backend="cpu"), "no such file"),

@@ -141,7 +141,7 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
     from nwalign.formats import hit_field as field
 
     scoring = make_scoring("protein", "local")
-    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    stats = parameters(scoring)
     db = database_from_records(read_fasta(ECOLI), "db")
     codes = encode_database(db, scoring)
     gpu = ScanSearcher(codes, db.offsets, scoring)

@@ -1,5 +1,6 @@
 """nwalign search on the CPU: hits against a brute-force Biopython scan, statistics, makedb, errors."""
 
+import dataclasses
 import io
 import json
 import math
@@ -17,7 +18,7 @@ from nwalign.database import database_from_records, encode_database, load_databa
 from nwalign.hits import top_hits
 from nwalign.search_pipeline import search_query
 from nwalign.sequences import Record, read_fasta
-from nwalign.statistics import parameters
+from nwalign.statistics import parameters, published
 
 from conftest import DATA
 from helpers import biopython_aligner
@@ -44,7 +45,7 @@ def nwalign_hits(queries, db_records, top, source="db"):
     scoring = make_scoring("protein", "local")
     db = database_from_records(db_records, source)
     codes = encode_database(db, scoring)
-    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    stats = parameters(scoring)
     return [[(h.aln.score, h.db_index) for h in search_query(q, db, codes, scoring, stats, top, threads=2)]
             for q in encode_all(queries, scoring, "q")]
 
@@ -63,11 +64,19 @@ def test_benchmark_queries_against_ecoli_proteome_equal_biopython():
 
 
 def test_evalue_and_bitscore_arithmetic():
-    ka = parameters("BLOSUM62", 11, 1)  # BLAST 10/1: lambda 0.243, K 0.024
+    ka = published("BLOSUM62", 11, 1)  # BLAST 10/1: lambda 0.243, K 0.024
     assert math.isclose(ka.bit_score(100), (0.243 * 100 - math.log(0.024)) / math.log(2))
     assert math.isclose(ka.bit_score(100), 40.4383, rel_tol=1e-5)
-    assert math.isclose(ka.evalue(100, 300, 10**6), 0.024 * 300 * 1e6 * math.exp(-24.3))
-    assert parameters("BLOSUM62", 12, 1).lam == 0.267 and parameters("PAM250", 11, 1) is None
+    assert published("BLOSUM62", 12, 1).lam == 0.267 and published("PAM250", 11, 1) is None
+    # the classic formula (no finite-size correction): K m' n' exp(-lambda S), lengths less BLAST's l
+    plain = dataclasses.replace(ka, spouge=None)
+    ell = plain.length_adjustment(300, 10**6, 1000)
+    assert 0 < ell < 300
+    assert math.isclose(plain.evalue(100, 300, 10**6, 1000),
+                        0.024 * (300 - ell) * (10**6 - 1000 * ell) * math.exp(-24.3))
+    # the length adjustment is BLAST's fixed point: l <= alpha/lambda ln(K (m - l)(n - N l)) + beta < l + 1
+    f = lambda x: 2.5 / 0.243 * math.log(0.024 * (300 - x) * (10**6 - 1000 * x)) - 44  # noqa: E731
+    assert ell <= f(ell) and ell + 1 > f(ell + 1)
 
 
 def test_ties_keep_database_order():
@@ -197,17 +206,28 @@ def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
 
 
 def test_cli_no_statistics_says_so_once(capsys):
-    assert main(["search", OPAL, SP196, "--top", "1", "--gap-open", "8", "--gap-extend", "2"]) == 0
+    """Gaps of 2/1 with BLOSUM62: unrelated proteins score in proportion to their length (the linear
+    phase), so there are no E-values; said once, the columns left empty."""
+    assert main(["search", OPAL, SP196, "--top", "1", "--gap-open", "2", "--gap-extend", "1"]) == 0
     out, err = capsys.readouterr()
-    assert err.count("no published Karlin-Altschul parameters") == 1
+    assert err.count("no E-values") == 1 and "linear phase" in err
     assert all(line.split("\t")[10:] == ["", ""] for line in out.splitlines())
+
+
+def test_every_other_scoring_gets_estimated_statistics(capsys):
+    """PAM250 with gaps 14/2 (BLAST's 12/2, not in its tables): lambda and K estimated, -v says how."""
+    assert main(["search", OPAL, SP196, "--top", "1", "--matrix", "PAM250", "--gap-open", "14", "--gap-extend",
+                 "2", "-v"]) == 0
+    out, err = capsys.readouterr()
+    assert "statistics: estimated (1000 random pairs of 1000, Gumbel fit)" in err
+    assert all(float(line.split("\t")[10]) > 0 and float(line.split("\t")[11]) > 0 for line in out.splitlines())
 
 
 @pytest.mark.parametrize("setup, args, message", [
     ("", [], "empty file"),
     (">q\nMKV1L\n", [], "record q, position 4: '1' is not a residue letter"),
     (">q\nMKVL\n", ["--columns", "qseqid,nope"], "unknown column 'nope'"),
-    (">q\nMKVL\n", ["--gap-open", "8", "--gap-extend", "2", "--max-evalue", "1"], "no published statistics"),
+    (">q\nMKVL\n", ["--gap-open", "2", "--gap-extend", "1", "--max-evalue", "1"], "no local statistics"),
 ])
 def test_cli_errors(capsys, tmp_path, setup, args, message):
     q = tmp_path / "q.fa"
@@ -247,7 +267,7 @@ def test_search_gpu_equals_cpu():
         db = database_from_records(db_records, "db")
         codes = encode_database(db, scoring)
         gpu = GswSearcher(db, scoring)
-        stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+        stats = parameters(scoring)
         for q in encode_all(queries, scoring, "q"):
             assert np.array_equal(gpu.scores(q.record.seq), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
@@ -268,7 +288,7 @@ def test_scan_kernel_equals_cpu(packed16, plan):
     from nwalign.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")
-    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    stats = parameters(scoring)
     for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
                                 (read_fasta(BENCH20)[:4], read_fasta(ECOLI))):
         db = database_from_records(db_records, "db")
@@ -578,7 +598,7 @@ def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
             return type("Batch", (), {"result": lambda self: done})()
 
     scoring = make_scoring("protein", "local")
-    stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
+    stats = parameters(scoring)
     db = database_from_records(read_fasta(SP196), "db")
     codes = encode_database(db, scoring)
     cols = ("qseqid", "sseqid", "pident", "qstart", "qend", "sstart", "send", "evalue", "bitscore", "cigar", "btop")

@@ -79,9 +79,6 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
                  scheduler=scheduler, devices=devices, shared_dir=shared_dir)
     scoring, db, gpu = run.scoring, run.database, run.gpu
-    if run.stats is None and not quiet:
-        click.echo(f"nwalign: no published Karlin-Altschul parameters for {scoring.matrix_name} with gaps "
-                   f"{scoring.gap_open}/{scoring.gap_extend}: evalue and bitscore are left empty", err=True)
     with output_stream(output, (query, database)) as out:
         writer = None
         cells = sum(len(q.seq) for q in run.queries) * db.total_length

@@ -1,0 +1,63 @@
+"""E-values and bit scores against NCBI BLAST+'s own (blastp 2.12.0, tests/data/blast/make.sh made the
+files; no BLAST is needed here): for every hit BLAST reported, nwalign's statistics for BLAST's raw score,
+query and subject print the same E-value and bit score (BLAST's Spouge finite-size correction, its
+tables, its tabular number formats)."""
+
+import csv
+import gzip
+import os
+
+import pytest
+
+from nwalign.formats import blast_bitscore, blast_evalue
+from nwalign.scoring import make_scoring
+from nwalign.sequences import read_fasta
+from nwalign.statistics import parameters
+
+from conftest import DATA
+
+BLAST = os.path.join(os.path.dirname(__file__), "data", "blast")
+QUERIES = os.path.join(DATA, "queries_20_sw_benchmark.fasta")
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+
+
+@pytest.fixture(scope="module")
+def lengths():
+    queries = {r.id: len(r.seq) for r in read_fasta(QUERIES)}
+    db = read_fasta(ECOLI)
+    return queries, {r.id: len(r.seq) for r in db}, sum(len(r.seq) for r in db), len(db)
+
+
+@pytest.mark.parametrize("matrix, blast_open, extend", [("BLOSUM62", 10, 1), ("BLOSUM45", 15, 2), ("PAM250", 13, 2),
+                                                        ("PAM30", 9, 1)])
+def test_evalues_and_bit_scores_equal_blastp(lengths, matrix, blast_open, extend):
+    queries, subjects, total, count = lengths
+    scoring = make_scoring("protein", "local", matrix=matrix, gap_open=blast_open + extend, gap_extend=extend)
+    ka = parameters(scoring, estimate=False)
+    assert ka is not None and ka.method.startswith("published")
+    with open(os.path.join(BLAST, f"blastp_{matrix}_{blast_open}_{extend}.tsv")) as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    assert len(rows) > 100
+    for qseqid, sseqid, score, evalue, bits, *_ in rows:
+        query = next(q for q in queries if qseqid.endswith(q) or q.endswith(qseqid) or q == qseqid)
+        e = ka.evalue(int(score), queries[query], total, count, subjects[sseqid])
+        assert (blast_evalue(e), blast_bitscore(ka.bit_score(int(score)))) == (evalue, bits), (qseqid, sseqid, score)
+
+
+def test_search_prints_blasts_statistics_for_equal_scores(tmp_path, capsys):
+    """End to end for two queries: where nwalign's exact score equals BLAST's (heuristic) one, the search's
+    evalue and bitscore columns are BLAST's strings."""
+    from nwalign.cli import main
+
+    records = [r for r in read_fasta(QUERIES) if len(r.seq) < 200][:2]
+    query = tmp_path / "q.fa"
+    query.write_text("".join(f">{r.id}\n{r.seq}\n" for r in records))
+    assert main(["search", str(query), ECOLI, "--backend", "cpu", "--top", "5", "--columns",
+                 "qseqid,sseqid,score,evalue,bitscore"]) == 0
+    ours = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    with open(os.path.join(BLAST, "blastp_BLOSUM62_10_1.tsv")) as handle:
+        blast = {(r[0], r[1]): r for r in csv.reader(handle, delimiter="\t")}
+    same = [r for r in ours if (r[0], r[1]) in blast and blast[(r[0], r[1])][2] == r[2]]
+    assert len(same) >= 4
+    for r in same:
+        assert r[3:5] == blast[(r[0], r[1])][3:5], r
