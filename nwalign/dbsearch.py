@@ -25,6 +25,7 @@ from .search_pipeline import search_all
 from .search_spread import ScaleOut, device_database, estimated_cells, start_devices
 from .sequences import unique_ids, unique_records
 from .statistics import statistics_for
+from .strands import merge_strands, searched_strands, stranded_queries
 
 log = logging.getLogger("nwalign")
 
@@ -91,7 +92,7 @@ class Search:
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
                  query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
-                 shards: int | None = None, devices=None, shared_dir: str | None = None):
+                 shards: int | None = None, devices=None, shared_dir: str | None = None, strand: str | None = None):
         started = time.perf_counter()
         if top < 1:
             raise NwalignError(f"top must be at least 1 (got {top})")
@@ -136,7 +137,7 @@ class Search:
             # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
             # file's). Over several GPUs: to each, where the first queries are scanned here while the workers start.
             upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan else None
-            self._prepare(scoring, request, query_source)
+            self._prepare(scoring, request, query_source, strand)
             log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
             self.gpu = self._aligner = None
             #: Over several GPUs: (searcher, aligner) on each, for the queries scanned here while the workers
@@ -182,9 +183,10 @@ class Search:
         codes, offsets = self.database.codes, self.database.offsets
         return {g: in_background(lambda g=g: device_database(codes, offsets, g, order)) for g in gpus}
 
-    def _prepare(self, scoring: Scoring | None, request: ScoringRequest, query_source: str) -> None:
+    def _prepare(self, scoring: Scoring | None, request: ScoringRequest, query_source: str,
+                 strand: str | None) -> None:
         """The scoring (from every letter of the queries and of the database), its statistics, distinct
-        ids, and the queries and database encoded."""
+        ids, the queries encoded (on each strand searched) and the database."""
         db = self.database
         if scoring is None:
             scoring = request.make("local", [(query_source, self.queries)], [(db.source, db.alphabet_counts())],
@@ -199,6 +201,12 @@ class Search:
             ids = unique_ids(db.ids, db.source)
             self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
         self._encoded = encode_all(self.queries, scoring, query_source)
+        self.strands = searched_strands(strand, scoring.alphabet)
+        if self.strands is not None:
+            self._encoded = stranded_queries(self._encoded, scoring, self.strands, query_source)
+            if len(self.strands) == 2 and self.stats is not None:
+                self.stats = dataclasses.replace(self.stats, searches=2)
+            log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 
     def _lead_on(self, gpus: list[int], kernel: str, upload) -> None:
@@ -263,9 +271,13 @@ class Search:
         Raises:
             nwalign.errors.WorkerLost: (spread over workers) a task kept killing its workers.
         """
-        if self._scaleout is not None:
-            yield from self._scaleout.run(self, progress)
-            return
+        results = self._scaleout.run(self, progress) if self._scaleout is not None else self._run_here(progress)
+        if self.strands is None:
+            yield from results
+        else:
+            yield from merge_strands(results, self.strands, self.queries, self.top)
+
+    def _run_here(self, progress):
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
                                   self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
                                   self._aligner):

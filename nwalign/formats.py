@@ -61,7 +61,7 @@ def blast_bitscore(bits: float) -> str:
 def btop(aln: Alignment) -> str:
     """BLAST's traceback operations: the length of each run of identical columns, and for every other
     column the query letter then the subject letter ('-' for a gap)."""
-    q, t = aln.gapped()
+    q, t = aln.shown()
     out, run = [], 0
     for col, a, b in zip(aln.columns.tolist(), q, t):
         if col == 0:
@@ -99,13 +99,16 @@ _VALUES = {
     "nident": lambda a, h: a.nident,
     "gaps": lambda a, h: a.gaps,
     "cigar": lambda a, h: a.cigar(),
-    "qseq": lambda a, h: a.gapped()[0],
-    "sseq": lambda a, h: a.gapped()[1],
+    "qseq": lambda a, h: a.shown()[0],
+    "sseq": lambda a, h: a.shown()[1],
     "ppos": lambda a, h: _pct(a.similarity),
     "qcovs": lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
     "stitle": lambda a, h: (h.title if h is not None else "") or a.target_id,
     "btop": lambda a, h: btop(a),
     "mode": lambda a, h: a.mode,
+    "sstrand": lambda a, h: a.strand or "N/A",
+    "qcovhsp": lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+    "fident": lambda a, h: f"{a.identity:.3f}",
 }
 assert _VALUES.keys() == COLUMN_NEEDS_ALIGNMENT.keys()
 COLUMNS = {name: (value, COLUMN_NEEDS_ALIGNMENT[name]) for name, value in _VALUES.items()}
@@ -124,9 +127,14 @@ def hit_field(hit, column: str) -> str:
 
 
 def coordinates(aln: Alignment) -> tuple[int, int, int, int]:
-    """(query_start, query_end, target_start, target_end), 1-based inclusive; zeros when empty."""
+    """(query_start, query_end, target_start, target_end), 1-based inclusive; zeros when empty. A
+    minus-strand hit as BLAST prints it: the query's plus-strand coordinates, ascending, and the target's
+    descending (sstart > send)."""
     if aln.length == 0:
         return 0, 0, 0, 0
+    if aln.strand == "minus":
+        return aln.query_length - aln.query_end + 1, aln.query_length - aln.query_start, aln.target_end, \
+            aln.target_start + 1
     return aln.query_start + 1, aln.query_end, aln.target_start + 1, aln.target_end
 
 
@@ -142,6 +150,8 @@ def to_dict(aln: Alignment) -> dict:
     out.update(qstart=qs, qend=qe, sstart=ts, send=te, length=aln.length, nident=aln.nident, mismatch=aln.mismatch,
                pident=round(100.0 * aln.identity, 4), ppos=round(100.0 * aln.similarity, 4), gaps=aln.gaps,
                gapopen=aln.gap_opens, cigar=aln.cigar())
+    if aln.strand is not None:
+        out["sstrand"] = aln.strand
     return out
 
 
@@ -302,7 +312,7 @@ class FastaWriter(Writer):
     WIDTH = 60
 
     def write(self, aln: Alignment) -> None:
-        qrow, trow = aln.gapped()
+        qrow, trow = aln.shown()
         qs, qe, ts, te = coordinates(aln)
         for name, (s, e), row in ((aln.query_id, (qs, qe), qrow), (aln.target_id, (ts, te), trow)):
             self.out.write(f">{name} {s}-{e} score={aln.score} mode={aln.mode}\n")
@@ -336,8 +346,9 @@ class SamWriter(Writer):
         right = aln.query_length - aln.query_end
         cigar = (f"{left}S" if left else "") + aln.cigar() + (f"{right}S" if right else "")
         edits = aln.length - aln.nident
+        flag = 16 if aln.strand == "minus" else 0  # SEQ is then the query's reverse complement, as SAM wants
         self.out.write(
-            f"{aln.query_id}\t0\t{aln.target_id}\t{aln.target_start + 1}\t255\t{cigar}\t*\t0\t0\t"
+            f"{aln.query_id}\t{flag}\t{aln.target_id}\t{aln.target_start + 1}\t255\t{cigar}\t*\t0\t0\t"
             f"{aln.query_seq}\t*\tAS:i:{aln.score}\tNM:i:{edits}\n"
         )
 
@@ -372,14 +383,19 @@ class PairWriter(Writer):
             w(f"# Identity:   {aln.nident:>7}/{n} {pct(aln.nident)}\n")
             w(f"# Similarity: {aln.npositive:>7}/{n} {pct(aln.npositive)}\n")
             w(f"# Gaps:       {aln.gaps:>7}/{n} {pct(aln.gaps)}\n")
+        if aln.strand is not None:  # a nucleotide search's hit: the subject's strand
+            w(f"# Strand: {aln.strand}\n")
         w(f"# Score: {aln.score}\n#\n#=======================================\n")
         if not aln.score_only:
             self._blocks(aln)
 
     def _blocks(self, aln: Alignment) -> None:
-        qrow, trow = aln.gapped()
-        match_line = aln.match_line()
-        qi, ti = aln.query_start, aln.target_start
+        qrow, trow = aln.shown()
+        match_line = aln.match_line()[::-1] if aln.strand == "minus" else aln.match_line()
+        qs, _, ts, _ = coordinates(aln)
+        qi, ti, step = qs - 1, ts - 1, 1
+        if aln.strand == "minus":  # the target's minus strand: its positions count down
+            ti, step = ts + 1, -1
         qname = aln.query_id[: self.NAME]
         tname = aln.target_id[: self.NAME]
         for k in range(0, len(qrow), self.WIDTH):
@@ -387,9 +403,9 @@ class PairWriter(Writer):
             q_used = len(qb) - qb.count("-")
             t_used = len(tb) - tb.count("-")
             q_first = qi + 1 if q_used else qi
-            t_first = ti + 1 if t_used else ti
+            t_first = ti + step if t_used else ti
             qi += q_used
-            ti += t_used
+            ti += step * t_used
             self.out.write("\n")
             self.out.write(f"{qname:<{self.NAME}} {q_first:>7} {qb} {qi:>7}\n")
             self.out.write(f"{'':<{self.NAME}} {'':>7} {mb}\n")
@@ -435,6 +451,8 @@ class HitWriter:
                 row["pident"] = float(row["pident"])
                 row["evalue"] = hit.evalue
                 row["bitscore"] = None if hit.bitscore is None else round(hit.bitscore, 1)
+                if hit.aln.strand is not None:  # a nucleotide search's
+                    row["sstrand"] = hit.aln.strand
                 self.out.write(json.dumps(row) + "\n")
             else:
                 self.writer.write(hit.aln)

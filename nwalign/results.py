@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from .ops import OP_DEL, OP_INS, OP_MATCH
+from .sequences import reverse_complement
 
 _CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
 
@@ -42,6 +43,10 @@ class Alignment:
     ops: np.ndarray | None = None
     query_seq: str = field(default="", repr=False)
     target_seq: str = field(default="", repr=False)
+    #: A nucleotide search's strand: None (not searched by strand, or protein), ``plus`` or ``minus``. A
+    #: minus-strand alignment is of the query's reverse complement (``query_seq``, and the coordinates
+    #: above, are on it) against the target's plus strand, as SAM has it; writers show it as BLAST does.
+    strand: str | None = None
     # Derived statistics, filled by :func:`finish`.
     length: int = 0
     nident: int = 0
@@ -99,6 +104,14 @@ class Alignment:
         qrow[qmask] = q
         trow[tmask] = t
         return qrow.tobytes().decode(), trow.tobytes().decode()
+
+    def shown(self) -> tuple[str, str]:
+        """The gapped rows as BLAST shows them: a minus-strand alignment as the query's plus strand
+        against the target's minus strand (both rows reverse-complemented)."""
+        qrow, trow = self.gapped()
+        if self.strand == "minus":
+            return reverse_complement(qrow), reverse_complement(trow)
+        return qrow, trow
 
     def to_biopython(self):
         """The alignment as a Biopython ``Bio.Align.Alignment`` (sequences: the whole query, then the whole

@@ -459,3 +459,16 @@ def choose_alphabet(inputs: list[tuple[str, np.ndarray]], alphabet: str = "auto"
     kind = "rna" if all(k == "rna" for _, k, _ in kinds) else "dna"
     log.info("alphabet: %s (only nucleotide letters in %s)", kind, " and ".join(n for n, _, _ in kinds))
     return kind
+
+
+# IUPAC complements (Cornish-Bowden 1985): R<->Y, K<->M, B<->V, D<->H; S, W, N (and X, gaps) unchanged.
+_COMPLEMENT = str.maketrans("ACGTURYKMBVDHSWNXacgturykmbvdhswnx-", "TGCAAYRMKVBHDSWNXtgcaayrmkvbhdswnx-")
+
+
+def reverse_complement(seq: str) -> str:
+    """The reverse complement of a nucleotide sequence (IUPAC codes complemented, U as T's partner A).
+
+    >>> reverse_complement("AACGTRYKMBVDHSWN-")
+    '-NWSDHBVKMRYACGTT'
+    """
+    return seq.translate(_COMPLEMENT)[::-1]

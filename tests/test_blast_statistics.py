@@ -4,7 +4,6 @@ query and subject print the same E-value and bit score (BLAST's Spouge finite-si
 tables, its tabular number formats)."""
 
 import csv
-import gzip
 import os
 
 import pytest

@@ -79,7 +79,10 @@ def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     Raises:
         NwalignError: an unknown name, or none at all.
     """
-    cols = tuple(c for c in re.split(r"[,\s]+", text) if c)
+    from ..names import SEARCH_BLAST_COLUMNS
+
+    cols = tuple(c for word in re.split(r"[,\s]+", text) if word  # "std": BLAST's 12 standard columns
+                 for c in (SEARCH_BLAST_COLUMNS if word == "std" else (word,)))
     unknown = [c for c in cols if c not in allowed]
     if unknown or not cols:
         raise NwalignError(f"--columns: unknown column {unknown[0] if unknown else '(none)'!r} "

@@ -31,6 +31,9 @@ log = logging.getLogger("nwalign")
                    + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + ": no hit is aligned (faster).")
 @header_option
 @click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
+@click.option("--strand", type=click.Choice(("both", "plus", "minus")), default=None,
+              help="Nucleotide searches: the query's strands searched (BLAST's -strand)  [default: both; a "
+                   "minus-strand hit has sstart > send, SAM flag 16]")
 @scoring_options
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
               help="auto: the GPU when CuPy sees one, else the CPU engine.")
@@ -46,16 +49,17 @@ log = logging.getLogger("nwalign")
                 ".nwdb in --shared-dir", auto_cells="10^13 (query letters x database letters, as the files' sizes "
                 "bound them)")
 @run_options
-def search(query, database, top, max_evalue, min_score, columns, header, fmt, matrix, match, mismatch, gap_open,
+def search(query, database, top, max_evalue, min_score, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
            gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, shared_dir, device,
            output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
     Hits: score descending, ties in database order; each reported hit is aligned in full, so every
-    column is exact. E-values and bit scores use published Karlin-Altschul parameters (BLOSUM62 with gap
-    open/extend 11/1, 12/1 or 13/1 in nwalign's convention) and the database's total length; for other
-    scoring they are left empty (said once on stderr).
+    column is exact. Nucleotide queries are searched on both strands (--strand) with blastn's scoring
+    (+2/-3, gaps 7/2) unless told otherwise. E-values and bit scores: BLAST's parameters where it
+    tabulates the matrix and gaps (blastp's E-values exactly), parameters estimated once per scoring for
+    any other (-v says which); a scoring in the linear phase (gaps too cheap) has none, said once.
 
     \b
     Example:
@@ -77,7 +81,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, ma
                  gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
-                 scheduler=scheduler, devices=devices, shared_dir=shared_dir)
+                 scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand)
     scoring, db, gpu = run.scoring, run.database, run.gpu
     with output_stream(output, (query, database)) as out:
         writer = None

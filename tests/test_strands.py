@@ -1,0 +1,129 @@
+"""Nucleotide searches on both strands (BLAST's -strand): the reverse complement of a query finds its
+source on the minus strand, reported as BLAST reports it (query ascending, sstart > send, sstrand
+minus), in SAM as flag 16 with the query reverse-complemented; --top counts hits over both strands;
+ambiguity codes complement; the output parses as BLAST tabular."""
+
+import io
+import os
+
+import pytest
+
+from nwalign import search
+from nwalign.cli import main
+from nwalign.errors import NwalignError
+from nwalign.sequences import read_fasta, reverse_complement
+
+from conftest import DATA
+
+LAMBDA = os.path.join(DATA, "phage_lambda_J02459.fasta")
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+SP196 = os.path.join(DATA, "swissprot_first196.fasta")
+
+
+@pytest.fixture(scope="module")
+def lambda_seq():
+    return read_fasta(LAMBDA)[0].seq
+
+
+@pytest.fixture
+def reverse_query(tmp_path, lambda_seq):
+    path = tmp_path / "rev.fa"
+    path.write_text(">rev\n" + reverse_complement(lambda_seq[10000:10500]) + "\n")
+    return str(path)
+
+
+def _rows(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def test_a_reverse_complement_is_found_on_the_minus_strand(capsys, reverse_query):
+    """The lambda case: its 10,001-10,500 reverse-complemented is found whole, as BLAST reports it
+    (blastn 2.12, +2/-3 with gaps 5/2: rev J02459.1 100.000 500 0 0 1 500 10500 10001 0.0 902 minus)."""
+    rows = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--columns", "std,sstrand,score")
+    assert rows[0] == ["rev", "J02459.1", "100.00", "500", "0", "0", "1", "500", "10500", "10001", "0.0", "902",
+                       "minus", "1000"]
+    plus = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "plus", "--columns",
+                 "score,sstrand")
+    assert plus[0][1] == "plus" and int(plus[0][0]) < 200  # the forward strand alone: a chance hit
+    minus = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "minus", "--columns",
+                  "score,sstrand,sstart,send")
+    assert minus[0] == ["1000", "minus", "10500", "10001"]
+
+
+def test_minus_strand_hits_in_sam_pair_json_and_fasta(capsys, tmp_path, reverse_query, lambda_seq):
+    pysam = pytest.importorskip("pysam")
+
+    sam = tmp_path / "hits.sam"
+    sam.write_text("\n".join("\t".join(r) for r in _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu",
+                                                          "--format", "sam", "--top", "1")) + "\n")
+    with pysam.AlignmentFile(str(sam), "r") as handle:
+        (read,) = list(handle)
+    assert read.is_reverse and read.reference_start == 10000 and read.cigarstring == "500="
+    assert read.query_sequence == lambda_seq[10000:10500]  # SEQ: the query reverse-complemented
+    import json
+
+    code = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--format", "json", "--top", "1"])
+    record = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert code == 0 and record["sstrand"] == "minus" and (record["sstart"], record["send"]) == (10500, 10001)
+    report = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--format", "pair", "--top", "1"])
+    text = capsys.readouterr().out
+    assert report == 0 and "# Strand: minus" in text
+    first = [line.split() for line in text.splitlines() if line.startswith(("rev ", "J02459.1 "))][:2]
+    assert first[0][1] == "1" and first[1][1] == "10500" and first[1][3] == "10451"
+
+
+def test_top_counts_hits_over_both_strands(tmp_path):
+    """Three database sequences, one matching the query's plus strand, two its minus strand: --top 2
+    keeps the two best whatever their strand; each sequence once, on its better strand."""
+    query = "ACGTTGCAAGGCTTACCGATCGGATCCATGCAAGT"
+    db = tmp_path / "db.fa"
+    db.write_text(f">plus\nTTTT{query[:30]}TTTT\n>minus_long\nGG{reverse_complement(query)}GG\n"
+                  f">minus_short\nCC{reverse_complement(query[5:25])}CC\n")
+    (_, hits), = list(search(query, str(db), top=2, backend="cpu"))
+    assert [(h.aln.target_id, h.aln.strand) for h in hits] == [("minus_long", "minus"), ("plus", "plus")]
+    (_, hits), = list(search(query, str(db), top=5, backend="cpu"))
+    assert [h.aln.target_id for h in hits] == ["minus_long", "plus", "minus_short"]
+
+
+def test_ambiguity_codes_complement_on_the_minus_strand(tmp_path):
+    """A query with IUPAC codes: its minus-strand hit equals the plus-strand hit of its reverse complement
+    (R<->Y, K<->M, B<->V, D<->H; S, W, N unchanged), coordinates mirrored."""
+    query = "ACGRTYKMACBVDHSWNACGTGGCA"
+    db = tmp_path / "db.fa"
+    db.write_text(">s\nTTTTACGATCGTACCGATGACCTAGCATCGACGTGGCATTTT\n")
+    (_, minus), = list(search(query, str(db), strand="minus", backend="cpu"))
+    (_, plus), = list(search(reverse_complement(query), str(db), strand="plus", backend="cpu"))
+    a, b = minus[0].aln, plus[0].aln
+    assert (a.score, a.cigar(), a.target_start, a.target_end) == (b.score, b.cigar(), b.target_start, b.target_end)
+    assert a.query_seq == b.query_seq == reverse_complement(query) and a.strand == "minus" and b.strand == "plus"
+
+
+def test_strand_is_for_nucleotides():
+    with pytest.raises(NwalignError, match="strand applies to nucleotide searches"):
+        list(search("MKTAYIAKQRQISF", SP196, strand="minus", backend="cpu"))
+    with pytest.raises(NwalignError, match="choose from both, plus, minus"):
+        list(search("ACGT", LAMBDA, strand="reverse", backend="cpu"))
+    (_, hits), = list(search("MKTAYIAKQRQISFVKSHFSRQ", SP196, top=1, backend="cpu"))
+    assert hits[0].aln.strand is None
+
+
+@pytest.mark.parametrize("columns", [None, "std", "qseqid sseqid pident length mismatch gapopen qstart qend sstart "
+                                             "send evalue bitscore sstrand qcovhsp score"])
+def test_blast_tabular_parses_with_biopython(capsys, reverse_query, columns):
+    """The default output and --columns, protein and DNA, parse with Bio.SearchIO's blast-tab reader."""
+    from Bio import SearchIO
+
+    for query, db in ((reverse_query, LAMBDA), (OPAL, SP196)):
+        argv = ["search", query, db, "--backend", "cpu", "--top", "3"] + (["--columns", columns] if columns else [])
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        fields = None if columns in (None, "std") else columns.split()
+        if fields:
+            fields = [{"score": "score"}.get(f, f) for f in fields]
+        results = list(SearchIO.parse(io.StringIO(out), "blast-tab", **({"fields": fields} if fields else {})))
+        assert results and all(len(r.hits) >= 1 for r in results)
+        hsp = results[0].hsps[0]
+        assert hsp.evalue >= 0 and hsp.bitscore > 0
