@@ -27,7 +27,7 @@ with open(f"{work}/q.fa", "w") as out:
     for k, n in enumerate(rng.integers(1400, 1601, size=nq)):
         out.write(f">q{k}\n{letters[rng.integers(0, 4, n)].tobytes().decode()}\n")
 PY
-python3 -m nwalign makedb $WORK/db.fa $WORK/db.nwdb -q
+python3 -m nwalign makedb $WORK/db.fa -o $WORK/db.nwdb -q
 cells=$(python3 -c "
 from nwalign.sequences import read_fasta
 from nwalign.database import load_database
