@@ -204,8 +204,6 @@ class Search:
         self.strands = searched_strands(strand, scoring.alphabet)
         if self.strands is not None:
             self._encoded = stranded_queries(self._encoded, scoring, self.strands, query_source)
-            if len(self.strands) == 2 and self.stats is not None:
-                self.stats = dataclasses.replace(self.stats, searches=2)
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 

@@ -18,6 +18,7 @@ from .prepare import ScoringRequest, check_spread, local_gpus, read_side
 from .results import Alignment
 from .scoring import Scoring
 from .sequences import unique_records
+from .strands import better_strands, searched_strands, stranded_queries
 from .spread import Spread, pair_sets
 
 log = logging.getLogger("nwalign")
@@ -39,6 +40,8 @@ class Pairs:
         backend, device, threads, max_memory: as :class:`Aligner` takes them.
         kernel, block, shared: the GPU pair kernel and its knobs (:class:`nwalign.cuda.pair.Options`).
         query_source, target_source: names for the two sides in messages (file names).
+        strand: nucleotides: ``plus``, ``minus`` (the query's reverse complement) or ``both`` (the better
+            of the two per pair; the plus strand on equal scores); None: as given, no strand reported.
         workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
             the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
             takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
@@ -69,7 +72,7 @@ class Pairs:
                  max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
                  shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
                  target_source: str = "target", workers: int = 0, scheduler: str | None = None, client=None,
-                 devices=None, shared_dir: str | None = None):
+                 devices=None, shared_dir: str | None = None, strand: str | None = None):
         request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
         limit = request.limit() if scoring is None else None
         qrecs, qname = read_side(queries, query_source, limit, "query")
@@ -80,6 +83,12 @@ class Pairs:
                  scoring.gap_extend, scoring.mode)
         self.queries, self.targets = encode_all(qrecs, scoring, qname), encode_all(trecs, scoring, tname)
         self.plan = pair_plan(self.queries, self.targets)
+        # --strand: each query on the strands asked for (nucleotides), the better one reported per pair
+        self.strands = None if strand is None else searched_strands(strand, scoring.alphabet)
+        if self.strands is not None:
+            n = len(self.strands)
+            self.queries = stranded_queries(self.queries, scoring, self.strands, qname)
+            self.plan = [(qi * n + k, ti) for qi, ti in self.plan for k in range(n)]
         for qi, ti in self.plan:
             scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
         self.score_only, self.kernel = score_only, kernel
@@ -130,6 +139,10 @@ class Pairs:
         Raises:
             nwalign.errors.WorkerLost: (spread) a task kept killing its workers.
         """
+        found = self._run(progress)
+        return found if self.strands is None else better_strands(found, self.strands)
+
+    def _run(self, progress) -> Iterator[Alignment]:
         if self._spread is not None:
             return self._spread_run()
         pairs = [(self.queries[a], self.targets[b]) for a, b in self.plan]

@@ -51,8 +51,6 @@ class KarlinAltschul:
     #: Spouge's finite-size correction (as blastp: :func:`spouge_area`): (a, b, alpha_v, beta_v, sigma,
     #: tau), or None for the length adjustment.
     spouge: tuple | None = None
-    #: How many times the database is searched per query (2: both strands of a nucleotide search).
-    searches: int = 1
 
     def _score(self, score: int) -> int:
         return score - (score % 2) if self.even else score
@@ -94,11 +92,11 @@ class KarlinAltschul:
         if self.spouge is not None:
             n = subject_length or db_length
             area = spouge_area(self.spouge, self.lam, self._score(score), query_length, n)
-            return self.searches * area * self.K * math.exp(-self.lam * self._score(score)) * db_length / n
+            return area * self.K * math.exp(-self.lam * self._score(score)) * db_length / n
         ell = self.length_adjustment(query_length, db_length, db_count)
         m = max(query_length - ell, 1)
         n = max(db_length - max(1, db_count) * ell, 1)
-        return self.searches * self.K * m * n * math.exp(-self.lam * self._score(score))
+        return self.K * m * n * math.exp(-self.lam * self._score(score))
 
 
 def published(matrix_name: str, gap_open: int, gap_extend: int) -> KarlinAltschul | None:

@@ -4,8 +4,8 @@ a second database, and each database sequence reports its better strand.
 
 The merge is exact: a sequence among the best ``top`` over both strands is among the best ``top`` of the
 strand it scores best on (with the same ties: score, then database order), so the two per-strand top
-lists hold the combined one. On equal scores the plus strand is kept. E-values count both strands' search
-space (twice the database), so that they keep their meaning: the number of chance hits per query.
+lists hold the combined one. On equal scores the plus strand is kept. E-values are per strand, as
+blastn's (each strand's search space is the query's length times the database's).
 """
 
 from __future__ import annotations
@@ -68,3 +68,20 @@ def merge_strands(results, strands: tuple[str, ...], records: list[Record], top:
                     best[hit.db_index] = dataclasses.replace(hit, query=record,
                                                              aln=dataclasses.replace(hit.aln, strand=strand))
         yield record, sorted(best.values(), key=lambda h: (-h.aln.score, h.db_index))[:top]
+
+
+def better_strands(alignments, strands: tuple[str, ...]):
+    """Per pair, the better of its ``strands`` (consecutive in ``alignments``, in the order of
+    :func:`stranded_queries`; the first on equal scores), its ``strand`` set."""
+    alignments = iter(alignments)
+    while True:
+        group = []
+        for strand in strands:
+            try:
+                group.append((next(alignments), strand))
+            except StopIteration:
+                if group:
+                    raise RuntimeError("an alignment is missing for a strand") from None
+                return
+        best, strand = max(group, key=lambda pair: pair[0].score)  # the first of equal scores
+        yield dataclasses.replace(best, strand=strand)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from nwalign.formats import blast_bitscore, blast_evalue
+from nwalign.blastfmt import blast_bitscore, blast_evalue
 from nwalign.scoring import make_scoring
 from nwalign.sequences import read_fasta
 from nwalign.statistics import parameters

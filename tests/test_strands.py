@@ -142,3 +142,18 @@ def test_gpu_search_on_both_strands_equals_the_cpu(capsys, tmp_path, reverse_que
                      "--columns", "std,sstrand,score,cigar"]) == 0
         out[backend] = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("@PG")]
     assert out["cpu"] == out["cuda"] and any("minus" in line or "\t16\t" in line for line in out["cpu"])
+
+
+def test_pair_on_both_strands_reports_the_better_one(capsys, reverse_query):
+    """pair --strand both: the query's reverse complement aligns whole to lambda's 10,001-10,500 (local,
+    +5/-4: 2,500), reported on the minus strand; without --strand nothing changes (no strand column)."""
+    rows = _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "both", "--format", "tsv",
+                 "--columns", "score,qstart,qend,sstart,send,sstrand,cigar")
+    assert rows == [["2500", "1", "500", "10500", "10001", "minus", "500="]]
+    rows = _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "plus", "--format", "tsv",
+                 "--columns", "score,sstrand")
+    assert rows[0][1] == "plus" and int(rows[0][0]) < 2500
+    assert _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--format", "tsv", "--columns",
+                 "sstrand") == [["N/A"]]
+    code = main(["pair", SP196, SP196, "--strand", "minus"])
+    assert code == 2 and "applies to nucleotide" in capsys.readouterr().err

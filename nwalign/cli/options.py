@@ -105,13 +105,14 @@ _SCORING_OPTIONS = (
     click.option("--matrix", metavar="NAME|PATH",
                  help="Substitution matrix: a Biopython name (BLOSUM62, PAM250, NUC.4.4, ...) or an "
                       "NCBI-format file. Default BLOSUM62 for protein; --match/--mismatch for DNA/RNA."),
-    click.option("--match", type=SCORE, help="DNA/RNA score for identical letters  [default: 5]"),
-    click.option("--mismatch", type=SCORE, help="DNA/RNA score for different letters  [default: -4]"),
+    click.option("--match", type=SCORE, help="DNA/RNA score for identical letters  [default: 5; search: 2]"),
+    click.option("--mismatch", type=SCORE, help="DNA/RNA score for different letters  [default: -4; search: -3]"),
     click.option("--gap-open", type=SCORE, metavar="N",
-                 help="Penalty of a gap's first position (>= 0)  [default: protein 11, DNA 10]"),
+                 help="Penalty of a gap's first position (>= 0): a gap of length L costs open + (L-1) x extend, so "
+                      "--gap-open 11 --gap-extend 1 is BLAST's -gapopen 10 -gapextend 1 (and parasail's, "
+                      "Biopython's and CUDASW++'s 11/1)  [default: protein 11, DNA 10; DNA search 7]"),
     click.option("--gap-extend", type=SCORE, metavar="N",
-                 help="Penalty of each further gap position (>= 0); a gap of length L costs "
-                      "open + (L-1)*extend  [default: 1]"),
+                 help="Penalty of each further gap position (>= 0)  [default: 1; DNA search 2]"),
     click.option("--alphabet", type=click.Choice(("auto",) + ALPHABETS), default="auto", show_default=True,
                  help="Residue alphabet; auto detects nucleotides vs protein from the letters."),
 )

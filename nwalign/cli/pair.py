@@ -49,6 +49,9 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @click.argument("target", required=False)
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
               help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both).")
+@click.option("--strand", type=click.Choice(("both", "plus", "minus")), default=None,
+              help="Nucleotides: align the query as given (plus), its reverse complement (minus), or both and "
+                   "report the better, with its strand  [default: as given, no strand reported]")
 @scoring_options
 @click.option("--random", "random_lengths", metavar="LEN[,LEN]",
               help="Align seeded random sequences of these lengths instead of files (e.g. 10k,10k).")
@@ -69,7 +72,7 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @_engine_options
 @spread_options("chunks of pairs balanced by DP cells; a pair is never split")
 @run_options
-def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
+def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
          seed, mutate_rate, fmt, score_only, columns, header, output, backend, kernel, block, shared, device,
          max_memory, threads, workers, scheduler, devices, shared_dir, verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
@@ -112,7 +115,7 @@ def pair(query, target, mode, matrix, match, mismatch, gap_open, gap_extend, alp
                 gap_extend=gap_extend, score_only=score_only, backend=backend, device=device, max_memory=memory,
                 threads=threads or os.cpu_count() or 1, kernel=kernel, block=parse_block(block), shared=shared,
                 gpu_max_memory=memory if max_memory else None, query_source=names[0], target_source=names[1],
-                workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir)
+                workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand)
     try:
         _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet)
     finally:
