@@ -966,3 +966,25 @@ def test_a_task_that_keeps_losing_workers_is_not_blamed():
     text = str(workers_lost("allpairs", distributed.KilledWorker("pair_block-1", None, 3)))
     assert text.startswith("allpairs: 4 worker processes died") and "no output written" in text
     assert "killed every worker" not in text and "\n" not in text
+
+
+def test_a_nucleotide_search_on_both_strands_over_workers_equals_one_process(client, tmp_path):
+    """Both strands spread over Dask workers (queries and their reverse complements in the rounds): the
+    hits, strands and coordinates of one process."""
+    from nwalign.sequences import reverse_complement
+
+    phage = read_fasta_seq(os.path.join(DATA, "phage_lambda_J02459.fasta"))
+    db = tmp_path / "db.fa"
+    db.write_text("".join(f">c{k}\n{phage[k:k + 2000]}\n" for k in range(0, 40000, 2000)))
+    queries = [phage[1500:1800], reverse_complement(phage[9000:9400]), phage[30000:30100]]
+    want = [[(h.db_index, h.aln.score, h.aln.strand, h.aln.cigar()) for h in hits]
+            for _, hits in search(queries, str(db), top=3, backend="cpu")]
+    got = [[(h.db_index, h.aln.score, h.aln.strand, h.aln.cigar()) for h in hits]
+           for _, hits in search(queries, str(db), top=3, backend="cpu", client=client, shards=3)]
+    assert got == want and any(strand == "minus" for hits in want for _, _, strand, _ in hits)
+
+
+def read_fasta_seq(path: str) -> str:
+    from nwalign.sequences import read_fasta
+
+    return read_fasta(path)[0].seq
