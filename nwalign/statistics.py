@@ -56,8 +56,8 @@ class KarlinAltschul:
         return score - (score % 2) if self.even else score
 
     def bit_score(self, score: int) -> float:
-        """(lambda S - ln K) / ln 2."""
-        return (self.lam * self._score(score) - math.log(self.K)) / LN2
+        """(lambda S - ln K) / ln 2 (of the score as it is: blastn rounds odd scores for the E-value only)."""
+        return (self.lam * score - math.log(self.K)) / LN2
 
     def length_adjustment(self, query_length: int, db_length: int, db_count: int = 1) -> int:
         """BLAST's length adjustment l: the largest integer with l <= alpha/lambda ln(K (m - l)(n - N l))

@@ -60,3 +60,30 @@ def test_search_prints_blasts_statistics_for_equal_scores(tmp_path, capsys):
     assert len(same) >= 4
     for r in same:
         assert r[3:5] == blast[(r[0], r[1])][3:5], r
+
+
+def _dna_database(path):
+    phage = read_fasta(os.path.join(DATA, "phage_lambda_J02459.fasta"))[0].seq
+    genome = read_fasta(os.path.join(DATA, "ecoli_k12_mg1655_NC_000913.fasta.gz"))[0].seq[:100_000]
+    path.write_text("".join(f">lam{k}\n{phage[k:k + 2000]}\n" for k in range(0, len(phage), 2000))
+                    + "".join(f">eco{k}\n{genome[k:k + 2000]}\n" for k in range(0, len(genome), 2000)))
+    return str(path)
+
+
+def test_nucleotide_search_equals_blastn(tmp_path, capsys):
+    """Mutated lambda fragments (half reverse-complemented) against lambda and E. coli pieces, both strands,
+    blastn's +2/-3 with gaps 5/2 (the search default): every hit where nwalign's exact score equals
+    blastn's has blastn's E-value, bit score, coordinates and strand, as text."""
+    from nwalign.cli import main
+
+    db = _dna_database(tmp_path / "dna.fa")
+    queries = os.path.join(BLAST, "dna_queries.fa")
+    cols = "qseqid,sseqid,score,evalue,bitscore,qstart,qend,sstart,send,sstrand"
+    assert main(["search", queries, db, "--backend", "cpu", "--top", "5", "--columns", cols]) == 0
+    ours = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    with open(os.path.join(BLAST, "blastn_2_3_5_2.tsv")) as handle:
+        blast = {(r[0], r[1]): r for r in csv.reader(handle, delimiter="\t")}
+    same = [r for r in ours if (r[0], r[1]) in blast and blast[(r[0], r[1])][2] == r[2]]
+    assert len(same) >= 15 and {r[9] for r in same} == {"plus", "minus"}
+    for r in same:
+        assert r[3:] == blast[(r[0], r[1])][3:], r
