@@ -112,8 +112,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
             return Alignment(score=path[0], **base)
         return alignment_from_path(query, target, scoring, path)
     if score_only:
-        score = _interruptible(len(q) * len(t), cpu.score_codes, q, t, scoring.matrix, scoring.gap_open,
-                               scoring.gap_extend, scoring.mode_code)
+        score = _interruptible(len(q) * len(t), _cpu_score, q, t, scoring)
         return Alignment(score=score, **base)
     if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
         from .cpu.pair import plan_bands
@@ -140,6 +139,17 @@ def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path)
                      query_length=len(query.codes), target_length=len(target.codes), query_start=qs,
                      query_end=qe, target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq,
                      target_seq=target.record.seq, **column_stats(ops, query.codes, target.codes, qs, ts, scoring))
+
+
+def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:
+    """One pair's optimal score on the CPU: parasail's striped SIMD kernels where they give nwalign's
+    score (:mod:`nwalign.cpu.striped`), else the Numba engine."""
+    from .cpu.striped import striped_score
+
+    found = striped_score(q, t, scoring) if len(q) * len(t) >= 4096 else None  # tiny pairs: no conversion
+    if found is not None:
+        return found
+    return cpu.score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)
 
 
 def _interruptible(cells: int, fn, *args):

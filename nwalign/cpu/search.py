@@ -9,9 +9,15 @@ import numpy as np
 
 
 def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, threads: int = 1) -> np.ndarray:
-    """Optimal local scores of query codes ``q`` against every database sequence on the CPU engine
-    (int64, shape (count,)), ``threads`` threads over chunks balanced by residues (the GPU's counterpart is
-    the ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
+    """Optimal local scores of query codes ``q`` against every database sequence on the CPU (int64,
+    shape (count,)), ``threads`` threads over chunks balanced by residues: Opal's SIMD kernels where
+    pyopal is installed (:mod:`nwalign.cpu.opal`), else the Numba engine (the GPU's counterpart is the
+    ``scan`` kernel, :class:`nwalign.cuda.search.ScanSearcher`)."""
+    from .opal import scorer
+
+    fast = scorer(codes, offsets, scoring)
+    if fast is not None:
+        return fast.scores(q, threads)
     from .pair import score_codes  # Numba loads at the first scan, not at import
 
     count = len(offsets) - 1
