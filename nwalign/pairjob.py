@@ -145,12 +145,32 @@ class Pairs:
     def _run(self, progress) -> Iterator[Alignment]:
         if self._spread is not None:
             return self._spread_run()
+        if self.score_only and self.backend == "cpu" and len(self.plan) > 1 and len({a for a, _ in self.plan}) == 1:
+            found = self._one_against_many()
+            if found is not None:
+                return found
         pairs = [(self.queries[a], self.targets[b]) for a, b in self.plan]
         small = [k for k in range(len(pairs)) if self.cells(k) <= self.BATCH_CELLS]
         if self.aligner.batch_kernel == "batch_align" and not self.score_only and self.kernel == "wavefront" \
                 and len(small) >= self.BATCH_MIN:
             return self._batched_run(pairs, small, progress)
         return self.aligner.align_many(pairs, self.score_only, progress)
+
+    def _one_against_many(self) -> Iterator[Alignment] | None:
+        """Scores of one query against every target by Opal's SIMD kernels (:mod:`nwalign.cpu.opal`), or
+        None without pyopal."""
+        from .cpu.opal import scorer
+
+        targets = [self.targets[b] for _, b in self.plan]
+        offsets = np.concatenate(([0], np.cumsum([len(t.codes) for t in targets]))).astype(np.int64)
+        fast = scorer(np.concatenate([t.codes for t in targets]), offsets, self.scoring)
+        if fast is None:
+            return None
+        query = self.queries[self.plan[0][0]]
+        scores = fast.scores(query.codes, self.aligner.threads)
+        return iter([Alignment(query_id=query.record.id, target_id=t.record.id, mode=self.scoring.mode,
+                               score=int(score), query_length=len(query.codes), target_length=len(t.codes))
+                     for t, score in zip(targets, scores.tolist())])
 
     def _batched_run(self, pairs, small: list[int], progress) -> Iterator[Alignment]:
         """Many small pairs on the GPU: the batch kernel aligns them (:meth:`Aligner.align_batch`: calls of

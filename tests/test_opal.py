@@ -102,3 +102,16 @@ def test_without_pyopal_the_engine_scans(monkeypatch):
     offsets = np.array([0, 22, 32])
     assert opal.scorer(np.concatenate(seqs), offsets, s) is None
     assert cpu_scan(seqs[0], np.concatenate(seqs), offsets, s).tolist() == [_engine(seqs[0], t, s) for t in seqs]
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_pair_scores_of_one_query_against_many_records_equal_the_engine(mode):
+    """pair --score-only, one query against many targets, scored by Opal: each pair's engine score."""
+    from nwalign import Pairs, align
+
+    rng = np.random.default_rng(seed_of("pairs", mode))
+    targets = ["".join(rng.choice(list("ACGTN"), int(rng.integers(1, 200)))) for _ in range(30)]
+    query = "".join(rng.choice(list("ACGT"), 150))
+    got = [(a.target_id, a.score) for a in Pairs(query, targets, mode=mode, backend="cpu", score_only=True)]
+    want = [(f"target{k + 1}", align(query, t, mode=mode, alphabet="dna").score) for k, t in enumerate(targets)]
+    assert got == want
