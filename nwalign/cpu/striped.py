@@ -41,7 +41,10 @@ def striped_score(q: np.ndarray, t: np.ndarray, scoring) -> int | None:
     a, b = letters[np.asarray(q)].tobytes().decode(), letters[np.asarray(t)].tobytes().decode()
     name = FUNCTIONS[scoring.mode]
     matrix = _matrix(parasail, scoring)
-    result = getattr(parasail, f"{name}_striped_sat")(a, b, int(scoring.gap_open), int(scoring.gap_extend), matrix)
-    if result.saturated:  # 16 bits were not enough either
-        result = getattr(parasail, f"{name}_striped_32")(a, b, int(scoring.gap_open), int(scoring.gap_extend), matrix)
+    go, ge = int(scoring.gap_open), int(scoring.gap_extend)
+    # A score that may leave 16 bits goes to 32-bit lanes at once (the 8- and 16-bit passes would saturate).
+    reach = max(int(np.abs(scoring.matrix).max()) * min(len(a), len(b)), go + ge * max(len(a), len(b)))
+    result = getattr(parasail, f"{name}_striped_sat")(a, b, go, ge, matrix) if reach < 2**15 - 1024 else None
+    if result is None or result.saturated:
+        result = getattr(parasail, f"{name}_striped_32")(a, b, go, ge, matrix)
     return int(result.score)
