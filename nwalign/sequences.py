@@ -210,6 +210,15 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
     Raises:
         NwalignError: as :func:`read_fasta`.
     """
+    text, residues, offsets = read_fasta_raw(path, max_length)
+    descriptions = [line.rstrip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]  # as Biopython
+    ids = [line.split(None, 1)[0] if line.strip() else f"record{k}" for k, line in enumerate(descriptions, start=1)]
+    return ids, descriptions, residues, offsets
+
+
+def read_fasta_raw(path: str, max_length: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_fasta_arrays` without the names as Python strings: (the header lines without their
+    '>', each ended by a newline, uint8 ASCII; residues; offsets)."""
     name = "<stdin>" if path == "-" else path
     data = _decompress(_read_bytes(path), name, max_length)
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -263,13 +272,13 @@ def read_fasta_arrays(path: str, max_length: int | None = None) -> tuple[list[st
         residues[lower] -= 32
     offsets = np.zeros(starts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    descriptions = [line.rstrip() for line in text.tobytes().decode("ascii").split("\n")[:-1]]  # as Biopython
-    ids = [line.split(None, 1)[0] if line.strip() else f"record{k}" for k, line in enumerate(descriptions, start=1)]
     empty = np.flatnonzero(counts == 0)
     if empty.size:
         k = int(empty[0])
-        raise NwalignError(f"{name}: record {k + 1} ({ids[k]}) has an empty sequence")
-    return ids, descriptions, residues, offsets
+        line = text[int(np.sum(lengths[:k])):int(np.sum(lengths[:k + 1])) - 1].tobytes().decode("ascii")
+        raise NwalignError(f"{name}: record {k + 1} ({line.split(None, 1)[0] if line.strip() else f'record{k + 1}'}) "
+                           "has an empty sequence")
+    return text, residues, offsets
 
 
 def as_records(items, prefix: str = "seq") -> list[Record]:

@@ -307,3 +307,34 @@ def test_a_compressed_input_too_long_for_the_scores_is_refused_while_it_streams(
     assert grown < 100_000  # the 40 Mb record was never held whole (nor copied four times)
     # the same file passes with scores that allow it
     assert read_fasta(str(bomb), 50_000_000)[0].seq[:8] == "ACGTACGT"
+
+
+def test_makedb_names_from_the_header_bytes_equal_the_python_path(tmp_path):
+    """makedb builds the names section from the FASTA's header bytes with NumPy; the file is byte for byte
+    the one the record-by-record path writes (tabs, trailing blanks, repeated ids, gzip, stdin-like
+    single records), and the ids' distinctness is found either way."""
+    import filecmp
+    import gzip
+
+    from nwalign.database import database_from_fasta, load_database, makedb, write_database
+
+    cases = {"plain.fa": ">a1 first desc  \nACGT\nac\n>b2\tx y\t\nGG\n>a1 again\nTTTT\n",
+             "one.fa": ">only\nMKV\n", "distinct.fa": "".join(f">s{k} d{k % 3}\nACG\n" for k in range(500))}
+    for name, text in cases.items():
+        for path in (tmp_path / name, tmp_path / (name + ".gz")):
+            path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
+            db = makedb(str(path), str(tmp_path / "new.nwdb"))
+            write_database(database_from_fasta(str(path)), str(tmp_path / "old.nwdb"))
+            assert filecmp.cmp(tmp_path / "new.nwdb", tmp_path / "old.nwdb", shallow=False), name
+            assert db.ids_unique == (name != "plain.fa") and list(load_database(str(tmp_path / "new.nwdb")).ids) == \
+                database_from_fasta(str(path)).ids
+
+
+def test_distinct_names_by_hash_then_bytes():
+    import numpy as np
+
+    from nwalign.dbnames import _distinct
+
+    blob = np.frombuffer(b"abcabdab", np.uint8)
+    assert _distinct(blob, np.array([0, 3, 6, 8])) and not _distinct(np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4]))
+    assert not _distinct(np.frombuffer(b"aab", np.uint8), np.array([0, 1, 2, 3]))

@@ -1,0 +1,175 @@
+"""The names of a .nwdb database: the ``indexed`` names section (where each id and description starts,
+then the names in UTF-8) made from FASTA header bytes with NumPy or from Python strings, and read back
+lazily, one name at a time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import NwalignError
+
+
+def header_names(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Where each record's id and description lie in ``text`` (header lines, each ended by a newline, as
+    :func:`read_fasta_raw` gives them), found with NumPy: (line starts, id ends, description ends), int64
+    each; the id is the line up to its first whitespace, the description the line less trailing
+    whitespace, as Biopython has them. None when a line is empty or starts with whitespace (the Python
+    path then names them)."""
+    ends = np.flatnonzero(text == 10)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    if starts.size == 0 or np.any(ends == starts) or np.any(text[starts] <= 32):
+        return None
+    blank = text <= 32  # newlines included
+    # The description ends after the last non-blank byte of its line; the id at the first blank one.
+    positions = np.arange(text.size, dtype=np.int64)
+    last = np.maximum.accumulate(np.where(blank, -1, positions))
+    desc_ends = last[ends] + 1
+    next_blank = np.where(blank, positions, text.size)
+    first_blank = np.minimum.accumulate(next_blank[::-1])[::-1]
+    return starts.astype(np.int64), first_blank[starts].astype(np.int64), desc_ends.astype(np.int64)
+
+
+def names_section_of(text: np.ndarray) -> tuple[bytes, bool] | None:
+    """(the ``indexed`` names section, whether the ids are distinct) from FASTA header lines
+    (:func:`nwalign.sequences.header_names`), or None where those need the Python path."""
+    bounds = header_names(text)
+    if bounds is None:
+        return None
+    starts, id_ends, desc_ends = bounds
+
+    def gathered(ends):  # the bytes text[starts[k]:ends[k]] of every line, concatenated
+        marks = np.zeros(text.size + 1, dtype=np.int8)
+        marks[starts] = 1  # the starts, and the ends, are distinct positions: no ufunc.at needed
+        marks[ends] -= 1
+        return text[np.cumsum(marks[:-1], dtype=np.int8) > 0]
+    ids, descriptions = gathered(id_ends), gathered(desc_ends)
+    index = np.zeros(2 * starts.size + 1, dtype=np.int64)
+    np.cumsum(np.concatenate((id_ends - starts, desc_ends - starts)), out=index[1:])
+    names = index.tobytes() + ids.tobytes() + descriptions.tobytes()
+    return names + b" " * (-len(names) % 8), _distinct(ids, index[:starts.size + 1])
+
+
+def _distinct(blob: np.ndarray, bounds: np.ndarray) -> bool:
+    """Whether the byte strings blob[bounds[k]:bounds[k + 1]] are all different: a 64-bit polynomial hash
+    of each (NumPy), and the strings themselves compared only where hashes meet."""
+    lengths = np.diff(bounds)
+    within = np.arange(blob.size, dtype=np.int64) - np.repeat(bounds[:-1], lengths)
+    powers = np.cumprod(np.full(int(lengths.max()), 1099511628211, dtype=np.uint64))  # wraps: mod 2**64
+    with np.errstate(over="ignore"):
+        hashes = np.add.reduceat((blob.astype(np.uint64) + 1) * powers[within], bounds[:-1]) + lengths.astype(np.uint64)
+    order = np.argsort(hashes, kind="stable")
+    same = np.flatnonzero(hashes[order][1:] == hashes[order][:-1])
+    raw = blob.tobytes()
+    return not any(raw[bounds[order[k]]:bounds[order[k] + 1]] == raw[bounds[order[k + 1]]:bounds[order[k + 1] + 1]]
+                   for k in same.tolist())
+
+
+def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
+    """A version-2 names section of format ``indexed``, padded to 8 bytes."""
+    text = [name.encode() for name in ids + descriptions]
+    starts = np.zeros(len(text) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in text], out=starts[1:])
+    names = starts.tobytes() + b"".join(text)
+    return names + b" " * (-len(names) % 8)
+
+
+class _Names:
+    """The ids and descriptions of a version-2 .nwdb, read when first used. An ``indexed`` section starts
+    with where each name starts, so a search that reports 200 hits decodes 200 names and parses nothing
+    else; a ``json`` section (files written by nwalign 0.1 before 2026-11-23) is parsed whole (570,000 names: ~0.07-0.09 s
+    holding the GIL, which a GPU search spent while its first hits waited). Thread-safe; :attr:`ids` and
+    :attr:`descriptions` are read-only sequences of ``count`` strings.
+
+    Raises (on first use):
+        NwalignError: the section does not hold ``count`` ids and descriptions, or a name is not UTF-8.
+    """
+
+    def __init__(self, raw: bytes, count: int, source: str, kind: str = "json"):
+        import threading
+
+        if kind not in ("json", "indexed"):
+            raise ValueError(f"unknown names format {kind!r}")
+        self._raw, self._count, self._source, self._kind = raw, count, source, kind
+        self._lists = None  # json: the two lists
+        self._starts = None  # indexed: where each of the 2 * count names starts in self._text, and the end
+        self._lock = threading.Lock()
+        self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
+
+    def _damaged(self, why) -> NwalignError:
+        return NwalignError(f"{self._source}: damaged .nwdb file ({why}); rebuild it with 'nwalign makedb'")
+
+    def _index(self) -> None:
+        with self._lock:
+            if self._kind == "json" and self._lists is None:
+                try:
+                    names = json.loads(self._raw)
+                    lists = names["ids"], names["descriptions"]
+                    if any(not isinstance(x, list) or len(x) != self._count for x in lists):
+                        raise ValueError(f"names for {self._count} sequences expected")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise self._damaged(exc) from None
+                self._lists, self._raw = lists, None
+            elif self._kind == "indexed" and self._starts is None:
+                size = 8 * (2 * self._count + 1)
+                starts = np.frombuffer(self._raw, dtype=np.int64, count=min(len(self._raw), size) // 8)
+                text = memoryview(self._raw)[size:]
+                if (len(starts) != 2 * self._count + 1 or starts[0] != 0 or starts[-1] > len(text)
+                        or bytes(text[starts[-1]:]).strip(b" ")):
+                    raise self._damaged(f"names for {self._count} sequences expected")
+                self._starts, self._text = starts, text  # that they rise is checked where they are read
+
+    def get(self, which: int, k: int) -> str:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which][k]
+        if not -self._count <= k < self._count:
+            raise IndexError("sequence index out of range")
+        at = which * self._count + k % self._count
+        start, stop = int(self._starts[at]), int(self._starts[at + 1])
+        if start > stop:
+            raise self._damaged(f"names for {self._count} sequences expected")
+        return self._decode(start, stop)
+
+    def all(self, which: int) -> list[str]:
+        self._index()
+        if self._lists is not None:
+            return self._lists[which]
+        starts = self._starts[which * self._count:(which + 1) * self._count + 1]
+        if np.any(np.diff(starts) < 0):
+            raise self._damaged(f"names for {self._count} sequences expected")
+        starts = starts.tolist()
+        block = bytes(self._text[starts[0]:starts[-1]])
+        if block.isascii():  # byte offsets are character offsets: one decode
+            text, first = block.decode("ascii"), starts[0]
+            return [text[a - first:b - first] for a, b in zip(starts[:-1], starts[1:])]
+        return [self._decode(a, b) for a, b in zip(starts[:-1], starts[1:])]
+
+    def _decode(self, start: int, stop: int) -> str:
+        try:
+            return str(self._text[start:stop], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._damaged(exc) from None
+
+
+class _LazyList(Sequence):
+    """One of :class:`_Names`' lists, read on first use."""
+
+    def __init__(self, names: _Names, which: int):
+        self._names, self._which = names, which
+
+    def __len__(self) -> int:
+        return self._names._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return self._names.all(self._which)[k]
+        return self._names.get(self._which, int(k))
+
+    def __iter__(self):
+        return iter(self._names.all(self._which))
+
+    def __eq__(self, other):
+        return list(self) == list(other)
