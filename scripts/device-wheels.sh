@@ -12,6 +12,6 @@ SHARED=${1:-../shared/wheels-py312}
 # Dask (distributed) and its dependencies for CPython 3.12 on x86-64 Linux; the device's own Click stays.
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-    "distributed==$(python3 -c 'import distributed; print(distributed.__version__)')" pytest hypothesis pyopal pysam -d .whl
+    "distributed==$(python3 -c 'import distributed; print(distributed.__version__)')" pytest hypothesis pyopal pysam isal -d .whl
 rm -f .whl/click-*.whl
 ls .whl

@@ -338,3 +338,21 @@ def test_distinct_names_by_hash_then_bytes():
     blob = np.frombuffer(b"abcabdab", np.uint8)
     assert _distinct(blob, np.array([0, 3, 6, 8])) and not _distinct(np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4]))
     assert not _distinct(np.frombuffer(b"aab", np.uint8), np.array([0, 1, 2, 3]))
+
+
+def test_gzip_by_isal_equals_zlib_and_refuses_a_truncated_stream(tmp_path):
+    """ISA-L (python-isal) inflates gzip where it is installed: the same bytes as zlib for a two-member
+    file, and a truncated file is still one error."""
+    import gzip
+    import zlib
+
+    import pytest
+
+    from nwalign.errors import NwalignError
+    from nwalign.sequences import _decompress, _gzip_engine, _inflate
+
+    text = b"".join(b">r%d\n%s\n" % (k, b"ACGT" * (k + 1)) for k in range(2000))
+    data = gzip.compress(text[:5000]) + gzip.compress(text[5000:])
+    assert _inflate(data, _gzip_engine, "x", None) == _inflate(data, lambda: zlib.decompressobj(31), "x", None) == text
+    with pytest.raises(NwalignError, match="corrupt or truncated"):
+        _decompress(data[:-40], "x.fa.gz")
