@@ -32,6 +32,11 @@ def _pct(x: float) -> str:
     return f"{100.0 * x:.2f}"
 
 
+def _query_cover(aln: Alignment) -> int:
+    """Percent of the query in the alignment, rounded (BLAST's qcovs and qcovhsp)."""
+    return round(100.0 * (aln.query_end - aln.query_start) / aln.query_length) if aln.query_length else 0
+
+
 def btop(aln: Alignment) -> str:
     """BLAST's traceback operations: the length of each run of identical columns, and for every other
     column the query letter then the subject letter ('-' for a gap)."""
@@ -76,12 +81,12 @@ _VALUES = {
     "qseq": lambda a, h: a.shown()[0],
     "sseq": lambda a, h: a.shown()[1],
     "ppos": lambda a, h: _pct(a.similarity),
-    "qcovs": lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+    "qcovs": lambda a, h: _query_cover(a),
     "stitle": lambda a, h: (h.title if h is not None else "") or a.target_id,
     "btop": lambda a, h: btop(a),
     "mode": lambda a, h: a.mode,
     "sstrand": lambda a, h: a.strand or "N/A",
-    "qcovhsp": lambda a, h: round(100.0 * (a.query_end - a.query_start) / a.query_length) if a.query_length else 0,
+    "qcovhsp": lambda a, h: _query_cover(a),  # one hit per subject: the same as qcovs
     "fident": lambda a, h: f"{a.identity:.3f}",
 }
 assert _VALUES.keys() == COLUMN_NEEDS_ALIGNMENT.keys()
@@ -187,7 +192,8 @@ FIELD_TITLES = {"qseqid": "query id", "sseqid": "subject id", "pident": "% ident
                 "sstart": "s. start", "send": "s. end", "evalue": "evalue", "bitscore": "bit score",
                 "score": "score", "qlen": "query length", "slen": "subject length", "nident": "identical",
                 "gaps": "gaps", "qseq": "query seq", "sseq": "subject seq", "ppos": "% positives",
-                "qcovs": "% query coverage per subject", "stitle": "subject title", "btop": "BTOP"}
+                "qcovs": "% query coverage per subject", "stitle": "subject title", "btop": "BTOP",
+                "sstrand": "subject strand", "qcovhsp": "% hsp coverage"}
 
 
 class Table:

@@ -132,3 +132,12 @@ def chunks(cells: np.ndarray, count: int) -> list[tuple[int, int]]:
         cuts.add(int(np.searchsorted(total, total[-1] * k / count, side="left")) + 1)
     cuts = sorted(c for c in cuts if 0 <= c <= total.size)
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def residue_spans(offsets: np.ndarray, pieces: int) -> list[tuple[int, int]]:
+    """About ``pieces`` consecutive ranges of the sequences at ``offsets`` (int64, (count + 1,)), balanced
+    by residues, not by sequence counts; empty ranges left out."""
+    count = len(offsets) - 1
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], max(1, pieces) + 1)).tolist()
+    cuts[0], cuts[-1] = 0, count
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]

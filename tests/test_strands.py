@@ -157,3 +157,13 @@ def test_pair_on_both_strands_reports_the_better_one(capsys, reverse_query):
                  "sstrand") == [["N/A"]]
     code = main(["pair", SP196, SP196, "--strand", "minus"])
     assert code == 2 and "applies to nucleotide" in capsys.readouterr().err
+
+
+def test_the_strand_columns_parse_with_comments(capsys, reverse_query):
+    """--header (BLAST's -outfmt 7) with sstrand and qcovhsp: Bio.SearchIO knows their titles."""
+    from Bio import SearchIO
+
+    assert main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--top", "2", "--header", "--columns",
+                 "std,sstrand,qcovhsp"]) == 0
+    (result,) = list(SearchIO.parse(io.StringIO(capsys.readouterr().out), "blast-tab", comments=True))
+    assert result.hsps[0].bitscore == 902

@@ -114,20 +114,17 @@ def entry() -> None:
     if "cupy" in sys.modules:
         # Leave without the interpreter's teardown: freeing CuPy's memory pools and the CUDA context took
         # ~0.2 s at the end of every GPU run, and the operating system reclaims both at once.
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:  # a closed pipe: let the normal exit deal with it
-            sys.exit(code)
-        os._exit(code)
+        _leave(code, closed_pipe_exits_normally=True)
     sys.exit(code)
 
 
-def _leave(code: int) -> None:
-    """Exit now, without the interpreter's teardown, once the output streams are flushed."""
+def _leave(code: int, closed_pipe_exits_normally: bool = False) -> None:
+    """Exit now, without the interpreter's teardown, once the output streams are flushed (where they
+    cannot be, a closed pipe: the normal exit deals with it, or, after a signal, exit all the same)."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except Exception:
-        pass
+        if closed_pipe_exits_normally:
+            sys.exit(code)
     os._exit(code)

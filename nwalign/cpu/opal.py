@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..pairorder import residue_spans
+
 ALGORITHMS = {"local": "sw", "global": "nw", "semiglobal": "ov"}
 log = logging.getLogger("nwalign")
 
@@ -51,24 +53,13 @@ class OpalScorer:
     def scores(self, query: np.ndarray, threads: int = 1) -> np.ndarray:
         """Optimal scores of query codes ``query`` against every sequence (int64, (count,)), ``threads``
         threads over ranges balanced by residues (Opal releases the GIL)."""
-        text = self.letters[np.asarray(query)].tobytes()
-        count = len(self.offsets) - 1
-        cuts = np.searchsorted(self.offsets, np.linspace(0, self.offsets[-1], max(1, threads * 4) + 1)).tolist()
-        cuts[0], cuts[-1] = 0, count
-        spans = [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-
-        def part(span):
-            found = self.aligner.align(text, self.database, algorithm=self.algorithm, start=span[0], end=span[1])
-            return [r.score for r in found]
+        spans = residue_spans(self.offsets, threads * 4)
         if threads <= 1 or len(spans) == 1:
-            parts = [part(s) for s in spans]
+            parts = [self.scores_of(query, *span) for span in spans]
         else:
             with ThreadPoolExecutor(max_workers=threads) as pool:
-                parts = list(pool.map(part, spans))
-        out = np.fromiter((s for p in parts for s in p), dtype=np.int64, count=count)
-        if self.algorithm == "ov":  # nwalign's semiglobal includes the empty overlap (score 0); Opal's not
-            np.maximum(out, 0, out=out)
-        return out
+                parts = list(pool.map(lambda span: self.scores_of(query, *span), spans))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 _LAST: list = []  # (codes, offsets, scoring, scorer): the database of the last scan, held while in use

@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..pairorder import residue_spans
+
 
 def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, threads: int = 1) -> np.ndarray:
     """Optimal local scores of query codes ``q`` against every database sequence on the CPU (int64,
@@ -28,10 +30,7 @@ def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, thr
         for k in range(lo, hi):
             out[k] = score_codes(q, codes[offsets[k]:offsets[k + 1]], scoring.matrix, go, ge, mode)
 
-    # Chunks balanced by residues, not by sequence counts.
-    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], max(1, threads * 4) + 1)).tolist()
-    cuts[0], cuts[-1] = 0, count
-    spans = [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    spans = residue_spans(offsets, threads * 4)
     if threads <= 1:
         for a, b in spans:
             chunk(a, b)
