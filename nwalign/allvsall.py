@@ -5,7 +5,6 @@ in blocks of the pair order (:mod:`nwalign.allvsall_tasks`), the results in pair
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
@@ -15,10 +14,11 @@ import numpy as np
 
 from . import names
 from .allvsall_run import needs_traceback, run, score_blocks
-from .allvsall_tasks import PairsTask, block_of, gpu_wave, pair_block, prepare_pairs_worker, scored_blocks_on, wave_of
+from .allvsall_tasks import PairsTask, block_of, gpu_wave, pair_block, scored_blocks_on, wave_of
 from .engine import choose_backend, encode_all
 from .errors import NwalignError, option_error
-from .formats import ScoreRows, Scored, format_results
+from .formats import format_results
+from .scorerows import ScoreRows, Scored
 from .pairorder import PairCells, blocks
 from .prepare import ScoringRequest, check_spread, local_gpus, read_side
 from .results import Block, PairResult
@@ -126,7 +126,7 @@ class AllPairs:
         self._spread = None
         if spread or gpus:
             self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
-                                  shared_dir, gpu_tasks=2)  # a block formats its rows while the next is scored
+                                  shared_dir)
 
     @property
     def cells(self) -> int:
@@ -203,15 +203,14 @@ class AllPairs:
             if progress:
                 progress(len(chunk))
 
-    MAX_TASK_PAIRS = 1 << 20  # pairs per worker task at most: a task's rows wait in memory until written
-    PER_WORKER = 4            # tasks per worker at least: a slow block does not hold the others up long
-    HEAD_PER_GPU = 8          # quarter blocks per GPU first: run here while the workers start (1.5-2.1 s)
-    TAPER_PER_WORKER = 6      # half, quarter, then eighth blocks last: each GPU worker runs two blocks at a time
+    MAX_TASK_PAIRS = 1 << 20  # pairs per task at most: a task's rows wait in memory until written
+    PER_WORKER = 4            # tasks per worker or GPU at least: a slow block does not hold the others up long
+    TAPER_PER_WORKER = 6      # half, quarter, then eighth blocks last, per worker or GPU: they finish together
 
     def _spread_blocks(self, progress):
-        """The blocks from the workers (:mod:`nwalign.spread`): the pair order cut by :func:`blocks`;
-        ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``: every task's
-        kernel time, which overlap on a GPU; ``tasks``: how many)."""
+        """The blocks from this host's GPUs or the workers (:mod:`nwalign.spread`): the pair order cut by
+        :func:`blocks`; ``stats`` summed over the tasks (``score_seconds``: the wall time; ``gpu_seconds``:
+        every task's kernel time, which overlap on a GPU; ``tasks``: how many)."""
         spread, stats = self._spread, self.stats
         stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
         lengths = np.array([len(e.codes) for e in self.a])
@@ -223,18 +222,14 @@ class AllPairs:
         if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
             whole = PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances,
                               self.backend, self.kernel, self.slice_k, self.block, threads, (0, self.pairs))
-            # this host's GPUs (the workers' own) are asked here, while the workers start
             quantum = wave_of(self.a, self.b, whole, spread.gpus[0]) if spread.gpus else \
                 spread.client.submit(gpu_wave, whole, pure=False).result()
-            if spread.gpus:  # the GPU workers, still to start, ready only once they can run a block at once
-                spread.warm = functools.partial(prepare_pairs_worker, whole)
-        per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller blocks: some run here first
-        count = max(per_worker * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS))
-        head = self.HEAD_PER_GPU * spread.workers if spread.gpus else 0  # the quarter blocks run here first
+        count = max(self.PER_WORKER * spread.workers, -(-self.pairs // self.MAX_TASK_PAIRS))
         taper = self.TAPER_PER_WORKER * spread.workers
         # the eighth blocks come on top, so that the other blocks keep their size
-        spans = blocks(lengths, others, count + head + taper // 3, quantum, taper=taper, head=head)
-        log.info("allpairs: %d pairs in %d blocks over %d workers", self.pairs, len(spans), spread.workers)
+        spans = blocks(lengths, others, count + taper // 3, quantum, taper=taper)
+        log.info("allpairs: %d pairs in %d blocks over %d %s", self.pairs, len(spans), spread.workers,
+                 "GPUs" if spread.gpus else "workers")
         tasks = (PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances, self.backend,
                            self.kernel, self.slice_k, self.block, threads, span) for span in spans)
         clock, epoch = time.perf_counter(), time.time()
@@ -242,15 +237,12 @@ class AllPairs:
         rows = ScoreRows(self.a, self.b, self.columns) if not needs_traceback(
             self.columns, self.min_identity, self.distances) else None
 
-        def here(tasks, gpu):  # blocks on one of the workers' GPUs, in this process, while they start
+        def here(tasks, gpu):  # blocks on one of this host's GPUs, in this process
             if rows is not None:  # one stream of batches; formatted below, as they are written
                 return scored_blocks_on(self.a, self.b, tasks, gpu)
             return (block_of(self.a, self.b, task, gpu) for task in tasks)
 
-        # here the quarter blocks only: a full one begun as the workers come up shared its GPU with
-        # theirs for 2.5 s (9.48 s against 8.89-9.21 s on two H200s)
-        for block, part in spread.map(pair_block, tasks, here if spread.gpus else None, total=len(spans),
-                                      lead_limit=head or None):
+        for block, part in spread.map(pair_block, tasks, here, total=len(spans)):
             if isinstance(block, Scored):
                 block = block.block(rows)
             for key in ("pairs", "filtered", "below", "cells"):

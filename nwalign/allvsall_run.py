@@ -34,7 +34,7 @@ from .background import ahead
 from .bands import OutsideBound, optimal_scores, widest_band
 from .engine import Encoded, alignment_from_path
 from .errors import option_error
-from .formats import ScoreRows
+from .scorerows import ScoreRows
 from .pairorder import TILE, pair_batches
 from .results import Alignment, Block, PairResult
 from .scoring import Scoring
@@ -98,7 +98,7 @@ def score_blocks(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, co
                  block: int | None = None, device: int = 0, threads: int = 1,
                  span: tuple[int, int] | None = None) -> Iterator[Block]:
     """A job of score-only columns (:data:`SCORE_COLUMNS`) as blocks, one per batch of scores: the rows
-    :func:`nwalign.formats.format_results` would write (:class:`nwalign.formats.ScoreRows`). ``stats``
+    :func:`nwalign.formats.format_results` would write (:class:`nwalign.scorerows.ScoreRows`). ``stats``
     as :func:`run` fills it."""
     rows = ScoreRows(a, b, columns)
     start = 0 if span is None else span[0]

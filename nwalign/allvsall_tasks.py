@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from . import scaleout
 from .aligner import Aligner
 from .allvsall_run import needs_traceback, run, score_blocks
-from .formats import Scored, format_results
+from .formats import format_results
+from .scorerows import Scored
 from .results import Block
 from .spread import pair_sets
 
@@ -65,7 +66,7 @@ def scored_blocks_on(a, b, tasks, device: int):
     from the iterator ``tasks``, on GPU ``device``: one scorer and one stream of batches for all of them
     (:meth:`nwalign.aligner.Aligner.score_spans`), so that the GPU does not idle between blocks (a block
     per scorer ran at 1.34-1.40 s against 1.19 s at the one-process rate on two H100s), and each block
-    scored but not formatted (:class:`nwalign.allvsall.Scored`: formatted as the command writes it; in
+    scored but not formatted (:class:`nwalign.scorerows.Scored`: formatted as the command writes it; in
     the threads that score, with Dask starting in the same interpreter, formatting made blocks 1.5-1.6 s
     on two H200s). Yields (Scored, stats as :func:`block_of` gives them) per task, in order, drawing the
     next task once a task's last batch is queued (a pipeline, as :meth:`Spread.map` takes)."""

@@ -22,7 +22,7 @@ from .prepare import ScoringRequest, check_spread, read_side
 from .scaleout import close_started, usable
 from .scoring import Scoring
 from .search_pipeline import search_all
-from .search_spread import ScaleOut, device_database, estimated_cells, start_devices
+from .search_spread import ScaleOut, count_devices, device_database, estimated_cells, start_gpu_workers
 from .sequences import unique_ids, unique_records
 from .statistics import statistics_for
 from .strands import merge_strands, searched_strands, stranded_queries
@@ -69,11 +69,14 @@ class Search:
             ``shared_dir`` (default: the system's temporary directory); a running cluster needs a
             ``.nwdb`` path, or a ``shared_dir``, that every worker can read.
         devices: the GPUs to scan on (:func:`nwalign.scaleout.resolve_devices`: ``auto``, ``all``, or
-            numbers such as ``"0,1"``): two or more start one worker process per GPU, each holding a
-            shard of the database; the hits are aligned here on the first of them.
+            numbers such as ``"0,1"``): over two or more, the database is uploaded to each and a thread
+            per GPU scans the next query and aligns its hits there
+            (:class:`nwalign.devicethreads.DeviceThreads`); a database that does not fit on one GPU is
+            cut into shards, one per GPU, in a worker process each.
 
     Attributes: ``queries`` (list of Record), ``database``, ``scoring``, ``stats`` (the Karlin-Altschul
-    parameters or None), ``gpu`` (the GPU searcher or None).
+    parameters or None), ``gpu`` (the GPU searcher or None), ``leads`` (over several GPUs: a (searcher,
+    aligner) on each).
 
     >>> db = Database.from_records(["MKTAYIAKQRQISFVKSHFSRQ", "GGGGSGGGGS"], "db")
     >>> for query, hits in Search("KTAYIAKQRQISF", db, top=1, backend="cpu"):
@@ -116,9 +119,8 @@ class Search:
 
                 warm_up_search(device)
             resolved = None
-            if not self._spread and kernel == "scan":  # GPUs counted (and their workers started) meanwhile
-                resolved, cluster = start_devices(devices, backend, device, database,
-                                                  estimated_cells(queries, database))
+            if not self._spread and kernel == "scan":  # GPUs counted meanwhile
+                resolved = count_devices(devices, backend, device, estimated_cells(queries, database))
             request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
             # an over-long record is refused while it streams
             self.queries, query_source = read_side(queries, query_source,
@@ -131,20 +133,27 @@ class Search:
             order = self._length_order() if on_scan and not self._spread else None
             gpus = None
             if resolved is not None:
-                device, gpus = self._settle_devices(resolved, cluster, devices, device)
-                if gpus is not None:  # one worker process per GPU, starting since the beginning
-                    self._spread, backend, worker_backend = True, "cuda", "cuda"
+                device, gpus = self._settle_devices(resolved, devices, device)
+                if gpus is not None:
+                    backend = "cuda"
             # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
-            # file's). Over several GPUs: to each, where the first queries are scanned here while the workers start.
+            # file's); over several GPUs, to each of them at once.
             upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan else None
             self._prepare(scoring, request, query_source, strand)
             log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
             self.gpu = self._aligner = None
-            #: Over several GPUs: (searcher, aligner) on each, for the queries scanned here while the workers
-            #: start (see ScaleOut).
             self.leads: list = []
             if gpus is not None:
-                self._lead_on(gpus, kernel, upload)
+                self._lead_on(gpus, upload)
+                if not self.leads:  # too large for one GPU: a worker process per GPU, a shard on each
+                    import importlib.util
+
+                    if importlib.util.find_spec("distributed") is None:
+                        raise self._too_large
+                    path = os.fspath(database) if isinstance(database, (str, os.PathLike)) and db.codes is not None \
+                        else None
+                    cluster = in_background(lambda: start_gpu_workers(gpus, path))
+                    self._spread, worker_backend = True, "cuda"
             elif (chosen or choose_backend(backend)) == "cuda":
                 self._on_gpu(kernel, device, upload)
             log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
@@ -167,12 +176,11 @@ class Search:
         return in_background(lambda: length_order(offsets))
 
     @staticmethod
-    def _settle_devices(resolved, cluster, devices, device: int) -> tuple[int, list[int] | None]:
+    def _settle_devices(resolved, devices, device: int) -> tuple[int, list[int] | None]:
         """(device, gpus) once the GPUs counted in the background are known: two or more GPUs without a
-        working CuPy give one process (and their workers, started meanwhile, are closed)."""
+        working CuPy give one GPU (or the CPU engine)."""
         gpus = resolved.result()
         if gpus is not None and len(gpus) > 1 and usable(gpus, devices) is None:  # no working CuPy
-            close_started(cluster)
             gpus = None
         if gpus is not None and len(gpus) == 1:
             return gpus[0], None
@@ -207,33 +215,34 @@ class Search:
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 
-    def _lead_on(self, gpus: list[int], kernel: str, upload) -> None:
-        """Over several GPUs: a searcher and aligner on each for the first queries, scanned here while the
-        workers start (``leads``; none where the database cannot be held here beside a worker's copy),
-        and the aligner of the hits that the workers do not align."""
+    def _lead_on(self, gpus: list[int], upload) -> None:
+        """Over several GPUs: a searcher and aligner on each (``leads``, a thread each scans the next
+        queries: :meth:`_run_on_gpus`; none where the database does not fit on each GPU), and the
+        aligner of the hits that shard workers do not align."""
         from .cuda.batch import BatchAligner
         from .cuda.device import require
         from .cuda.search import ScanSearcher
 
         db, scoring = self.database, self.scoring
-        if kernel == "scan" and (upload is None or db.letters == scoring.alphabet):
-            # A .nwdb's codes uploaded already; a FASTA database's uploaded now, on every GPU at once.
-            def lead_on(g):
-                return (ScanSearcher(self._codes, db.offsets, scoring, g,
-                                     uploaded=upload[g].result() if upload else None),
-                        BatchAligner(scoring, g) if self.align else None)
-            made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
-            failed = [m.exception() for m in made if m.exception() is not None]
-            if failed and all(isinstance(e, NwalignError) for e in failed):
-                # too large to hold here beside a worker's copy: the workers scan every query
-                log.info("search: no scans here while the workers start (%s)", failed[0])
-            elif failed:
-                raise failed[0]
-            else:
-                self.leads = [m.result() for m in made]
-        elif upload is not None:
+        held = upload is not None and db.letters == scoring.alphabet  # the .nwdb's codes are the scoring's
+        if upload is not None and not held:  # other codes: those copies leave the GPUs before the scoring's come
             for pending in upload.values():
                 pending.exception()
+            upload.clear()
+
+        def lead_on(g):  # a FASTA database's codes (or re-encoded ones) uploaded here, on every GPU at once
+            return (ScanSearcher(self._codes, db.offsets, scoring, g, uploaded=upload[g].result() if held else None),
+                    BatchAligner(scoring, g) if self.align else None)
+        made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
+        failed = [m.exception() for m in made if m.exception() is not None]
+        if failed and all(isinstance(e, NwalignError) for e in failed):
+            # too large for one GPU: a shard on each, in a worker process per GPU (ScaleOut)
+            self._too_large = failed[0]
+            log.info("search: the database does not fit on one GPU (%s): a shard on each", failed[0])
+        elif failed:
+            raise failed[0]
+        else:
+            self.leads = [m.result() for m in made]
         if self.align:  # the hits of sharded databases, aligned here on the first GPU (see ScaleOut)
             self._aligner = self.leads[0][1] if self.leads else BatchAligner(scoring, gpus[0])
         require(gpus[0])  # this thread's GPU again (each searcher selected its own)
@@ -269,7 +278,8 @@ class Search:
         Raises:
             nwalign.errors.WorkerLost: (spread over workers) a task kept killing its workers.
         """
-        results = self._scaleout.run(self, progress) if self._scaleout is not None else self._run_here(progress)
+        results = self._scaleout.run(self, progress) if self._scaleout is not None else \
+            self._run_on_gpus(progress) if self.leads else self._run_here(progress)
         if self.strands is None:
             yield from results
         else:
@@ -281,6 +291,35 @@ class Search:
                                   self._aligner):
             self.database.verify()  # a checksum left running by the load (the first scans ran meanwhile)
             log.debug("search: query %s done", q.record.id)
+            yield q.record, hits
+
+    QUERIES_AHEAD_PER_GPU = 64  # scanned ahead of the query written, per GPU: bounded memory
+
+    def _run_on_gpus(self, progress):
+        """Every GPU of ``leads`` scanning in this process, a thread each taking the next query
+        (:class:`nwalign.devicethreads.DeviceThreads`: a GPU that fails leaves its queries to the others);
+        the one-GPU pipeline on each; (query, hits) in query order."""
+        import threading
+
+        from .devicethreads import DeviceThreads
+
+        db = self.database
+
+        def scan_on(queries, lead):
+            import cupy
+
+            searcher, aligner = lead
+            cupy.cuda.Device(searcher.device).use()
+            yield from search_all(queries, db, self._codes, self.scoring, self.stats, self.top, self.max_evalue,
+                                  self.min_score, self.threads, searcher, None, self.align, aligner)
+
+        log.info("search: %d GPUs, a thread each in this process", len(self.leads))
+        threads = DeviceThreads(iter(self._encoded), threading.Lock(), scan_on, self.leads, "search", "queries",
+                                window=self.QUERIES_AHEAD_PER_GPU * len(self.leads))
+        for q, hits in threads.results():
+            db.verify()  # a checksum left running by the load (the first scans ran meanwhile)
+            if progress:
+                progress(len(q.codes) * db.total_length)
             yield q.record, hits
 
     @property

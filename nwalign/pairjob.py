@@ -189,18 +189,18 @@ class Pairs:
     def _spread_run(self) -> Iterator[Alignment]:
         spread = self._spread
         cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
-        per_worker = self.PER_WORKER * (2 if spread.gpus else 1)  # smaller chunks: some run here first
-        count = max(per_worker * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
+        count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
         parts = chunks(cells, count)
         threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
-        log.info("pair: %d pairs in %d chunks over %d workers", len(self.plan), len(parts), spread.workers)
+        log.info("pair: %d pairs in %d chunks over %d %s", len(self.plan), len(parts), spread.workers,
+                 "GPUs" if spread.gpus else "workers")
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,
                            self._share, self._options) for a, b in parts)
 
-        def here(tasks, gpu):  # chunks on one of the workers' GPUs, in this process, while they start
+        def here(tasks, gpu):  # chunks on one of this host's GPUs, in this process
             return (chunk_of(self.queries, self.targets, task, gpu) for task in tasks)
 
-        for alignments in spread.map(align_chunk, tasks, here if spread.gpus else None, total=len(parts)):
+        for alignments in spread.map(align_chunk, tasks, here, total=len(parts)):
             yield from alignments
 
     @property

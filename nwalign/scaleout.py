@@ -27,21 +27,20 @@ __all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "ch
            "worker_gpus", "worker_uncache"]
 
 
-AUTO_MIN_CELLS = 10**12  # allpairs and pair: less work than this stays in one process under devices=auto
-# (about a second on one GPU; starting the workers takes about two)
-AUTO_MIN_SEARCH_CELLS = 10**13  # a search's (estimated from its files' sizes): ~2.5 s on one H100; below
-# it the command's own scans on every GPU would end before the workers are up, which it then waits for
+# Under devices=auto, less work than this stays on one GPU: each further GPU costs its context, its
+# kernels and (search) its copy of the database, a few tenths of a second, made at once on every GPU.
+AUTO_MIN_CELLS = 10**12  # allpairs and pair: about half a second on one GPU
+AUTO_MIN_SEARCH_CELLS = 3 * 10**12  # a search's, estimated from its files' sizes: ~0.6 s on one H100
 
 
 def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None,
                     min_cells: int = AUTO_MIN_CELLS) -> list[int] | None:
-    """The GPUs a job spreads over (two or more, one worker process each), one GPU named alone (the
-    caller runs on it in its own process), or None for one process as the other options say.
+    """The GPUs a job spreads over (two or more, a thread each: :mod:`nwalign.devicethreads`), one GPU
+    named alone (the caller runs on it), or None for one GPU or the CPU engine as the other options say.
 
     Arguments:
-        devices: ``None``/``"auto"``: every visible GPU when there are two or more, Dask is installed,
-            ``device`` is 0 (a job told to use another GPU uses that one alone) and the job has at least
-            ``min_cells`` DP cells (``cells``; None: unknown, always); ``"all"``: every
+        devices: ``None``/``"auto"``: every visible GPU when there are two or more, ``device`` is 0 (a
+            job told to use another GPU uses that one alone) and the job has at least ``min_cells`` DP cells (``cells``; None: unknown, always); ``"all"``: every
             visible GPU; ``"N[,N...]"`` or a list of ints: those GPUs (one: in this process on it).
         backend: ``cpu`` never spreads over GPUs.
         cells: the job's DP cells (allpairs, pair; a search's estimate from its files' sizes), or None.
@@ -49,20 +48,16 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
             :data:`AUTO_MIN_SEARCH_CELLS`.
 
     Raises:
-        NwalignError: a malformed list, a GPU number out of range, a repeated GPU, GPUs with backend cpu,
-            or (all, or a list of two or more) no Dask.
+        NwalignError: a malformed list, a GPU number out of range, a repeated GPU, or GPUs with backend cpu.
     """
-    import importlib.util
-
     spec = "auto" if devices is None else devices
-    have_dask = importlib.util.find_spec("distributed") is not None
     if backend == "cpu":
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
-    if spec == "auto" and (not have_dask or (cells is not None and cells < min_cells)):
-        return None  # one process, without waiting for CuPy to count the GPUs
-    count = cuda.gpu_count()  # asked of the driver: the workers start without waiting for CuPy's import
+    if spec == "auto" and cells is not None and cells < min_cells:
+        return None  # one GPU, without waiting for the driver to count them
+    count = cuda.gpu_count()  # asked of the driver, without waiting for CuPy's import
     if spec in ("auto", "all"):
         if count < 2 or (spec == "auto" and device != 0):
             return None
@@ -78,11 +73,6 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
             what = "no GPU is visible (" + (cuda.why_unavailable() if not count else "") + ")" if bad and not count \
                 else f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
             raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
-        if len(chosen) == 1:
-            return chosen  # one GPU: the caller runs in its own process on it
-    if not have_dask:  # "all" or a list of two or more
-        raise NwalignError(f"devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'",
-                           cli=f"--devices {spec}: more than one GPU needs Dask: pip install 'nwalign[dask]'")
     return chosen
 
 

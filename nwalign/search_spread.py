@@ -1,14 +1,13 @@
-"""A search spread over Dask workers (one process per GPU of ``--devices``, a local CPU cluster, or a
-running cluster): the rounds of queries, the workers started while the input is read, and
-:class:`ScaleOut`, which scans the first queries here while GPU workers start and then gathers the
-workers' shards (:mod:`nwalign.shards`), aligning what they did not."""
+"""A search spread over Dask workers (a local CPU cluster, a running cluster, or one process per GPU of
+``--devices`` holding a shard each where the database does not fit on one GPU): the rounds of queries,
+the GPUs counted while the input is read, and :class:`ScaleOut`, which gathers the workers' shards
+(:mod:`nwalign.shards`), aligning what they did not."""
 
 from __future__ import annotations
 
 import logging
 import os
 import tempfile
-import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -20,9 +19,8 @@ from .database import Database, write_database
 from .errors import NwalignError
 from .hits import hit_from_path, reported_hits
 from .scaleout import Owned
-from .search_pipeline import collect_hits, search_all
+from .search_pipeline import collect_hits
 from .sequences import residues_bound
-from .spread import Lead, release_gpu_memory
 
 log = logging.getLogger("nwalign")
 
@@ -58,30 +56,14 @@ def estimated_cells(queries, database) -> int | None:
     return None if found is None or others is None else found * others
 
 
-def start_devices(devices, backend: str, device: int, database, cells: int | None = None):
-    """Futures of (1) the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which
-    asks the CUDA driver how many there are; ``devices`` auto keeps a search of fewer than
-    :data:`nwalign.scaleout.AUTO_MIN_SEARCH_CELLS` estimated ``cells`` in one process) and (2) for two or
-    more, their worker processes started (:func:`start_gpu_workers`; else None), both in a background
-    thread from the search's first step: the workers' start-up (processes, CuPy, contexts, kernels, the
-    database uploaded) overlaps the reading of the input. An error of the first is raised where it is
-    asked for."""
-
-    path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
-    if path is not None and (path == "-" or not os.path.isfile(path)):
-        path = None
-    resolved: Future = Future()
-
-    def start():
-        try:
-            gpus = scaleout.resolve_devices(devices, backend, device, cells, scaleout.AUTO_MIN_SEARCH_CELLS)
-        except BaseException as exc:
-            resolved.set_exception(exc)
-            return None
-        resolved.set_result(gpus)
-        return start_gpu_workers(gpus, path) if gpus is not None and len(gpus) > 1 else None
-
-    return resolved, in_background(start)
+def count_devices(devices, backend: str, device: int, cells: int | None = None):
+    """A Future of the GPUs a search spreads over (:func:`nwalign.scaleout.resolve_devices`, which asks
+    the CUDA driver how many there are; ``devices`` auto keeps a search of fewer than
+    :data:`nwalign.scaleout.AUTO_MIN_SEARCH_CELLS` estimated ``cells`` on one GPU), counted in a
+    background thread from the search's first step, while the input is read. An error is raised where
+    it is asked for."""
+    return in_background(lambda: scaleout.resolve_devices(devices, backend, device, cells,
+                                                          scaleout.AUTO_MIN_SEARCH_CELLS))
 
 
 def start_gpu_workers(gpus: list[int], path: str | None):
@@ -101,8 +83,7 @@ def workers_holding(started, written, path: str):
     """A Future of (client, cluster, fits) as :func:`start_gpu_workers` gives it: the GPU workers of
     ``started`` once the temporary .nwdb ``path`` (of a FASTA database, ``written`` in the background) is
     written and each worker holds it on its GPU (:func:`nwalign.shards.preload_database`; ``fits``: on
-    every one). Until then this process scans the first queries (:class:`ScaleOut`); a failure here
-    leaves every query to it, as workers that failed to start do."""
+    every one)."""
     def ready():
         client, cluster, _ = started.result()
         try:
@@ -122,9 +103,8 @@ def device_database(codes, offsets, device, order=None):
 class ScaleOut(Owned):
     """A search's scan spread over Dask workers (see :mod:`nwalign.shards`); the hits are aligned here.
 
-    GPU workers started in the background by :class:`Search` (``cluster``, a Future) are joined when the
-    search runs: until they are ready, this process scans the first queries itself on every one of their
-    GPUs (``job.leads``: the one-process path on each) and the workers take the rest."""
+    GPU workers started in the background by :class:`Search` (``cluster``, a Future: a database too
+    large for one GPU, a shard on each) are joined when the search runs."""
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
@@ -193,42 +173,10 @@ class ScaleOut(Owned):
         self.client, self.cluster, fits = started.result()
         self._settle(fits, scaleout.worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
 
-    def _lead(self, job, progress):
-        """Queries scanned here, on every GPU of the workers at once (``job.leads``: the one-process path on
-        each, :class:`nwalign.spread.Lead`'s thread per GPU taking the next queries), while the workers
-        start; yields (query, hits) in query order and leaves in ``self.led`` how many (a prefix of the
-        queries)."""
-        self.led = 0
-        if not job.leads or self._started is None:
-            return
-        db = job.database
-
-        def scan_here(queries, lead):
-            import cupy
-
-            searcher, aligner = lead
-            cupy.cuda.Device(searcher.device).use()
-            yield from search_all(queries, db, job._codes, job.scoring, job.stats, job.top, job.max_evalue,
-                                  job.min_score, job.threads, searcher, None, job.align, aligner)
-
-        lead = Lead(self._started, iter(job._encoded), threading.Lock(), scan_here, job.leads, "search", "queries")
-        for q, hits in lead.results():
-            db.verify()
-            if progress:
-                progress(len(q.codes) * db.total_length)
-            yield q.record, hits
-        self.led = lead.taken
-        devices = [searcher.device for searcher, _ in job.leads]
-        job.leads = []  # their copies of the database leave the GPUs for the workers'
-        release_gpu_memory(devices)
-
     def run(self, job, progress):
         db = job.database
         try:
-            yield from self._lead(job, progress)
-            todo = job._encoded[self.led:]
-            if not todo:  # every query scanned here (the workers are closed below, once started)
-                return
+            todo = job._encoded
             if self._started is not None:
                 self._join()
             batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.slots, self.shards, self.BATCH,

@@ -361,13 +361,13 @@ def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(agai
 @pytest.mark.parametrize("against", [False, True])
 def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monkeypatch):
     """allvsall_tasks.scored_blocks_on (the score-only blocks run here while GPU workers start): the blocks of the
-    tasks drawn, in order, come back scored but not formatted (formats.Scored, spans inside the pair
+    tasks drawn, in order, come back scored but not formatted (scorerows.Scored, spans inside the pair
     order) and are formatted as they are written: the same Block as block_of gives for each alone, with
     its stats (Aligner.score_spans on "GPU 1", its scorer played by the CPU engine)."""
     import nwalign.aligner
     import nwalign.allvsall_tasks
     import nwalign.cuda.allpairs
-    from nwalign.formats import Scored, ScoreRows
+    from nwalign.scorerows import Scored, ScoreRows
     from nwalign.allvsall_tasks import PairsTask, block_of, scored_blocks_on
 
     scoring = make_scoring("dna", "global")
@@ -528,3 +528,29 @@ def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
     filtered = [(r.i, r.j, r.aln.score, r.aln.identity, r.aln.length)
                 for r in run(enc, None, scoring, cols, 0.85, threads=2) if r.passes]
     assert close == filtered and len(close) > 0
+
+
+@pytest.mark.parametrize("columns", [("qseqid", "sseqid", "score", "qlen", "slen"), ("score", "sseqid"), ("slen",)])
+def test_score_rows_compiled_and_joined_write_the_same_text(columns):
+    """scorerows.ScoreRows: a large batch (the compiled loop of nwalign.tsvrows) and a small one (Python's
+    joins) give the same rows for ids with non-ASCII letters and scores of every sign and size."""
+    import numpy as np
+
+    from nwalign.engine import encode_all
+    from nwalign.scorerows import ScoreRows
+    from nwalign.scoring import make_scoring
+    from nwalign.sequences import Record
+
+    from conftest import seed_of
+
+    rng = np.random.default_rng(seed_of("score rows"))
+    records = [Record(f"séq{k}_λ" if k % 5 == 0 else f"s{k}", "", "ACGT" * (k + 1)) for k in range(39)]
+    encoded = encode_all(records, make_scoring("dna", "global"), "s")
+    rows = ScoreRows(encoded, encoded[:7], columns)
+    pairs = np.stack([rng.integers(0, 39, 6000), rng.integers(0, 7, 6000)], axis=1)
+    scores = np.concatenate([rng.integers(-10**15, 10**15, 5990), [0, -1, 9, 10, -10, 99, 100, -999, 1, -9]])
+    compiled = rows(pairs, scores)
+    assert pairs.shape[0] >= rows.COMPILED_FROM
+    joined = "".join(rows(pairs[k:k + 1000], scores[k:k + 1000]) for k in range(0, 6000, 1000))
+    assert compiled == joined and compiled.count("\n") == 6000
+    assert compiled.splitlines()[-1].split("\t")[columns.index("score")] == "-9" if "score" in columns else True

@@ -326,19 +326,16 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     assert resolve_devices("auto") is None and resolve_devices("all") is None and resolve_devices("0") == [0]
     gpus[:] = []
     assert resolve_devices("auto") is None
-    gpus[:] = [0, 1]
+    gpus[:] = [0, 1]  # a thread per GPU: no Dask needed
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real(name, *a))
-    assert resolve_devices("auto") is None
-    with pytest.raises(NwalignError, match="more than one GPU needs Dask"):
-        resolve_devices("0,1")
+    assert resolve_devices("auto") == [0, 1] and resolve_devices("0,1") == [0, 1]
 
 
 def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     """--devices auto and a search: its DP cells bounded from the files' sizes before they are read (a
     gzip file at its recorded size, or 4 x its own for several members; 8 x for bzip2/xz); a small
-    search stays in one process without starting workers, a large one spreads; standard input or
-    records: unknown (spreads)."""
+    search stays on one GPU, a large one spreads; standard input or records: unknown (spreads)."""
     import bz2
     import gzip
 
@@ -369,12 +366,8 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     assert search_spread.estimated_cells(pathlib.Path("-"), nwdb) is None
 
     monkeypatch.setattr(cuda, "gpu_count", lambda: 2)  # two GPUs as the driver counts them
-    started = []
-    monkeypatch.setattr(search_spread, "start_gpu_workers", lambda gpus, path: started.append(gpus) or "workers")
-    resolved, workers = search_spread.start_devices("auto", "cuda", 0, nwdb, cells)
-    assert resolved.result() is None and workers.result() is None and started == []
-    resolved, workers = search_spread.start_devices("auto", "cuda", 0, nwdb, 10**15)
-    assert resolved.result() == [0, 1] and workers.result() == "workers" and started == [[0, 1]]
+    assert search_spread.count_devices("auto", "cuda", 0, cells).result() is None
+    assert search_spread.count_devices("auto", "cuda", 0, 10**15).result() == [0, 1]
 
 
 def test_gpu_workers_take_a_fasta_database_once_written(monkeypatch):
@@ -713,50 +706,80 @@ def test_a_joined_cluster_keeps_running_and_only_the_jobs_own_connection_is_clos
     assert client.status == "running" and len(client.scheduler_info()["workers"]) == 2
 
 
-def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplog, monkeypatch):
-    """spread.Lead (the tasks run in this process while GPU workers start): threads drawing tasks from
-    one iterator (here two ahead, as a scan pipeline does) give a prefix of the tasks, in order; the rest
-    is left once the workers are up; a start that failed leaves every task here, with a warning; an
-    error in a task is raised where the results are taken."""
-    import logging
-    import threading
-    from concurrent.futures import Future
-
-    from nwalign.spread import Lead
-
-    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
-    up = threading.Event()
-
-    def squares(tasks, place):  # draws up to two tasks ahead of the one it answers
+def _ahead(fn, depth: int = 2):
+    """A pipeline that draws ``depth`` tasks ahead of the one it answers (as a scan pipeline does)."""
+    def run(tasks, place):
         pending = []
         for t in tasks:
             pending.append(t)
-            if len(pending) > 2:
-                t0 = pending.pop(0)
-                if t0 >= 30:  # the threads stop here until the workers are up
-                    assert up.wait(30)
-                yield t0 * t0
-        yield from (t * t for t in pending)
+            if len(pending) > depth:
+                yield fn(pending.pop(0), place)
+        yield from (fn(t, place) for t in pending)
+    return run
 
-    started: Future = Future()
-    todo, lock = iter(range(1000)), threading.Lock()
-    lead = Lead(started, todo, lock, squares, [1, 2, 3], "test")
-    got = []
-    for r in lead.results():
+
+def test_device_threads_give_every_result_in_order_and_bound_what_runs_ahead():
+    """devicethreads.DeviceThreads: a thread per place draws tasks from one iterator, each pipeline a
+    few ahead; every result comes in task order, and with a window no more than window (plus a task per
+    thread that still owns unfinished ones) are taken ahead of the one yielded."""
+    import threading
+    import time
+
+    from nwalign.devicethreads import DeviceThreads
+
+    places = []
+
+    def square(t, place):
+        places.append(place)
+        time.sleep(0.001 * (t % 3))
+        return t * t
+
+    threads = DeviceThreads(iter(range(300)), threading.Lock(), _ahead(square), [0, 1, 2], "test", window=9)
+    got, ahead = [], []
+    for r in threads.results():
         got.append(r)
-        if len(got) == 10:
-            started.set_result(None)  # the workers are up: no new task is taken here
-            up.set()
-    assert got == [k * k for k in range(lead.taken)] and 10 <= lead.taken < 50
-    with lock:
-        assert next(todo) == lead.taken  # the rest is left, in order
+        ahead.append(threads.taken - len(got))
+        time.sleep(0.0005)
+    assert got == [k * k for k in range(300)] and set(places) == {0, 1, 2}
+    assert max(ahead) <= 9 + 3 * 2 and threads.running == 0
 
-    failed: Future = Future()
-    failed.set_exception(RuntimeError("no workers"))
-    lead = Lead(failed, iter(range(50)), threading.Lock(), squares, [0, 1], "test")
+
+def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatch):
+    """A place whose pipeline raises (a GPU lost) is taken out: its unfinished tasks, those drawn ahead
+    included, run on the others, also on a thread whose pipeline had already stopped drawing; the
+    results are complete and in order, with one warning. An error of the input (NwalignError), or one
+    that every place raises, ends the job."""
+    import logging
+    import threading
+    import time
+
+    from nwalign.devicethreads import DeviceThreads
+    from nwalign.errors import NwalignError
+
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     with caplog.at_level(logging.WARNING, logger="nwalign"):
-        assert not lead.wait() and list(lead.results()) == [k * k for k in range(50)]
-    assert "test: the GPU workers did not start (no workers)" in caplog.text
+        def lost_at(k):
+            def fn(t, place):
+                time.sleep(0.0005)  # the threads take turns
+                if place == "b" and t >= k:
+                    raise RuntimeError("device lost")
+                return -t
+            return fn
+
+        for k, count in ((20, 200), (0, 200), (195, 200), (3, 4)):  # early, at once, the last tasks, a short job
+            threads = DeviceThreads(iter(range(count)), threading.Lock(), _ahead(lost_at(k)), ["a", "b", "c"], "test")
+            assert list(threads.results()) == [-t for t in range(count)]
+            assert threads.lost == [1] or k in (195, 3)  # (b may have drawn none of those)
+    assert "test: b failed (RuntimeError: device lost)" in caplog.text
+
+    def bad_input(tasks, place):
+        for t in tasks:
+            if t == 7:
+                raise NwalignError("task 7")
+            yield t
+
+    with pytest.raises(NwalignError, match="task 7"):
+        list(DeviceThreads(iter(range(50)), threading.Lock(), bad_input, [0, 1], "test").results())
 
     def broken(tasks, place):
         for t in tasks:
@@ -764,88 +787,79 @@ def test_lead_runs_a_prefix_of_the_tasks_in_order_until_the_workers_are_up(caplo
                 raise ValueError("task 7")
             yield t
 
-    lead = Lead(Future(), iter(range(50)), threading.Lock(), broken, [0, 1], "test")
-    with pytest.raises(ValueError, match="task 7"):
-        list(lead.results())
+    with pytest.raises(ValueError, match="task 7"):  # every place fails on it in turn
+        list(DeviceThreads(iter(range(50)), threading.Lock(), broken, [0, 1], "test").results())
 
 
-def test_lead_takes_at_most_its_limit_until_the_workers_are_up_or_fail():
-    """spread.Lead(limit=): the threads stop taking tasks at the limit while the workers start (the
-    first full-size allpairs block stays for the workers); once they are up the rest is theirs; a start
-    that fails after the limit was reached lets the threads take every task."""
+def test_device_threads_take_a_prefix_until_workers_are_up(caplog, monkeypatch):
+    """DeviceThreads(started=): the tasks run here while worker processes start are a prefix of the task
+    order, the rest is left once they are up; a start that failed leaves every task here, with a warning;
+    ``limit`` holds the threads at that many tasks until the start's outcome."""
+    import logging
     import threading
     import time
     from concurrent.futures import Future
 
-    from nwalign.spread import Lead
+    from nwalign.devicethreads import DeviceThreads
+
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
+    up = threading.Event()
+
+    def square(t, place):
+        if t >= 30:  # the threads stop here until the workers are up
+            assert up.wait(30)
+        return t * t
+
+    started: Future = Future()
+    todo, lock = iter(range(1000)), threading.Lock()
+    threads = DeviceThreads(todo, lock, _ahead(square), [1, 2, 3], "test", started=started)
+    got = []
+    for r in threads.results():
+        got.append(r)
+        if len(got) == 10:
+            started.set_result(None)  # the workers are up: no new task is taken here
+            up.set()
+    assert got == [k * k for k in range(threads.taken)] and 10 <= threads.taken < 50
+    with lock:
+        assert next(todo) == threads.taken  # the rest is left, in order
+
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("no workers"))
+    threads = DeviceThreads(iter(range(50)), threading.Lock(), _ahead(square), [0, 1], "test", started=failed)
+    with caplog.at_level(logging.WARNING, logger="nwalign"):
+        assert not threads.wait() and list(threads.results()) == [k * k for k in range(50)]
+    assert "test: the GPU workers did not start (no workers)" in caplog.text
 
     def double(tasks, place):
         for t in tasks:
             yield 2 * t
 
-    for outcome in ("up", "failed"):
-        started: Future = Future()
-        todo, lock = iter(range(40)), threading.Lock()
-        lead = Lead(started, todo, lock, double, [0, 1], "test", limit=6)
-        deadline = time.monotonic() + 30
-        while lead.taken < 6 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.2)  # a thread that ignored the limit would take more meanwhile
-        assert lead.taken == 6 and lead.running == 2  # both threads wait at the limit
-        if outcome == "up":
-            started.set_result(None)
-            assert lead.wait() and list(lead.results()) == [2 * k for k in range(6)]
-            with lock:
-                assert next(todo) == 6  # the rest is left to the workers, in order
-        else:
-            started.set_exception(RuntimeError("no workers"))
-            assert not lead.wait() and list(lead.results()) == [2 * k for k in range(40)]
+    started = Future()
+    threads = DeviceThreads(iter(range(40)), threading.Lock(), double, [0, 1], "test", started=started, limit=6)
+    deadline = time.monotonic() + 30
+    while threads.taken < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # a thread that ignored the limit would take more meanwhile
+    assert threads.taken == 6 and threads.running == 2  # both threads wait at the limit
+    started.set_exception(RuntimeError("no workers"))
+    assert not threads.wait() and list(threads.results()) == [2 * k for k in range(40)]
 
 
-def test_spread_over_gpus_starts_its_workers_once_tasks_run_here(monkeypatch, caplog):
-    """Spread with GPU workers: nothing is written or started while the job is planned; map starts the
-    first tasks here, then writes the sets and starts the workers in the background; a start that fails
-    leaves every task here (in order, with a warning). A spread closed before map starts nothing."""
-    import logging
-
-    import nwalign.scaleout as scaleout
+def test_spread_over_gpus_runs_every_task_here_and_writes_nothing():
+    """Spread with this host's GPUs: nothing is written and no process started; map runs every task on a
+    thread per GPU, results in task order."""
     from nwalign.engine import encode_all
     from nwalign.spread import Spread
     from nwalign.scoring import make_scoring
     from nwalign.sequences import as_records
 
-    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     encoded = encode_all(as_records(["ACGTAC", "ACGAAC", "TTGACA"], "s"), make_scoring("dna", "global"), "s")
-    seen = []
-
-    def start(**options):
-        seen.append((options["devices"], all(os.path.exists(p) for p in spread.paths if p)))
-        raise RuntimeError("test: no worker processes")
-
-    monkeypatch.setattr(scaleout, "client_for", start)
     spread = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
-    assert seen == [] and not os.path.exists(spread.paths[0]) and spread.workers == 2
-    starting = spread._started
-
-    def here(task, gpu):  # after the first two tasks, wait for the start's outcome
-        if task >= 2:
-            for _ in range(3000):
-                if starting.done():
-                    break
-                time.sleep(0.01)
-        return task, gpu in (0, 1)
-
-    with caplog.at_level(logging.WARNING, logger="nwalign"):
-        got = list(spread.map(None, iter(range(12)), lambda tasks, gpu: (here(t, gpu) for t in tasks)))
-    assert got == [(k, True) for k in range(12)]
-    assert seen == [([0, 1], True)] and "allpairs: the GPU workers did not start" in caplog.text
-    assert spread._closing is not None or spread.tmp is None  # map closes it once every result is out
-    spread.close()  # and close waits for that
-    assert spread.tmp is None and spread._closing is None  # the sets removed
-
-    unused = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
-    unused.close()
-    assert len(seen) == 1 and unused.tmp is None
+    assert spread.tmp is None and spread.paths == (None, None) and spread.workers == 2 and spread.client is None
+    got = list(spread.map(None, iter(range(12)), lambda tasks, gpu: ((t, gpu) for t in tasks), total=12))
+    assert [t for t, _ in got] == list(range(12)) and {g for _, g in got} <= {0, 1}
+    assert spread.tasks == (12, 12)
+    spread.close()
 
 
 def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():

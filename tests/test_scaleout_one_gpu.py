@@ -1,5 +1,6 @@
-"""A search over a Dask worker process holding one GPU (the path --devices takes with two or more): the
-whole database uploaded ahead of the first task, or cut in shards, gives the hits of one process.
+"""The paths over several GPUs, on one GPU: --devices with GPU 0 named twice (a thread each in this
+process, a GPU lost mid-run), and a search over a Dask worker process holding one GPU (the whole
+database uploaded ahead of the first task, or cut in shards): the hits and rows of one process.
 Runs where a GPU and Dask are (``-m gpu``)."""
 
 import os
@@ -82,115 +83,134 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
     assert list(gpu_client.run(_uploads_held).values()) == [0]
 
 
-@pytest.mark.parametrize("form", ["nwdb", "fasta"])
-def test_first_queries_scanned_here_while_the_workers_start(plain_nwdb, monkeypatch, form):
-    """The --devices path with its workers started in the background, on one GPU (GPU 0 named twice makes
-    one worker and two scanning threads here): this process scans the first queries on its GPUs until the
-    worker is ready (each thread held after its first query until then), the worker the rest; the hits
-    are those of one process, in query order. For a .nwdb and for a FASTA database (uploaded here on every
-    GPU at once; the workers read it as a temporary .nwdb)."""
-    import threading
-
-    import nwalign.search_spread
+def _two_places(monkeypatch):
+    """--devices over "two GPUs" that are GPU 0 twice: two threads in this process, each with its own
+    scanner or scorer on GPU 0."""
     import nwalign.scaleout
+
+    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+
+
+class _LoseSecond:
+    """Wraps a job's function so that the second thread to run it raises a CUDA error (an illegal
+    address: a GPU lost) at its result number ``after`` (None: never); ``seen`` counts each thread's
+    results. :meth:`pipeline` wraps a generator of results, :meth:`call` a function of one task."""
+
+    def __init__(self, after: int | None):
+        self.after, self.seen, self.order = after, {}, []
+
+    def _next(self):
+        import threading
+
+        import cupy
+
+        me = threading.current_thread().name
+        if me not in self.order:
+            self.order.append(me)
+        if self.order.index(me) == 1 and self.seen.get(me, 0) == self.after:
+            raise cupy.cuda.runtime.CUDARuntimeError(700)
+        self.seen[me] = self.seen.get(me, 0) + 1
+
+    def pipeline(self, run):
+        def wrapped(*args, **kwargs):
+            for item in run(*args, **kwargs):
+                self._next()
+                yield item
+        return wrapped
+
+    def call(self, fn):
+        def wrapped(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            self._next()
+            return out
+        return wrapped
+
+
+@pytest.mark.parametrize("form", ["nwdb", "fasta"])
+def test_devices_threads_scan_like_one_gpu(plain_nwdb, monkeypatch, form):
+    """--devices over two GPUs (GPU 0 twice): a thread each in this process, no worker process; both
+    scan queries, and the hits and their order are those of one GPU, for a .nwdb and a FASTA database."""
+    import nwalign.dbsearch
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:150]
     database = plain_nwdb if form == "nwdb" else ECOLI
     want = _rows(search(queries, database, top=5, backend="cuda", devices="0"))
-    up = threading.Event()
-    start, scan = nwalign.search_spread.start_gpu_workers, nwalign.search_spread.search_all
-
-    def started(gpus, path):
-        workers = start(gpus, path)
-        up.set()
-        return workers
-
-    def held(*args, **kwargs):  # the scans here (only they, below) wait after each query for the worker
-        for item in scan(*args, **kwargs):
-            yield item
-            assert up.wait(120)
-
+    _two_places(monkeypatch)
+    lose = _LoseSecond(None)
+    monkeypatch.setattr(nwalign.dbsearch, "search_all", lose.pipeline(nwalign.dbsearch.search_all))
     cells: list = []
-    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.search_spread, "start_gpu_workers", started)
-    monkeypatch.setattr(nwalign.search_spread, "search_all", held)
     job = search(queries, database, top=5, backend="cuda")
-    assert job._scaleout is not None and len(job.leads) == 2  # GPU 0 twice: two threads scan here
-    got = _rows(job.run(cells.append))
-    assert 2 <= job._scaleout.led < 20 and job._scaleout.shards == 1 and not job.leads
-    assert got == want and len(cells) == len(queries)
+    assert job._scaleout is None and len(job.leads) == 2
+    assert _rows(job.run(cells.append)) == want and len(cells) == len(queries)
+    assert len(lose.seen) == 2 and sum(lose.seen.values()) == len(queries)
 
 
-def test_a_small_search_on_the_devices_path_equals_one_process(plain_nwdb, monkeypatch):
-    """Five queries on the devices path (GPU 0 named twice): most likely all scanned here before the worker
-    is up (the search then ends without waiting to use it); the hits are those of one process."""
-    import nwalign.scaleout
+def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
+    """One of the GPUs raises a CUDA error after three queries: its unfinished queries run on the other;
+    the same hits in the same order, and a warning naming the GPU."""
+    import logging
+
+    import nwalign.dbsearch
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(ECOLI)[:80]
+    want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
+    _two_places(monkeypatch)
+    lose = _LoseSecond(3)
+    monkeypatch.setattr(nwalign.dbsearch, "search_all", lose.pipeline(nwalign.dbsearch.search_all))
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
+    with caplog.at_level(logging.WARNING, logger="nwalign"):
+        got = _rows(search(queries, plain_nwdb, top=5, backend="cuda"))
+    assert got == want and lose.seen[lose.order[1]] == 3 and sum(lose.seen.values()) == len(queries)
+    assert "search: GPU 0 failed (CUDARuntimeError" in caplog.text
+
+
+def test_a_database_too_large_for_one_gpu_takes_a_shard_per_gpu(plain_nwdb, monkeypatch):
+    """Where the database cannot be uploaded whole to each GPU, a worker process per GPU holds a shard
+    (GPU 0 twice: two workers); the hits are those of one GPU."""
+    import nwalign.cuda.search
+    from nwalign.errors import NwalignError
 
     want = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda", devices="0"))
-    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    _two_places(monkeypatch)
+
+    class TooLarge(nwalign.cuda.search.ScanSearcher):
+        def __init__(self, *args, **kwargs):
+            raise NwalignError("test: the database does not fit")
+
+    monkeypatch.setattr(nwalign.cuda.search, "ScanSearcher", TooLarge)
     job = search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda")
-    assert job._scaleout is not None
-    assert _rows(job) == want and len(want) == 30 and job._scaleout._started is None
-
-
-def _devices_path_held(monkeypatch, local: str) -> dict:
-    """allpairs and pair as --devices runs them over two GPUs, on GPU 0 twice (one worker process, two
-    threads here): each thread here is held after its first task until the worker is up, so that both
-    this process and the worker run tasks. ``local``: what runs a task here (block_of, chunk_of), or the
-    pipeline of tasks here (scored_blocks_on). Returns a record of the tasks run here."""
-    import threading
-
-    import nwalign.allvsall
-    import nwalign.pairjob
-    import nwalign.scaleout
-
-    job = nwalign.pairjob if local == "chunk_of" else nwalign.allvsall  # the job that runs it here
-    up = threading.Event()
-    start, run_here = nwalign.scaleout.client_for, getattr(job, local)
-    seen = {"here": 0}
-
-    def started(*args, **kwargs):
-        workers = start(*args, **kwargs)
-        up.set()
-        return workers
-
-    def held(*args, **kwargs):
-        out = run_here(*args, **kwargs)
-        seen["here"] += 1
-        assert up.wait(120)
-        return out
-
-    def held_stream(*args, **kwargs):
-        for out in run_here(*args, **kwargs):
-            seen["here"] += 1
-            assert up.wait(120)
-            yield out
-
-    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.scaleout, "client_for", started)
-    monkeypatch.setattr(job, local, held_stream if local == "scored_blocks_on" else held)
-    return seen
+    assert not job.leads and job._scaleout is not None
+    assert _rows(job) == want and len(want) == 30 and job._scaleout.shards == 2
 
 
 @pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
                                    ["--min-identity", "0.9", "--matrix-out", "{dir}/d.npy"]])
-def test_allpairs_first_blocks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch, extra):
-    """Score columns: the blocks here through one stream of batches a GPU (spread.scored_blocks_on);
-    the identity filter and a distance matrix: block by block (spread.block_of)."""
+@pytest.mark.parametrize("lose", [False, True])
+def test_allpairs_devices_threads_byte_identical(tmp_path, genes, monkeypatch, extra, lose):
+    """Score columns: blocks through one stream of batches a GPU (allvsall_tasks.scored_blocks_on); the
+    identity filter and a distance matrix: block by block (block_of). With ``lose``, the second thread's
+    GPU fails at its second block: the other runs its blocks, the files are the same."""
+    import nwalign.allvsall
     from nwalign.cli import main
 
     outs = []
     for devices in ("0", None):
-        d = tmp_path / ("one" if devices else "spread")
+        d = tmp_path / ("one" if devices else "two")
         d.mkdir()
         if devices is None:
-            seen = _devices_path_held(monkeypatch, "block_of" if "--min-identity" in extra else "scored_blocks_on")
+            _two_places(monkeypatch)
+            faults = _LoseSecond(1 if lose else None)
+            if "--min-identity" in extra:
+                monkeypatch.setattr(nwalign.allvsall, "block_of", faults.call(nwalign.allvsall.block_of))
+            else:
+                monkeypatch.setattr(nwalign.allvsall, "scored_blocks_on",
+                                    faults.pipeline(nwalign.allvsall.scored_blocks_on))
         args = ["allpairs", str(genes / "60.fa"), "-o", str(d / "out.tsv")] + [e.format(dir=d) for e in extra]
         assert main(args + (["--devices", devices] if devices else [])) == 0
         outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
     assert outs[0] == outs[1] and outs[0][-1][1].count(b"\n") > 1
-    assert 2 <= seen["here"] <= 6  # the other blocks (16 at least) ran on the worker
 
 
 def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
@@ -220,50 +240,19 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
     assert sizes == [448, 448, 448, 56]
 
 
-def test_pair_first_chunks_here_then_the_worker_byte_identical(tmp_path, genes, monkeypatch):
+@pytest.mark.parametrize("lose", [False, True])
+def test_pair_devices_threads_byte_identical(tmp_path, genes, monkeypatch, lose):
+    """pair over two GPUs (GPU 0 twice), a thread each; with ``lose`` the second fails at its third chunk."""
+    import nwalign.pairjob
     from nwalign.cli import main
 
     outs = []
     for devices in ("0", None):
         out = tmp_path / f"{devices}.sam"
         if devices is None:
-            seen = _devices_path_held(monkeypatch, "chunk_of")
+            _two_places(monkeypatch)
+            monkeypatch.setattr(nwalign.pairjob, "chunk_of", _LoseSecond(2 if lose else None).call(nwalign.pairjob.chunk_of))
         args = ["pair", str(genes / "q20.fa"), str(genes / "t20.fa"), "--format", "sam", "-o", str(out)]
         assert main(args + (["--devices", devices] if devices else [])) == 0
         outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])
     assert outs[0] == outs[1] and len(outs[0]) >= 20
-    assert 2 <= seen["here"] <= 6
-
-
-def test_workers_that_fail_to_start_leave_every_task_here(plain_nwdb, genes, monkeypatch, caplog):
-    """The devices path when the GPU workers cannot start: the search's queries, and allpairs' blocks, all
-    run in this process on its GPUs; the same hits and rows, and a warning that says why."""
-    import logging
-
-    import nwalign.search_spread
-    import nwalign.scaleout
-    from nwalign import allpairs
-    from nwalign.sequences import read_fasta
-
-    queries = read_fasta(ECOLI)[:40]
-    want = _rows(search(queries, plain_nwdb, top=3, backend="cuda", devices="0"))
-    cols = ("qseqid", "sseqid", "score", "qlen", "slen")
-    rows = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
-                                            devices="0").blocks())
-
-    def fail(*args, **kwargs):
-        raise RuntimeError("test: no worker processes here")
-
-    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
-    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
-    monkeypatch.setattr(nwalign.search_spread, "start_gpu_workers", fail)
-    monkeypatch.setattr(nwalign.scaleout, "client_for", fail)
-    with caplog.at_level(logging.WARNING, logger="nwalign"):
-        got = _rows(search(queries, plain_nwdb, top=3, backend="cuda"))
-        job = allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda")
-        text = "".join(b.text for b in job.blocks())
-    assert got == want and text == rows and rows.count("\n") == 1770
-    warned = [r.getMessage() for r in caplog.records if "did not start" in r.getMessage()]
-    # one warning per job (after other tests of this module pytest's handlers may list a record twice)
-    assert {w.split(":")[0] for w in warned} == {"search", "allpairs"}
-    assert all("no worker processes here" in w for w in warned)

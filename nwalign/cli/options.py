@@ -158,11 +158,9 @@ def spread_options(how: str, auto_cells: str = "10^12"):
                           "GPU workers with --backend cuda). The input is written once as .nwdb files in "
                           "--shared-dir."),
         click.option("--devices", default="auto", show_default=True, metavar="auto|all|N[,N...]",
-                     help="GPUs to run on: auto = every visible GPU when there are two or more, nwalign[dask] is "
-                          f"installed and the job has at least {auto_cells} DP cells (unless --device names another "
-                          "GPU), "
-                          f"all, or a list such as 0,1. Two or more: one worker process per GPU ({how}); the output "
-                          "is unchanged."),
+                     help="GPUs to run on: auto = every visible GPU when there are two or more and the job has "
+                          f"at least {auto_cells} DP cells (unless --device names another GPU), all, or a list such "
+                          f"as 0,1. Two or more: a thread per GPU in this process ({how}); the output is unchanged."),
         click.option("--shared-dir", metavar="DIR",
                      help="Directory for the input's temporary .nwdb files that the workers read (default: the "
                           "system's temporary directory; workers on other hosts need a shared one)."),

@@ -44,9 +44,10 @@ log = logging.getLogger("nwalign")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
                    "once (0 = all cores).")
-@spread_options("the database cut into shards balanced by residues (or whole, on GPUs where it fits) and the "
-                "queries into rounds; a .nwdb database is read by every worker, a FASTA one written once as a "
-                ".nwdb in --shared-dir", auto_cells="10^13 (query letters x database letters, as the files' sizes "
+@spread_options("on GPUs, the whole database on each and the queries dealt one by one (shards in a worker "
+                "process per GPU where it does not fit); on workers, the database cut into shards balanced by "
+                "residues and the queries into rounds; a .nwdb database is read by every worker, a FASTA one written once as a "
+                ".nwdb in --shared-dir", auto_cells="3 x 10^12 (query letters x database letters, as the files' sizes "
                 "bound them)")
 @run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
