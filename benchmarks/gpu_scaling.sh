@@ -29,7 +29,7 @@ run() {
     local tree=$1 name=$2; shift 2
     local out=$W/$name.$(basename $tree).$(echo "$*" | md5sum | cut -c1-8).out
     local start=$(date +%s.%N)
-    PYTHONPATH=$tree:${PYTHONPATH:-} python3 -m nwalign "$@" -o $out 2> $W/last.err
+    PYTHONPATH=$tree:${PYTHONPATH:-} timeout ${RUN_SECONDS:-150} python3 -m nwalign "$@" -o $out 2> $W/last.err
     local rc=$? wall=$(python3 -c "import time; print(f'{time.time() - $start:.2f}')")
     [ -f $W/$name.ref ] || cp $out $W/$name.ref
     cmp -s $out $W/$name.ref && same=identical || same=DIFFERENT
