@@ -18,7 +18,7 @@ from .allvsall_tasks import PairsTask, block_of, gpu_wave, pair_block, scored_bl
 from .engine import choose_backend, encode_all
 from .errors import NwalignError, option_error
 from .formats import format_results
-from .scorerows import ScoreRows, Scored
+from .scorerows import ScoreRows
 from .pairorder import PairCells, blocks
 from .prepare import ScoringRequest, check_spread, local_gpus, read_side
 from .results import Block, PairResult
@@ -238,13 +238,12 @@ class AllPairs:
             self.columns, self.min_identity, self.distances) else None
 
         def here(tasks, gpu):  # blocks on one of this host's GPUs, in this process
-            if rows is not None:  # one stream of batches; formatted below, as they are written
-                return scored_blocks_on(self.a, self.b, tasks, gpu)
+            if rows is not None:  # one stream of batches a GPU, each block formatted in its GPU's thread
+                # (a compiled loop without the GIL: the writer only writes)
+                return ((scored.block(rows), part) for scored, part in scored_blocks_on(self.a, self.b, tasks, gpu))
             return (block_of(self.a, self.b, task, gpu) for task in tasks)
 
         for block, part in spread.map(pair_block, tasks, here, total=len(spans)):
-            if isinstance(block, Scored):
-                block = block.block(rows)
             for key in ("pairs", "filtered", "below", "cells"):
                 stats[key] += part.get(key, 0)
             stats["kernel"] = part.get("kernel", stats["kernel"])

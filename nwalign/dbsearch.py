@@ -186,10 +186,14 @@ class Search:
             return gpus[0], None
         return device, gpus
 
-    def _upload(self, gpus: list[int], order) -> dict:
-        """Futures of the .nwdb's codes on each of ``gpus`` (:class:`nwalign.cuda.search.DeviceDatabase`)."""
-        codes, offsets = self.database.codes, self.database.offsets
-        return {g: in_background(lambda g=g: device_database(codes, offsets, g, order)) for g in gpus}
+    def _upload(self, gpus: list[int], order, codes=None) -> dict:
+        """Futures of the database's codes (``codes``, default the .nwdb's) on each of ``gpus``
+        (:class:`nwalign.cuda.devicedb.DeviceDatabase`): uploaded to the first, copied from there to the
+        others."""
+        codes, offsets = self.database.codes if codes is None else codes, self.database.offsets
+        first = in_background(lambda: device_database(codes, offsets, gpus[0], order))
+        # the other GPUs copy the first one's (GPU to GPU) instead of each reading the host's memory
+        return {g: first if g == gpus[0] else in_background(lambda g=g: first.result().replica(g)) for g in gpus}
 
     def _prepare(self, scoring: Scoring | None, request: ScoringRequest, query_source: str,
                  strand: str | None) -> None:
@@ -224,14 +228,16 @@ class Search:
         from .cuda.search import ScanSearcher
 
         db, scoring = self.database, self.scoring
-        held = upload is not None and db.letters == scoring.alphabet  # the .nwdb's codes are the scoring's
-        if upload is not None and not held:  # other codes: those copies leave the GPUs before the scoring's come
-            for pending in upload.values():
+        if upload is not None and db.letters != scoring.alphabet:  # other codes than the scoring's: those
+            for pending in upload.values():  # copies leave the GPUs before the scoring's come
                 pending.exception()
             upload.clear()
+            upload = None
+        if upload is None:  # a FASTA database's codes, or re-encoded ones
+            upload = self._upload(gpus, None, self._codes)
 
-        def lead_on(g):  # a FASTA database's codes (or re-encoded ones) uploaded here, on every GPU at once
-            return (ScanSearcher(self._codes, db.offsets, scoring, g, uploaded=upload[g].result() if held else None),
+        def lead_on(g):
+            return (ScanSearcher(self._codes, db.offsets, scoring, g, uploaded=upload[g].result()),
                     BatchAligner(scoring, g) if self.align else None)
         made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
         failed = [m.exception() for m in made if m.exception() is not None]

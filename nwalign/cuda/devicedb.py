@@ -51,6 +51,37 @@ class DeviceDatabase:
                                "the upload needs about twice its size): split it, or use --backend cpu") from None
         log.debug("scan: database uploaded")
 
+    def replica(self, device: int) -> "DeviceDatabase":
+        """The same database on GPU ``device``, copied from this GPU's copy (GPU to GPU, over NVLink or
+        PCIe: a few milliseconds where the host's upload of each copy took tenths of a second, and four
+        of them at once contended for the host's memory).
+
+        Raises:
+            NwalignError: no usable GPU, or the database does not fit in that GPU's free memory.
+        """
+        cp = require(device)
+        out = object.__new__(DeviceDatabase)
+        out.__dict__.update(self.__dict__)
+        out.device = device
+        try:
+            with cp.cuda.Device(device):
+                out.d_order, out.d_off, out.d_res = (_peer_copy(cp, a) for a in (self.d_order, self.d_off, self.d_res))
+                cp.cuda.Device(device).synchronize()
+        except cp.cuda.memory.OutOfMemoryError:
+            free, total = cp.cuda.runtime.memGetInfo()
+            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
+                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free): "
+                               "split it, or use --backend cpu") from None
+        log.debug("scan: database copied from GPU %d to GPU %d", self.device, device)
+        return out
+
+
+def _peer_copy(cp, array):
+    """``array`` (on another GPU) copied to the current one."""
+    out = cp.empty(array.shape, dtype=array.dtype)
+    out.data.copy_from_device(array.data, array.nbytes)
+    return out
+
 
 def length_order(offsets: np.ndarray):
     """(order, rank, sorted_lengths) of a database in the scan's order, decreasing length (stable): order
