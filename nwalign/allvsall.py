@@ -54,15 +54,15 @@ class AllPairs:
         distances: align every pair (a distance matrix needs every identity).
         backend, kernel, slice_k, block, device: ``auto``/``cuda``/``cpu`` and the GPU kernel choice.
         threads: CPU threads (0: every core).
-        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers
-            (:mod:`nwalign.spread`; :meth:`blocks` then gathers blocks of the pair matrix balanced by DP
-            cells, at least four per worker, formatted by the workers): a local cluster of ``workers``
-            CPU-engine processes, the running cluster at ``scheduler`` (address or scheduler file), a
-            ``distributed.Client``, or one worker process per GPU of ``devices`` (``auto``: every visible
-            GPU when there are two or more and Dask is installed; see
-            :func:`nwalign.scaleout.resolve_devices`). The sets are written once as temporary ``.nwdb``
-            files in ``shared_dir`` (default: the system's temporary directory; workers on other hosts
-            need a directory they can all read). Results are those of one process, in the same order.
+        workers, scheduler, client, devices, shared_dir: spread the pairs (:mod:`nwalign.spread`;
+            :meth:`blocks` then gathers blocks of the pair matrix balanced by DP cells, at least four per
+            worker or GPU): over this host's GPUs of ``devices``, a thread each (``auto``: every visible
+            GPU when there are two or more; see :func:`nwalign.scaleout.resolve_devices`), or over Dask
+            workers: a local cluster of ``workers`` CPU-engine processes, the running cluster at
+            ``scheduler`` (address or scheduler file) or a ``distributed.Client``. For workers the sets
+            are written once as temporary ``.nwdb`` files in ``shared_dir`` (default: the system's
+            temporary directory; workers on other hosts need a directory they can all read). Results are
+            those of one process, in the same order.
 
     Attributes: ``a``, ``b`` (encoded records; ``b`` None for pairs within ``a``), ``scoring``,
     ``backend`` (resolved), ``stats`` (filled while running: see :func:`run`).

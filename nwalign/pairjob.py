@@ -42,9 +42,9 @@ class Pairs:
         query_source, target_source: names for the two sides in messages (file names).
         strand: nucleotides: ``plus``, ``minus`` (the query's reverse complement) or ``both`` (the better
             of the two per pair; the plus strand on equal scores); None: as given, no strand reported.
-        workers, scheduler, client, devices, shared_dir: spread the pairs over Dask workers in chunks of
-            the plan balanced by DP cells (a pair is never split), as :class:`nwalign.allvsall.AllPairs`
-            takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
+        workers, scheduler, client, devices, shared_dir: spread the pairs in chunks of the plan balanced by
+            DP cells (a pair is never split) over this host's GPUs (a thread each) or Dask workers, as
+            :class:`nwalign.allvsall.AllPairs` takes them; each of ``workers`` local processes gets ``max_memory`` / workers for its CPU
             tracebacks (a cluster's workers the whole of it). The alignments are those of one process, in
             the same order.
 
