@@ -68,6 +68,10 @@ class Search:
             one-process search. A FASTA database is written once as a temporary ``.nwdb`` in
             ``shared_dir`` (default: the system's temporary directory); a running cluster needs a
             ``.nwdb`` path, or a ``shared_dir``, that every worker can read.
+        gpu_memory: the GPU memory the scan may use (bytes, or a size such as ``"16G"``; CuPy's
+            ``CUPY_GPU_MEMORY_LIMIT`` is respected too): a database that does not fit with the scan's
+            working memory is streamed through the GPU in chunks (:mod:`nwalign.cuda.streamed`), as one
+            whose upload runs out of memory is; the hits are the same.
         devices: the GPUs to scan on (:func:`nwalign.scaleout.resolve_devices`: ``auto``, ``all``, or
             numbers such as ``"0,1"``): over two or more, the database is uploaded to each and a thread
             per GPU scans the next query and aligns its hits there
@@ -95,7 +99,8 @@ class Search:
                  max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
                  backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
                  query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
-                 shards: int | None = None, devices=None, shared_dir: str | None = None, strand: str | None = None):
+                 shards: int | None = None, devices=None, shared_dir: str | None = None, strand: str | None = None,
+                 gpu_memory: int | str | None = None):
         started = time.perf_counter()
         if top < 1:
             raise NwalignError(f"top must be at least 1 (got {top})")
@@ -111,6 +116,7 @@ class Search:
         if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
             worker_backend, backend = backend if backend == "cuda" else "cpu", "cpu"  # hits aligned here on the CPU
         self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
+        self.gpu_memory = _memory_cap(gpu_memory)
         self.threads = threads or os.cpu_count() or 1
         cluster = None
         try:
@@ -138,7 +144,9 @@ class Search:
                     backend = "cuda"
             # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
             # file's); over several GPUs, to each of them at once.
-            upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan else None
+            # (not where the GPU memory is capped: the scan may stream it instead, decided once CuPy runs)
+            upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan and \
+                (gpus is not None or not self._capped()) else None
             self._prepare(scoring, request, query_source, strand)
             log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
             self.gpu = self._aligner = None
@@ -146,13 +154,7 @@ class Search:
             if gpus is not None:
                 self._lead_on(gpus, upload)
                 if not self.leads:  # too large for one GPU: a worker process per GPU, a shard on each
-                    import importlib.util
-
-                    if importlib.util.find_spec("distributed") is None:
-                        raise self._too_large
-                    path = os.fspath(database) if isinstance(database, (str, os.PathLike)) and db.codes is not None \
-                        else None
-                    cluster = in_background(lambda: start_gpu_workers(gpus, path))
+                    cluster = self._shard_workers(gpus, database)
                     self._spread, worker_backend = True, "cuda"
             elif (chosen or choose_backend(backend)) == "cuda":
                 self._on_gpu(kernel, device, upload)
@@ -219,6 +221,17 @@ class Search:
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 
+    def _shard_workers(self, gpus: list[int], database):
+        """A Future of GPU worker processes, one per GPU of ``gpus``, for a database that does not fit on
+        one GPU (:func:`nwalign.search_spread.start_gpu_workers`; the error of the upload without Dask)."""
+        import importlib.util
+
+        if importlib.util.find_spec("distributed") is None:
+            raise self._too_large
+        path = os.fspath(database) if isinstance(database, (str, os.PathLike)) and self.database.codes is not None \
+            else None
+        return in_background(lambda: start_gpu_workers(gpus, path))
+
     def _lead_on(self, gpus: list[int], upload) -> None:
         """Over several GPUs: a searcher and aligner on each (``leads``, a thread each scans the next
         queries: :meth:`_run_on_gpus`; none where the database does not fit on each GPU), and the
@@ -257,24 +270,95 @@ class Search:
         """One GPU: the scan's searcher (over the uploaded .nwdb where its codes are the scoring's) and
         the aligner of the reported hits."""
         from .cuda.batch import BatchAligner
-        from .cuda.search import GswSearcher, ScanSearcher
 
-        db, scoring = self.database, self.scoring
         t0 = time.perf_counter()
-        uploaded = None
-        if upload is not None and db.letters == scoring.alphabet:
-            uploaded = upload[device].result()
-        elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
-            upload[device].exception()
-        self.gpu = GswSearcher(db, scoring, device) if kernel == "gsw" else \
-            ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
+        self.gpu = self._streamed(device, None) if kernel == "scan" and self._capped() else None
+        if self.gpu is None:
+            self.gpu = self._resident(kernel, device, upload)
         if self.align:  # the reported hits, one batch per query, while the GPU scans the next query
-            self._aligner = BatchAligner(scoring, device)
-        log.info("search: kernel %s on the GPU (database uploaded in %.2f s); hits aligned %s", kernel,
-                 time.perf_counter() - t0, "on the GPU" if self.align else "(none: score columns only)")
+            self._aligner = BatchAligner(self.scoring, device)
+        log.info("search: kernel %s on the GPU (database %s in %.2f s); hits aligned %s", kernel,
+                 "planned" if self.streamed else "uploaded", time.perf_counter() - t0,
+                 "on the GPU" if self.align else "(none: score columns only)")
         if hasattr(self.gpu, "describe") and self._encoded:  # as for the longest query
             log.info("search: %s", self.gpu.describe(max(int(q.codes.size) for q in self._encoded)))
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the database is streamed through the GPU in chunks (:mod:`nwalign.cuda.streamed`)."""
+        from .cuda.streamed import StreamedScan
+
+        return isinstance(self.gpu, StreamedScan)
+
+    def _capped(self) -> bool:
+        from .cuda.streamed import env_limit
+
+        return self.gpu_memory is not None or env_limit()
+
+    def _streamed(self, device: int, failed):
+        """A :class:`nwalign.cuda.streamed.StreamedScan` where the resident database would exceed the GPU
+        memory the search may use (or its upload ``failed``, an error: out of memory), else None."""
+        from .cuda.device import require
+        from .cuda.streamed import StreamedScan, budget_of, long_queries, resident_bytes
+
+        db = self.database
+        budget, source = budget_of(require(device), self.gpu_memory)
+        long = long_queries(len(q.codes) for q in self._encoded)
+        need = resident_bytes(db.total_length, db.count, long)
+        if failed is None and need <= budget:
+            log.info("search: the database is resident on GPU %d (about %.2f of %.2f GiB, %s)", device, need / 2**30,
+                     budget / 2**30, source)
+            return None
+        if failed is not None:
+            log.info("search: the database does not fit on GPU %d (%s)", device, failed)
+        return StreamedScan(self._codes, db.offsets, self.scoring, device, budget, long)
+
+    def _resident(self, kernel: str, device: int, upload):
+        """The GPU searcher over the whole database on ``device`` (the uploaded .nwdb where its codes are
+        the scoring's); streamed after all where the upload runs out of memory."""
+        import cupy
+
+        from .cuda.devicedb import DoesNotFit
+        from .cuda.search import GswSearcher, ScanSearcher
+
+        db, scoring = self.database, self.scoring
+        if kernel == "gsw":
+            return GswSearcher(db, scoring, device)
+        try:
+            uploaded = None
+            if upload is not None and db.letters == scoring.alphabet:
+                uploaded = upload[device].result()
+            elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
+                upload[device].exception()
+                upload.clear()
+            return ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
+        except (DoesNotFit, cupy.cuda.memory.OutOfMemoryError) as exc:
+            if upload is not None:
+                upload.clear()
+            return self._streamed(device, exc)
+
+    def _run_streamed(self, progress):
+        """The queries in batches, each batch scanned over the database chunk by chunk (each chunk crosses
+        the bus once per batch), then each query's hits reported and aligned as on a resident database."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .hits import reported_hits
+        from .search_pipeline import collect_hits
+
+        db, queries = self.database, self._encoded
+        with ThreadPoolExecutor(max_workers=max(1, self.threads)) as pool:
+            for lo in range(0, len(queries), self.STREAM_BATCH):
+                batch = queries[lo:lo + self.STREAM_BATCH]
+                found = self.gpu.best(batch, self.top, progress)
+                db.verify()
+                for q, (idx, sc) in zip(batch, found):
+                    scores = dict(zip(idx.tolist(), sc.tolist()))
+                    reported = reported_hits(q, scores, db, self.stats, self.top, self.max_evalue, self.min_score,
+                                             idx.tolist())
+                    yield q.record, collect_hits(q, reported, scores, db, self._codes, self.scoring, self.align,
+                                                 self._aligner, pool)()
+
+    STREAM_BATCH = 1024  # queries scanned over each chunk before the next chunk comes in
 
     def run(self, progress=None):
         """Yield ``(query, hits)`` per query, in query order: ``query`` a Record, ``hits`` a list of
@@ -285,7 +369,8 @@ class Search:
             nwalign.errors.WorkerLost: (spread over workers) a task kept killing its workers.
         """
         results = self._scaleout.run(self, progress) if self._scaleout is not None else \
-            self._run_on_gpus(progress) if self.leads else self._run_here(progress)
+            self._run_on_gpus(progress) if self.leads else \
+            self._run_streamed(progress) if self.streamed else self._run_here(progress)
         if self.strands is None:
             yield from results
         else:
@@ -337,6 +422,13 @@ class Search:
 
     def __iter__(self):
         return self.run()
+
+
+def _memory_cap(gpu_memory) -> int | None:
+    """Bytes of ``gpu_memory`` (a size such as ``"16G"``, or an int), or None."""
+    from .cuda.streamed import parse_size
+
+    return None if gpu_memory is None else parse_size(str(gpu_memory))
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:

@@ -44,6 +44,10 @@ log = logging.getLogger("nwalign")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU threads: database sequences scanned (CPU backend) and reported hits aligned at "
                    "once (0 = all cores).")
+@click.option("--gpu-memory", metavar="SIZE",
+              help="GPU memory the scan may use, such as 16G or 512M (default: what the GPU has free; CuPy's "
+                   "CUPY_GPU_MEMORY_LIMIT is respected too). A database that does not fit is streamed through "
+                   "the GPU in chunks, with the same hits; -v says which.")
 @spread_options("on GPUs, the whole database on each and the queries dealt one by one (shards in a worker "
                 "process per GPU where it does not fit); on workers, the database cut into shards balanced by "
                 "residues and the queries into rounds; a .nwdb database is read by every worker, a FASTA one written once as a "
@@ -51,8 +55,8 @@ log = logging.getLogger("nwalign")
                 "bound them)")
 @run_options
 def search(query, database, top, max_evalue, min_score, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
-           gap_extend, alphabet, backend, search_kernel, threads, workers, scheduler, devices, shared_dir, device,
-           output, verbose, quiet):
+           gap_extend, alphabet, backend, search_kernel, threads, gpu_memory, workers, scheduler, devices, shared_dir,
+           device, output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
@@ -82,7 +86,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
                  gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
-                 scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand)
+                 scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand, gpu_memory=gpu_memory)
     scoring, db, gpu = run.scoring, run.database, run.gpu
     with output_stream(output, (query, database)) as out:
         writer = None
@@ -97,5 +101,5 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
         writer.end()
     log.debug("search: output written")
     log.info("search: done in %.2f s%s", time.perf_counter() - started,
-             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans; {gpu.recomputed} scores recomputed in 32-bit)"
-             if hasattr(gpu, "scan_seconds") else "")
+             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans: {gpu.cells / max(gpu.scan_seconds, 1e-9) / 1e9:,.0f} "
+             f"GCUPS; {gpu.recomputed} scores recomputed in 32-bit)" if hasattr(gpu, "scan_seconds") else "")

@@ -14,6 +14,10 @@ from .device import pinned_empty, require
 log = logging.getLogger("nwalign")
 
 
+class DoesNotFit(NwalignError):
+    """The database does not fit in the GPU's free memory (a search then streams it in chunks)."""
+
+
 class DeviceDatabase:
     """A database on the GPU in the scan's order: sorted by decreasing length (the longest groups start
     first, and the two sequences of a group have close lengths), uploaded once for every query.
@@ -46,8 +50,8 @@ class DeviceDatabase:
             self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
         except cp.cuda.memory.OutOfMemoryError:
             free, total = cp.cuda.runtime.memGetInfo()
-            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
-                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
+            raise DoesNotFit(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
+                             f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
                                "the upload needs about twice its size): split it, or use --backend cpu") from None
         log.debug("scan: database uploaded")
 
@@ -69,9 +73,9 @@ class DeviceDatabase:
                 cp.cuda.Device(device).synchronize()
         except cp.cuda.memory.OutOfMemoryError:
             free, total = cp.cuda.runtime.memGetInfo()
-            raise NwalignError(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
-                               f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free): "
-                               "split it, or use --backend cpu") from None
+            raise DoesNotFit(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
+                             f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free): "
+                             "split it, or use --backend cpu") from None
         log.debug("scan: database copied from GPU %d to GPU %d", self.device, device)
         return out
 

@@ -1,0 +1,206 @@
+"""A database scanned through the GPU in chunks (:class:`StreamedScan`), where the whole of it (with
+the scan's working memory) does not fit in the GPU memory a search may use: ``--gpu-memory``,
+CuPy's ``CUPY_GPU_MEMORY_LIMIT``, or what the GPU has free.
+
+The database is cut into consecutive chunks of sequences (file order), each small enough that one
+chunk being scanned and the next one being uploaded fit together. A batch of queries is scanned over a
+chunk before the next chunk replaces it, so each chunk crosses the bus once per batch, not per query;
+the next chunk is uploaded (through page-locked staging, :mod:`nwalign.cuda.devicedb`) while the
+current one is scanned. Each query keeps its best ``top`` candidates of every chunk and merges them
+with the ones before (score descending, then database index: the order of a resident scan), so the
+hits are exactly those of a resident database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+
+from ..background import in_background
+from ..errors import NwalignError
+from ..hits import top_hits
+
+log = logging.getLogger("nwalign")
+
+# GPU memory of a database on the GPU (nwalign.cuda.devicedb, nwalign.cuda.search): its residues once,
+# and once more while they are uploaded and sorted; offsets, order and two queries' score buffers per
+# sequence; and where a query is longer than one profile pass, boundary rows of 8 bytes a residue.
+BYTES_PER_SEQUENCE = 44
+BOUNDARY_BYTES = 8
+RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
+MIN_CHUNK_RESIDUES = 1 << 20
+
+
+def resident_bytes(residues: int, count: int, long_queries: bool = True) -> int:
+    """GPU memory a search over a resident database of ``residues`` residues and ``count`` sequences
+    needs at its peak (bytes; an estimate on the safe side); ``long_queries``: a query takes more than
+    one profile pass (:func:`nwalign.cuda.scanplan.profile_config`)."""
+    return (2 + (BOUNDARY_BYTES if long_queries else 0)) * residues + BYTES_PER_SEQUENCE * count + RESERVE
+
+
+def long_queries(lengths) -> bool:
+    """Whether a query of these lengths takes more than one profile pass (boundary rows in memory)."""
+    from .scanplan import profile_config
+
+    return any(profile_config(int(m))[2] > 1 for m in lengths)
+
+
+def chunks(offsets: np.ndarray, budget: int, long: bool = True) -> list[tuple[int, int]]:
+    """Consecutive (first, stop) sequence ranges covering the database, each small enough that one
+    being scanned (its residues, offsets and score buffers, and boundary rows for ``long`` queries)
+    and the next one being uploaded (its residues twice) fit in ``budget`` bytes together (a sequence
+    longer than that is a chunk of its own).
+
+    Raises:
+        NwalignError: a budget that does not leave room for a chunk of :data:`MIN_CHUNK_RESIDUES`.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    per_residue = (1 + (BOUNDARY_BYTES if long else 0) + 2) / 2  # the chunk scanned and the next uploaded
+    room = (budget - RESERVE) // 2
+    if room < per_residue * MIN_CHUNK_RESIDUES:
+        least = RESERVE + 2 * per_residue * MIN_CHUNK_RESIDUES
+        raise NwalignError(f"scan: {budget / 2**20:.0f} MiB of GPU memory leave no room for a chunk of the "
+                           f"database (at least {least / 2**20:.0f} MiB): allow more, or use --backend cpu")
+    cost = per_residue * offsets[1:] + BYTES_PER_SEQUENCE * np.arange(1, offsets.size, dtype=np.int64)
+    out, first, base = [], 0, 0.0
+    count = offsets.size - 1
+    while first < count:
+        stop = max(int(np.searchsorted(cost, base + room, side="right")), first + 1)
+        out.append((first, stop))
+        base = float(cost[stop - 1])
+        first = stop
+    return out
+
+
+def budget_of(cupy, limit: int | None) -> tuple[int, str]:
+    """(bytes, where from) of the GPU memory a search may use on the current GPU: ``limit``
+    (``--gpu-memory``), CuPy's pool limit (``CUPY_GPU_MEMORY_LIMIT``) and what the GPU has free (with
+    what the pool already holds), the least of them."""
+    pool = cupy.get_default_memory_pool()
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    found = [(int(free + pool.free_bytes()), "free on the GPU")]
+    if pool.get_limit():
+        found.append((int(pool.get_limit()), "CUPY_GPU_MEMORY_LIMIT"))
+    if limit:
+        found.append((int(limit), "--gpu-memory"))
+    return min(found)
+
+
+class StreamedScan:
+    """Smith-Waterman scores of queries against a database streamed through GPU ``device`` in chunks
+    (see the module's docstring): :meth:`best` gives each query's best ``top`` candidates over the
+    whole database.
+
+    Arguments:
+        codes: the database's residue codes (uint8, all sequences; a memory map is read chunk by chunk).
+        offsets: int64 (count + 1,) sequence boundaries in ``codes``.
+        scoring: a local-mode :class:`nwalign.scoring.Scoring`.
+        device: CUDA device index.
+        budget: GPU memory the scan may use (bytes).
+        long: a query may take more than one profile pass (:func:`long_queries`).
+
+    Attributes: ``chunks`` ((first, stop) sequence ranges), ``cells`` and ``scan_seconds`` (summed over
+    the scans), ``residues``.
+
+    Raises:
+        NwalignError: a budget too small for any chunk.
+    """
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, device: int, budget: int,
+                 long: bool = True):
+        self.codes, self.offsets = codes, np.asarray(offsets, dtype=np.int64)
+        self.scoring, self.device, self.budget = scoring, device, budget
+        self.chunks = chunks(self.offsets, budget, long)
+        self.residues = int(self.offsets[-1])
+        self.cells = self.recomputed = 0
+        self.scan_seconds = 0.0
+
+    def describe(self, m: int = 0) -> str:
+        """One line for ``-v``: the chunks and the memory they fit in (``m``: unused, as the resident
+        searcher's)."""
+        largest = max(int(self.offsets[b] - self.offsets[a]) for a, b in self.chunks)
+        return (f"the database is streamed through GPU {self.device} in {len(self.chunks)} chunks of up to "
+                f"{largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
+
+    def _searcher(self, k: int):
+        """Chunk ``k`` on the GPU, ready to scan."""
+        from .devicedb import DeviceDatabase
+        from .search import ScanSearcher
+
+        a, b = self.chunks[k]
+        lo, hi = int(self.offsets[a]), int(self.offsets[b])
+        local = self.offsets[a:b + 1] - lo
+        codes = np.asarray(self.codes[lo:hi])
+        # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
+        return ScanSearcher(codes, local, self.scoring, self.device, plan="profile",
+                            uploaded=DeviceDatabase(codes, local, self.device))
+
+    def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each query (encoded, :class:`nwalign.engine.Encoded`), its best ``top`` candidates over the
+        whole database: (database indices int64, scores int64), score descending then index ascending.
+        ``progress(cells)`` after each query's scan of a chunk."""
+        from ..shards import merge
+
+        best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
+        begun = time.perf_counter()
+        pending = in_background(lambda: self._searcher(0))
+        for k, (first, _) in enumerate(self.chunks):
+            searcher = pending.result()
+            pending = in_background(lambda k=k: self._searcher(k + 1)) if k + 1 < len(self.chunks) else None
+            started = time.perf_counter()
+            for j, scores in enumerate(_scan_all(searcher, queries)):
+                found = top_hits(scores, top, None)
+                best[j] = merge([best[j], (found + first, scores[found])], top)
+                if progress:
+                    progress(len(queries[j].codes) * searcher.residues)
+            self.cells += searcher.cells
+            self.recomputed += searcher.recomputed
+            log.debug("scan: chunk %d of %d (%d sequences) scanned by %d queries in %.2f s", k + 1, len(self.chunks),
+                      searcher.count, len(queries), time.perf_counter() - started)
+            del searcher  # its memory goes back to the pool for the chunk after next
+        self.scan_seconds += time.perf_counter() - begun  # the uploads not hidden by scans included
+        return best
+
+
+def _scan_all(searcher, queries):
+    """Each query's scores over the searcher's sequences, in order, ``slots`` queries in flight."""
+    from collections import deque
+
+    flying: deque = deque()
+    todo = iter(queries)
+    while True:
+        while len(flying) < searcher.slots:
+            q = next(todo, None)
+            if q is None:
+                break
+            flying.append(searcher.submit(q.codes))
+        if not flying:
+            return
+        yield searcher.result(flying.popleft())
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``16G``, ``512M``, ``2.5GiB`` or ``1000000`` (K, M, G, T: powers of 1,024).
+
+    Raises:
+        NwalignError: anything else.
+    """
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    word = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+    unit = word[-1:] if word[-1:] in units else ""
+    try:
+        value = float(word[:len(word) - len(unit)])
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 2**50:  # NaN and infinity too
+        raise NwalignError(f"gpu_memory {text!r}: give a size such as 16G or 512M",
+                           cli=f"--gpu-memory {text}: give a size such as 16G or 512M")
+    return int(value * units[unit])
+
+
+def env_limit() -> bool:
+    """Whether CuPy's ``CUPY_GPU_MEMORY_LIMIT`` is set (the budget is then known only once CuPy runs)."""
+    return bool(os.environ.get("CUPY_GPU_MEMORY_LIMIT"))

@@ -1,0 +1,159 @@
+"""A database streamed through the GPU in chunks (nwalign.cuda.streamed): the chunk plan and the sizes
+on the CPU; on a GPU, the hits of a streamed database equal a resident one's, whether the memory is
+capped (--gpu-memory, CUPY_GPU_MEMORY_LIMIT) or the upload runs out of it."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nwalign.errors import NwalignError
+
+from conftest import DATA
+
+ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
+OPAL = os.path.join(DATA, "queries_5_opal.fasta")
+
+
+@pytest.mark.parametrize("text, size", [("16G", 16 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
+                                        ("1000000", 10**6), (" 64k ", 64 << 10), ("1T", 1 << 40), ("300mb", 300 << 20)])
+def test_sizes_are_read_in_powers_of_1024(text, size):
+    from nwalign.cuda.streamed import parse_size
+
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "G", "-1G", "0", "12X", "nanG", "infG", "1e99T"])
+def test_a_size_that_is_none_is_refused_naming_the_option(text):
+    from nwalign.cuda.streamed import parse_size
+
+    with pytest.raises(NwalignError) as err:
+        parse_size(text)
+    assert err.value.cli.startswith(f"--gpu-memory {text}: give a size")
+
+
+def test_chunks_cover_the_database_in_order_and_fit_the_budget():
+    """Consecutive ranges, every sequence once; one chunk scanned and the next uploaded fit the budget
+    together; a sequence larger than a chunk's room is a chunk of its own; a budget with no room for a
+    chunk is refused in one sentence."""
+    from nwalign.cuda import streamed
+
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(50, 2000, 5000)
+    lengths[1234] = 3_000_000  # longer than a chunk's room
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    budget = streamed.RESERVE + 24_000_000
+    for long in (True, False):
+        parts = streamed.chunks(offsets, budget, long)
+        assert parts[0][0] == 0 and parts[-1][1] == 5000 and all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+        for (a, b), (c, d) in zip(parts, parts[1:]):  # one scanned, the next uploaded (its residues twice)
+            scanned = (1 + (streamed.BOUNDARY_BYTES if long else 0)) * int(offsets[b] - offsets[a]) + \
+                streamed.BYTES_PER_SEQUENCE * (b - a)
+            uploading = 2 * int(offsets[d] - offsets[c]) + streamed.BYTES_PER_SEQUENCE * (d - c)
+            assert scanned + uploading <= budget - streamed.RESERVE or 1 in (b - a, d - c)
+        assert len(parts) >= 2 and ((1234, 1235) in parts or not long)  # too long for a chunk of others
+    assert len(streamed.chunks(offsets, budget, True)) > len(streamed.chunks(offsets, budget, False))
+    whole = streamed.chunks(offsets, streamed.resident_bytes(int(offsets[-1]), 5000) * 2)
+    assert whole == [(0, 5000)]
+    with pytest.raises(NwalignError, match="leave no room for a chunk"):
+        streamed.chunks(offsets, streamed.RESERVE + 1000)
+
+
+def test_gpu_memory_is_checked_before_any_input_is_read(tmp_path):
+    from nwalign import search
+
+    with pytest.raises(NwalignError, match="gpu_memory '0.0G'"):
+        search(pathlib.Path(tmp_path / "missing.fa"), tmp_path / "missing.nwdb", gpu_memory="0.0G")
+
+
+def _rows(results):
+    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+@pytest.fixture(scope="module")
+def tied_db(tmp_path_factory):
+    """The E. coli proteome with every fifth record repeated under another name at the end (ties across
+    chunks), as a .nwdb."""
+    from nwalign.database import makedb
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(ECOLI)
+    folder = tmp_path_factory.mktemp("tied")
+    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::5])
+    (folder / "tied.fa").write_text(text)
+    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
+    return str(folder / "tied.nwdb")
+
+
+@pytest.mark.gpu
+def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypatch):
+    """--gpu-memory small enough for several chunks (the reserve made small for a small database): the
+    same hits, ties across chunks included, and progress over every chunk's cells."""
+    from nwalign import search
+    from nwalign.cuda import streamed
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(OPAL) + read_fasta(ECOLI)[:20]
+    want = _rows(search(queries, tied_db, top=12, backend="cuda"))
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    cells: list = []
+    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="5M")
+    assert job.streamed and len(job.gpu.chunks) >= 4
+    assert _rows(job.run(cells.append)) == want and len(want) == 25 * 12
+    assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
+    assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
+
+
+@pytest.mark.gpu
+def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
+    """The whole database's upload runs out of GPU memory: the search streams it, with the same hits."""
+    import logging
+
+    from nwalign import search
+    from nwalign.cuda import devicedb, streamed
+
+    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda"))
+    real = devicedb.DeviceDatabase.__init__
+
+    def small_only(self, codes, offsets, device=0, order=None):
+        if len(offsets) > 3000:
+            raise devicedb.DoesNotFit("test: the database does not fit")
+        real(self, codes, offsets, device, order)
+
+    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (12 << 20, "test"))
+    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)
+    with caplog.at_level(logging.INFO, logger="nwalign"):
+        job = search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda")
+        assert job.streamed and _rows(job) == want
+    assert "does not fit on GPU 0 (test: the database does not fit)" in caplog.text
+
+
+@pytest.mark.gpu
+def test_cupy_memory_limit_streams_from_the_command_line(tied_db, tmp_path):
+    """CUPY_GPU_MEMORY_LIMIT below what the resident database needs: the command streams it (-v says in
+    how many chunks), and its output is the resident run's, byte for byte."""
+    from nwalign.cuda import streamed
+    from nwalign.database import load_database
+
+    from nwalign.sequences import read_fasta
+
+    db = load_database(tied_db)
+    need = streamed.resident_bytes(db.total_length, db.count, streamed.long_queries(len(r) for r in read_fasta(OPAL)))
+    outs = []
+    for limit in (None, streamed.RESERVE + (need - streamed.RESERVE) // 2):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path))
+        if limit:
+            env["CUPY_GPU_MEMORY_LIMIT"] = str(limit)
+        out = tmp_path / f"{limit}.tsv"
+        done = subprocess.run([sys.executable, "-m", "nwalign", "search", OPAL, tied_db, "--top", "7", "-v",
+                               "-o", str(out)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        outs.append((out.read_bytes(), done.stderr))
+    assert outs[0][0] == outs[1][0] and outs[0][0].count(b"\n") == 35
+    assert "resident on GPU 0" not in outs[1][1] and "streamed through GPU 0 in" in outs[1][1]
