@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A database streamed through the GPU in chunks: the 20 standard queries against the seeded 570,000-
-# sequence Swiss-Prot-like .nwdb, top 10, resident (the GPU's free memory) and with the GPU memory
+# sequence Swiss-Prot-like .nwdb on one GPU (--devices 0), top 10, resident (the GPU's free memory) and with the GPU memory
 # capped at a quarter of what the resident search needs (CUPY_GPU_MEMORY_LIMIT, then --gpu-memory),
 # RUNS times each, warm. Prints each run's wall time, the scans' GCUPS (-v's "done" line) and whether
 # the output equals the resident run's.
@@ -30,15 +30,15 @@ for run in $(seq ${RUNS:-2}); do
     for how in resident limit option; do
         start=$(date +%s.%N)
         case $how in
-            resident) python3 -m nwalign search $Q $DB --top 10 -v -o $W/$how.tsv 2> $W/$how.log ;;
-            limit) CUPY_GPU_MEMORY_LIMIT=$CAP python3 -m nwalign search $Q $DB --top 10 -v -o $W/$how.tsv 2> $W/$how.log ;;
-            option) python3 -m nwalign search $Q $DB --top 10 --gpu-memory $CAP -v -o $W/$how.tsv 2> $W/$how.log ;;
+            resident) python3 -m nwalign search $Q $DB --top 10 --devices 0 -v -o $W/$how.tsv 2> $W/$how.log ;;
+            limit) CUPY_GPU_MEMORY_LIMIT=$CAP python3 -m nwalign search $Q $DB --top 10 --devices 0 -v -o $W/$how.tsv 2> $W/$how.log ;;
+            option) python3 -m nwalign search $Q $DB --top 10 --devices 0 --gpu-memory $CAP -v -o $W/$how.tsv 2> $W/$how.log ;;
         esac
         rc=$?
         wall=$(python3 -c "import time; print(f'{time.time() - $start:.2f}')")
         cmp -s $W/$how.tsv $W/resident.tsv && same=identical || same=DIFFERENT
         echo "run $run, $how: exit $rc, $wall s wall, $same; $(grep -o 'streamed through.*\|resident on.*' $W/$how.log | head -n 1)"
-        grep -o "done in.*" $W/$how.log
+        grep -o "done in.*" $W/$how.log; [ $rc = 0 ] || tail -n 3 $W/$how.log
     done
 done
 } 2>&1 | tee "$OUTDIR/streamed.txt"

@@ -10,7 +10,6 @@ import os
 import time
 from dataclasses import dataclass
 
-from . import scaleout
 from .aligner import Aligner
 from .allvsall_run import needs_traceback, run, score_blocks
 from .formats import format_results
@@ -88,15 +87,6 @@ def gpu_wave(task: PairsTask) -> int:
     (:meth:`nwalign.cuda.allpairs.AllPairsScorer.wave`; 1 for the one-block-per-pair kernels)."""
     a, b = pair_sets(task.sets, task.scoring)
     return wave_of(a, b, task, 0)
-
-
-def prepare_pairs_worker(task: PairsTask) -> int:
-    """On a GPU worker before its first block (:attr:`Spread.warm`): CuPy and the context, the job's sets
-    read and encoded (kept), the score kernel's module loaded (:func:`gpu_wave`, whose answer is
-    returned). Its first block then starts as soon as it is given: it began 0.7 s after the workers were
-    ready on two H200s, a few tenths of a second of each GPU idle after this process's first blocks."""
-    scaleout.warm_gpu_context()
-    return gpu_wave(task)
 
 
 def wave_of(a, b, task: PairsTask, device: int) -> int:

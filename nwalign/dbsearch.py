@@ -19,10 +19,10 @@ from .database import Database, load_database
 from .engine import choose_backend, encode_all
 from .errors import NwalignError
 from .prepare import ScoringRequest, check_spread, read_side
-from .scaleout import close_started, usable
+from .scaleout import usable
 from .scoring import Scoring
 from .search_pipeline import search_all
-from .search_spread import ScaleOut, count_devices, device_database, estimated_cells, start_gpu_workers
+from .search_spread import ScaleOut, count_devices, device_database, estimated_cells
 from .sequences import unique_ids, unique_records
 from .statistics import statistics_for
 from .strands import merge_strands, searched_strands, stranded_queries
@@ -118,56 +118,46 @@ class Search:
         self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
         self.gpu_memory = _memory_cap(gpu_memory)
         self.threads = threads or os.cpu_count() or 1
-        cluster = None
-        try:
-            if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
-                from .cuda.warmup import warm_up_search
+        if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
+            from .cuda.warmup import warm_up_search
 
-                warm_up_search(device)
-            resolved = None
-            if not self._spread and kernel == "scan":  # GPUs counted meanwhile
-                resolved = count_devices(devices, backend, device, estimated_cells(queries, database))
-            request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
-            # an over-long record is refused while it streams
-            self.queries, query_source = read_side(queries, query_source,
-                                                   request.limit() if scoring is None else None, "query")
-            log.debug("search: %d queries read", len(self.queries))
-            self.database = db = database if isinstance(database, Database) else \
-                load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
-            log.debug("search: database loaded")
-            on_scan = backend != "cpu" and kernel == "scan" and db.codes is not None
-            order = self._length_order() if on_scan and not self._spread else None
-            gpus = None
-            if resolved is not None:
-                device, gpus = self._settle_devices(resolved, devices, device)
-                if gpus is not None:
-                    backend = "cuda"
-            # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
-            # file's); over several GPUs, to each of them at once.
-            # (not where the GPU memory is capped: the scan may stream it instead, decided once CuPy runs)
-            upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan and \
-                (gpus is not None or not self._capped()) else None
-            self._prepare(scoring, request, query_source, strand)
-            log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
-            self.gpu = self._aligner = None
-            self.leads: list = []
+            warm_up_search(device)
+        resolved = None
+        if not self._spread and kernel == "scan":  # GPUs counted meanwhile
+            resolved = count_devices(devices, backend, device, estimated_cells(queries, database))
+        request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+        # an over-long record is refused while it streams
+        self.queries, query_source = read_side(queries, query_source,
+                                               request.limit() if scoring is None else None, "query")
+        log.debug("search: %d queries read", len(self.queries))
+        self.database = db = database if isinstance(database, Database) else \
+            load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
+        log.debug("search: database loaded")
+        on_scan = backend != "cpu" and kernel == "scan" and db.codes is not None
+        order = self._length_order() if on_scan and not self._spread else None
+        gpus = None
+        if resolved is not None:
+            device, gpus = self._settle_devices(resolved, devices, device)
             if gpus is not None:
-                self._lead_on(gpus, upload)
-                if not self.leads:  # too large for one GPU: a worker process per GPU, a shard on each
-                    cluster = self._shard_workers(gpus, database)
-                    self._spread, worker_backend = True, "cuda"
-            elif (chosen or choose_backend(backend)) == "cuda":
-                self._on_gpu(kernel, device, upload)
-            log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
-                     db.count, db.total_length, self.scoring.matrix_name, self.threads)
-            self._scaleout = None
-            if self._spread:
-                self._scaleout = ScaleOut(database, db, workers, scheduler, client, shards, cluster, shared_dir,
-                                          worker_backend)
-        except BaseException:  # the GPU workers started above must not outlive a failed set-up
-            if cluster is not None:
-                close_started(cluster)
-            raise
+                backend = "cuda"
+        # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
+        # file's); over several GPUs, to each of them at once.
+        # (not where the GPU memory is capped: the scan may stream it instead, decided once CuPy runs)
+        upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan and not self._capped() \
+            else None
+        self._prepare(scoring, request, query_source, strand)
+        log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
+        self.gpu = self._aligner = None
+        self.leads: list = []
+        if gpus is not None:
+            self._lead_on(gpus, upload)
+        elif (chosen or choose_backend(backend)) == "cuda":
+            self._on_gpu(kernel, device, upload)
+        log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
+                 db.count, db.total_length, self.scoring.matrix_name, self.threads)
+        self._scaleout = None
+        if self._spread:
+            self._scaleout = ScaleOut(database, db, workers, scheduler, client, shards, shared_dir, worker_backend)
 
     def _length_order(self):
         """The scan's length order of the database, sorted in the background while CuPy is imported
@@ -221,24 +211,13 @@ class Search:
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 
-    def _shard_workers(self, gpus: list[int], database):
-        """A Future of GPU worker processes, one per GPU of ``gpus``, for a database that does not fit on
-        one GPU (:func:`nwalign.search_spread.start_gpu_workers`; the error of the upload without Dask)."""
-        import importlib.util
-
-        if importlib.util.find_spec("distributed") is None:
-            raise self._too_large
-        path = os.fspath(database) if isinstance(database, (str, os.PathLike)) and self.database.codes is not None \
-            else None
-        return in_background(lambda: start_gpu_workers(gpus, path))
-
     def _lead_on(self, gpus: list[int], upload) -> None:
-        """Over several GPUs: a searcher and aligner on each (``leads``, a thread each scans the next
-        queries: :meth:`_run_on_gpus`; none where the database does not fit on each GPU), and the
-        aligner of the hits that shard workers do not align."""
+        """Over several GPUs: a searcher and aligner on each (``leads``; a thread each scans the next
+        queries, :meth:`_run_on_gpus`): the whole database on each GPU (uploaded to the first, copied to
+        the others), or streamed through each in chunks where it does not fit the GPU memory the search
+        may use there."""
         from .cuda.batch import BatchAligner
         from .cuda.device import require
-        from .cuda.search import ScanSearcher
 
         db, scoring = self.database, self.scoring
         if upload is not None and db.letters != scoring.alphabet:  # other codes than the scoring's: those
@@ -246,24 +225,19 @@ class Search:
                 pending.exception()
             upload.clear()
             upload = None
-        if upload is None:  # a FASTA database's codes, or re-encoded ones
+        if upload is None and not self._capped():  # a FASTA database's codes, or re-encoded ones
             upload = self._upload(gpus, None, self._codes)
 
         def lead_on(g):
-            return (ScanSearcher(self._codes, db.offsets, scoring, g, uploaded=upload[g].result()),
+            searcher = self._streamed(g, None) if self._capped() else None
+            return (searcher or self._resident("scan", g, upload),
                     BatchAligner(scoring, g) if self.align else None)
         made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
-        failed = [m.exception() for m in made if m.exception() is not None]
-        if failed and all(isinstance(e, NwalignError) for e in failed):
-            # too large for one GPU: a shard on each, in a worker process per GPU (ScaleOut)
-            self._too_large = failed[0]
-            log.info("search: the database does not fit on one GPU (%s): a shard on each", failed[0])
-        elif failed:
-            raise failed[0]
-        else:
-            self.leads = [m.result() for m in made]
-        if self.align:  # the hits of sharded databases, aligned here on the first GPU (see ScaleOut)
-            self._aligner = self.leads[0][1] if self.leads else BatchAligner(scoring, gpus[0])
+        for m in made:
+            if m.exception() is not None:
+                raise m.exception()
+        self.leads = [m.result() for m in made]
+        self._aligner = self.leads[0][1]
         require(gpus[0])  # this thread's GPU again (each searcher selected its own)
 
     def _on_gpu(self, kernel: str, device: int, upload) -> None:
@@ -326,37 +300,40 @@ class Search:
             return GswSearcher(db, scoring, device)
         try:
             uploaded = None
-            if upload is not None and db.letters == scoring.alphabet:
+            if upload and db.letters == scoring.alphabet:
                 uploaded = upload[device].result()
-            elif upload is not None:  # other codes: wait for that copy, so that two are never on the GPU
+            elif upload:  # other codes: wait for that copy, so that two are never on the GPU
                 upload[device].exception()
                 upload.clear()
             return ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
         except (DoesNotFit, cupy.cuda.memory.OutOfMemoryError) as exc:
-            if upload is not None:
-                upload.clear()
             return self._streamed(device, exc)
 
     def _run_streamed(self, progress):
         """The queries in batches, each batch scanned over the database chunk by chunk (each chunk crosses
         the bus once per batch), then each query's hits reported and aligned as on a resident database."""
+        for lo in range(0, len(self._encoded), self.STREAM_BATCH):
+            for q, hits in self._streamed_hits(self._encoded[lo:lo + self.STREAM_BATCH], self.gpu, self._aligner,
+                                               progress):
+                yield q.record, hits
+
+    def _streamed_hits(self, batch, scan, aligner, progress=None):
+        """(query, hits) of a batch of queries scanned by ``scan`` (a :class:`nwalign.cuda.streamed.StreamedScan`),
+        the hits aligned by ``aligner`` (or the CPU engine)."""
         from concurrent.futures import ThreadPoolExecutor
 
         from .hits import reported_hits
         from .search_pipeline import collect_hits
 
-        db, queries = self.database, self._encoded
+        db = self.database
+        found = scan.best(batch, self.top, progress)
+        db.verify()
         with ThreadPoolExecutor(max_workers=max(1, self.threads)) as pool:
-            for lo in range(0, len(queries), self.STREAM_BATCH):
-                batch = queries[lo:lo + self.STREAM_BATCH]
-                found = self.gpu.best(batch, self.top, progress)
-                db.verify()
-                for q, (idx, sc) in zip(batch, found):
-                    scores = dict(zip(idx.tolist(), sc.tolist()))
-                    reported = reported_hits(q, scores, db, self.stats, self.top, self.max_evalue, self.min_score,
-                                             idx.tolist())
-                    yield q.record, collect_hits(q, reported, scores, db, self._codes, self.scoring, self.align,
-                                                 self._aligner, pool)()
+            for q, (idx, sc) in zip(batch, found):
+                scores = dict(zip(idx.tolist(), sc.tolist()))
+                reported = reported_hits(q, scores, db, self.stats, self.top, self.max_evalue, self.min_score,
+                                         idx.tolist())
+                yield q, collect_hits(q, reported, scores, db, self._codes, self.scoring, self.align, aligner, pool)()
 
     STREAM_BATCH = 1024  # queries scanned over each chunk before the next chunk comes in
 
@@ -389,29 +366,41 @@ class Search:
     def _run_on_gpus(self, progress):
         """Every GPU of ``leads`` scanning in this process, a thread each taking the next query
         (:class:`nwalign.devicethreads.DeviceThreads`: a GPU that fails leaves its queries to the others);
-        the one-GPU pipeline on each; (query, hits) in query order."""
+        the one-GPU pipeline on each, or where a GPU streams the database, batches of queries; (query,
+        hits) in query order."""
         import threading
 
         from .devicethreads import DeviceThreads
 
-        db = self.database
+        db, queries, gpus = self.database, self._encoded, len(self.leads)
+        streamed = any(not hasattr(searcher, "submit_query") for searcher, _ in self.leads)
 
-        def scan_on(queries, lead):
+        def scan_on(tasks, lead):
             import cupy
 
             searcher, aligner = lead
             cupy.cuda.Device(searcher.device).use()
-            yield from search_all(queries, db, self._codes, self.scoring, self.stats, self.top, self.max_evalue,
-                                  self.min_score, self.threads, searcher, None, self.align, aligner)
+            if not streamed:
+                yield from search_all(tasks, db, self._codes, self.scoring, self.stats, self.top, self.max_evalue,
+                                      self.min_score, self.threads, searcher, None, self.align, aligner)
+                return
+            for batch in tasks:  # a streaming GPU scans a batch over each chunk; a resident one query by query
+                yield list(self._streamed_hits(batch, searcher, aligner) if not hasattr(searcher, "submit_query")
+                           else search_all(batch, db, self._codes, self.scoring, self.stats, self.top,
+                                           self.max_evalue, self.min_score, self.threads, searcher, None, self.align,
+                                           aligner))
 
-        log.info("search: %d GPUs, a thread each in this process", len(self.leads))
-        threads = DeviceThreads(iter(self._encoded), threading.Lock(), scan_on, self.leads, "search", "queries",
-                                window=self.QUERIES_AHEAD_PER_GPU * len(self.leads))
-        for q, hits in threads.results():
-            db.verify()  # a checksum left running by the load (the first scans ran meanwhile)
-            if progress:
-                progress(len(q.codes) * db.total_length)
-            yield q.record, hits
+        size = min(self.STREAM_BATCH, max(1, -(-len(queries) // (2 * gpus))))  # two batches a GPU at least
+        tasks = iter(queries) if not streamed else (queries[lo:lo + size] for lo in range(0, len(queries), size))
+        log.info("search: %d GPUs, a thread each in this process", gpus)
+        threads = DeviceThreads(tasks, threading.Lock(), scan_on, self.leads, "search", "queries",
+                                window=self.QUERIES_AHEAD_PER_GPU * gpus if not streamed else 2 * gpus)
+        for result in threads.results():
+            for q, hits in (result if streamed else [result]):
+                db.verify()  # a checksum left running by the load (the first scans ran meanwhile)
+                if progress:
+                    progress(len(q.codes) * db.total_length)
+                yield q.record, hits
 
     @property
     def tasks(self) -> tuple[int, int] | None:

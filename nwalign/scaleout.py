@@ -17,13 +17,12 @@ import threading
 import nwalign
 
 from . import cuda, localworkers
-from .cuda.warmup import warm_up
 from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
 
 __all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for",
-           "close_cluster", "close_started", "gpu_cluster", "resolve_devices", "usable", "warm_gpu_context", "worker_cached",
+           "close_cluster", "close_started", "gpu_cluster", "resolve_devices", "usable", "worker_cached",
            "worker_gpus", "worker_uncache"]
 
 
@@ -93,13 +92,9 @@ def usable(gpus: list[int] | None, devices) -> list[int] | None:
     raise NwalignError(f"devices {devices}: {cuda.why_unavailable()}", cli=f"--devices {devices}: {cuda.why_unavailable()}")
 
 
-def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int] | None = None,
-               gpu_tasks: int = 1, warm=None):
-    """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), a local
-    cluster of one process per GPU in ``devices`` (each sees only its GPU and runs ``gpu_tasks`` tasks at
-    a time; ``warm``: a function run on each of them before the client is returned, e.g.
-    :func:`warm_gpu_context`), or the running
-    cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
+def client_for(workers: int = 0, scheduler: str | None = None):
+    """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), or the
+    running cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
     Returns (client, cluster or None: what to close).
 
     Raises:
@@ -109,7 +104,7 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
         from distributed import Client, LocalCluster
     except ImportError:
         raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
-                           cli="--workers/--scheduler/--devices need Dask: pip install 'nwalign[dask]'") from None
+                           cli="--workers/--scheduler need Dask: pip install 'nwalign[dask]'") from None
     if scheduler:
         client = _connect(Client, scheduler)
         try:
@@ -118,12 +113,6 @@ def client_for(workers: int = 0, scheduler: str | None = None, devices: list[int
             client.close()
             raise
         return client, None
-    if devices:
-        cluster = gpu_cluster(devices, gpu_tasks)
-        client = Client(cluster)
-        if warm is not None:  # e.g. CuPy and the context, while the client reads its input
-            client.run(warm)
-        return client, cluster
     import dask
 
     _say_restarts_once()
@@ -199,11 +188,6 @@ def close_cluster(client, cluster) -> None:
         client.close()
         cluster.close()
     localworkers.release(cluster)
-
-
-def warm_gpu_context() -> None:
-    """On a GPU worker: import CuPy and make the context (allpairs and pair load their own kernels)."""
-    warm_up(0).join()
 
 
 def _worker_version() -> str:

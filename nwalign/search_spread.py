@@ -9,7 +9,7 @@ import logging
 import os
 import tempfile
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from . import scaleout
 from . import shards as shard_tasks
@@ -66,35 +66,6 @@ def count_devices(devices, backend: str, device: int, cells: int | None = None):
                                                           scaleout.AUTO_MIN_SEARCH_CELLS))
 
 
-def start_gpu_workers(gpus: list[int], path: str | None):
-    """(client, cluster, fits): one Dask worker per GPU of ``gpus``, each warmed up and, where ``path`` is
-    a .nwdb, holding the whole database on its GPU; ``fits``: whether it fitted on every GPU (None: no
-    database given to upload)."""
-    client, cluster = scaleout.client_for(devices=gpus, gpu_tasks=ScaleOut.GPU_TASKS)  # warmed below, with the upload
-    try:
-        answers = client.run(shard_tasks.warm_gpu_worker, path)
-    except BaseException:
-        scaleout.close_cluster(client, cluster)
-        raise
-    return client, cluster, (all(answers.values()) if path is not None else None)
-
-
-def workers_holding(started, written, path: str):
-    """A Future of (client, cluster, fits) as :func:`start_gpu_workers` gives it: the GPU workers of
-    ``started`` once the temporary .nwdb ``path`` (of a FASTA database, ``written`` in the background) is
-    written and each worker holds it on its GPU (:func:`nwalign.shards.preload_database`; ``fits``: on
-    every one)."""
-    def ready():
-        client, cluster, _ = started.result()
-        try:
-            written.result()
-            return client, cluster, all(client.run(shard_tasks.preload_database, path).values())
-        except BaseException:
-            scaleout.close_cluster(client, cluster)
-            raise
-    return in_background(ready)
-
-
 def device_database(codes, offsets, device, order=None):
     """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
     return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
@@ -103,22 +74,18 @@ def device_database(codes, offsets, device, order=None):
 class ScaleOut(Owned):
     """A search's scan spread over Dask workers (see :mod:`nwalign.shards`); the hits are aligned here.
 
-    GPU workers started in the background by :class:`Search` (``cluster``, a Future: a database too
-    large for one GPU, a shard on each) are joined when the search runs."""
+    """
 
     BATCH = 64  # queries per round of shard tasks: output streams, memory stays bounded
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
     MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
-    # Rounds a GPU worker scans at a time (each thread its own searcher over the one upload): its GPU
-    # scans on while one round's last hits are aligned and sent back and the next round starts.
-    GPU_TASKS = 2
 
-    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, cluster=None, shared_dir=None,
+    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, shared_dir=None,
                  backend: str = "cpu"):
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
         self.client = self.cluster = None
-        self._started, self._shards = cluster, shards
+        self._shards = shards
         self.done, self.total = 0, None  # tasks gathered, of how many (once the rounds are planned)
         try:
             if path is None or db.codes is None:  # FASTA or records: one .nwdb the workers map
@@ -131,21 +98,16 @@ class ScaleOut(Owned):
                                        cli=f"--shared-dir {shared_dir}: no such directory")
                 self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
                 path = os.path.join(self.tmp, "database.nwdb")
-                if cluster is not None:  # GPU workers starting: written meanwhile, while the first queries scan here
-                    written = in_background(lambda: write_database(db, path))
-                    self._started = workers_holding(cluster, written, os.path.abspath(path))
-                else:
-                    write_database(db, path)
+                write_database(db, path)
             self.path = os.path.abspath(path)
             self.backend = backend
-            if cluster is None:
-                self.client, self.cluster = (client, None) if client is not None else \
-                    scaleout.client_for(workers, scheduler)
-                self.own_client = client is None
-                gpus = scaleout.worker_gpus(self.client) if backend == "cuda" else {}
-                if backend == "cuda":
-                    scaleout.check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
-                self._settle(None, gpus)
+            self.client, self.cluster = (client, None) if client is not None else \
+                scaleout.client_for(workers, scheduler)
+            self.own_client = client is None
+            gpus = scaleout.worker_gpus(self.client) if backend == "cuda" else {}
+            if backend == "cuda":
+                scaleout.check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+            self._settle(None, gpus)
         except BaseException:
             self.close()
             raise
@@ -167,18 +129,10 @@ class ScaleOut(Owned):
         for name, (_, gpu) in sorted(gpus.items()):
             log.info("search: worker %s: %s", name, gpu)
 
-    def _join(self) -> None:
-        """Wait for the GPU workers started in the background (and close them on an error)."""
-        started, self._started = self._started, None
-        self.client, self.cluster, fits = started.result()
-        self._settle(fits, scaleout.worker_gpus(self.client) if log.isEnabledFor(logging.INFO) else {})
-
     def run(self, job, progress):
         db = job.database
         try:
             todo = job._encoded
-            if self._started is not None:
-                self._join()
             batches = [todo[lo:hi] for lo, hi in rounds(len(todo), self.slots, self.shards, self.BATCH,
                                                         self.MIN_BATCH)]
             self.total = len(batches) * self.shards  # a task per round and shard

@@ -24,14 +24,12 @@ from .cpu.search import cpu_scan
 from .cuda.batch import BatchAligner
 from .cuda.devicedb import DeviceDatabase
 from .cuda.search import ScanSearcher
-from .cuda.warmup import warm_up_search
 from .database import MAGIC2, load_database
 from .errors import NwalignError, workers_lost
 from .hits import top_hits
 from .scaleout import thread_cached, worker_cached, worker_uncache
 
-__all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards",
-           "warm_gpu_worker"]
+__all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards"]
 
 
 def shards(lengths: np.ndarray, count: int) -> list[np.ndarray]:
@@ -197,16 +195,6 @@ def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndar
     sc = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
     order = np.lexsort((idx, -sc))[:top]
     return idx[order], sc[order]
-
-
-def warm_gpu_worker(database: str | None = None) -> bool | None:
-    """On a GPU worker: import CuPy, make the context and load the scan kernels (as a search does), and
-    meanwhile (``database``: a ``.nwdb`` path) upload the whole database (:func:`preload_database`, whose
-    answer is returned)."""
-    warm = warm_up_search(0)
-    fits = preload_database(database) if database is not None else None
-    warm.join()
-    return fits
 
 
 def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,

@@ -21,7 +21,7 @@ from .scaleout import Owned, check_gpus, worker_cached, worker_gpus
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["Spread", "pair_sets", "release_gpu_memory"]
+__all__ = ["Spread", "pair_sets"]
 
 
 def pair_sets(paths: tuple, scoring):
@@ -168,11 +168,3 @@ class Spread(Owned):
             yield result
 
 
-def release_gpu_memory(gpus) -> None:
-    """Hand the memory this process's tasks cached on ``gpus`` (CuPy's pools) back to the driver, for the
-    workers on those GPUs (their batch sizes follow the free memory)."""
-    import cupy
-
-    for g in gpus:
-        with cupy.cuda.Device(g):
-            cupy.get_default_memory_pool().free_all_blocks()

@@ -370,41 +370,6 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     assert search_spread.count_devices("auto", "cuda", 0, 10**15).result() == [0, 1]
 
 
-def test_gpu_workers_take_a_fasta_database_once_written(monkeypatch):
-    """search_spread.workers_holding: the GPU workers are handed over once the temporary .nwdb is written and
-    each holds it (their answers say whether it fitted); a write that fails closes the workers and the
-    failure is what the search's own scans see (they then scan every query)."""
-    from concurrent.futures import Future
-
-    from nwalign import search_spread
-
-    class Fake:
-        closed = False
-
-        def run(self, fn, path):
-            assert fn.__name__ == "preload_database" and path == "/tmp/x.nwdb"
-            return {"gpu0": True, "gpu1": False}
-
-        def close(self):
-            self.closed = True
-
-    def done(value=None, error=None):
-        f = Future()
-        if error is not None:
-            f.set_exception(error)
-        else:
-            f.set_result(value)
-        return f
-
-    client, cluster = Fake(), Fake()
-    got = search_spread.workers_holding(done((client, cluster, None)), done(), "/tmp/x.nwdb").result(timeout=10)
-    assert got == (client, cluster, False) and not client.closed  # one GPU could not hold it: shards
-    failed = search_spread.workers_holding(done((client, cluster, None)), done(error=OSError("disk full")), "/tmp/x.nwdb")
-    with pytest.raises(OSError, match="disk full"):
-        failed.result(timeout=10)
-    assert client.closed and cluster.closed
-
-
 def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
     """--backend cuda with a running cluster: every worker must see a GPU of its own (here none does)."""
     from nwalign.database import database_from_fasta, write_database

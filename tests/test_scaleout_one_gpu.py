@@ -166,23 +166,29 @@ def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
     assert "search: GPU 0 failed (CUDARuntimeError" in caplog.text
 
 
-def test_a_database_too_large_for_one_gpu_takes_a_shard_per_gpu(plain_nwdb, monkeypatch):
-    """Where the database cannot be uploaded whole to each GPU here, worker processes take the search
-    (a shard each where it does not fit on theirs either); the hits are those of one GPU."""
-    import nwalign.cuda.search
-    from nwalign.errors import NwalignError
+def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, monkeypatch):
+    """Where the database's upload runs out of memory on the GPUs, each GPU's thread streams it in chunks
+    and takes batches of queries (GPU 0 twice: two threads); the hits are those of one resident GPU."""
+    from nwalign.cuda import devicedb, streamed
+    from nwalign.cuda.streamed import StreamedScan
+    from nwalign.sequences import read_fasta
 
-    want = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda", devices="0"))
+    queries = read_fasta(ECOLI)[:30]
+    want = _rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
     _two_places(monkeypatch)
+    real = devicedb.DeviceDatabase.__init__
 
-    class TooLarge(nwalign.cuda.search.ScanSearcher):
-        def __init__(self, *args, **kwargs):
-            raise NwalignError("test: the database does not fit")
+    def small_only(self, codes, offsets, device=0, order=None):
+        if len(offsets) > 3000:
+            raise devicedb.DoesNotFit("test: the database does not fit")
+        real(self, codes, offsets, device, order)
 
-    monkeypatch.setattr(nwalign.cuda.search, "ScanSearcher", TooLarge)
-    job = search(pathlib.Path(OPAL), plain_nwdb, top=6, backend="cuda")
-    assert not job.leads and job._scaleout is not None
-    assert _rows(job) == want and len(want) == 30
+    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (12 << 20, "test"))
+    job = search(queries, plain_nwdb, top=6, backend="cuda")
+    assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
+    assert _rows(job) == want and len(want) == 30 * 6
 
 
 @pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],
