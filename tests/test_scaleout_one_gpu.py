@@ -179,13 +179,14 @@ def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, 
     real = devicedb.DeviceDatabase.__init__
 
     def small_only(self, codes, offsets, device=0, order=None):
-        if len(offsets) > 3000:
+        if len(offsets) > 4000:  # the whole database, not a chunk
             raise devicedb.DoesNotFit("test: the database does not fit")
         real(self, codes, offsets, device, order)
 
     monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (12 << 20, "test"))
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (8 << 20, "test"))
     job = search(queries, plain_nwdb, top=6, backend="cuda")
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
     assert _rows(job) == want and len(want) == 30 * 6

@@ -97,11 +97,11 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:20]
-    want = _rows(search(queries, tied_db, top=12, backend="cuda"))
+    want = _rows(search(queries, tied_db, top=12, backend="cuda", devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     cells: list = []
-    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="5M")
+    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="5M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
     assert _rows(job.run(cells.append)) == want and len(want) == 25 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
@@ -116,20 +116,21 @@ def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
     from nwalign import search
     from nwalign.cuda import devicedb, streamed
 
-    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda"))
+    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0"))
     real = devicedb.DeviceDatabase.__init__
 
     def small_only(self, codes, offsets, device=0, order=None):
-        if len(offsets) > 3000:
+        if len(offsets) > 4000:  # the whole database, not a chunk
             raise devicedb.DoesNotFit("test: the database does not fit")
         real(self, codes, offsets, device, order)
 
     monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (12 << 20, "test"))
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (8 << 20, "test"))
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)
     with caplog.at_level(logging.INFO, logger="nwalign"):
-        job = search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda")
+        job = search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0")
         assert job.streamed and _rows(job) == want
     assert "does not fit on GPU 0 (test: the database does not fit)" in caplog.text
 
@@ -146,12 +147,12 @@ def test_cupy_memory_limit_streams_from_the_command_line(tied_db, tmp_path):
     db = load_database(tied_db)
     need = streamed.resident_bytes(db.total_length, db.count, streamed.long_queries(len(r) for r in read_fasta(OPAL)))
     outs = []
-    for limit in (None, streamed.RESERVE + (need - streamed.RESERVE) // 2):
+    for limit in (None, need - (need - streamed.RESERVE) // 8):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path))
         if limit:
             env["CUPY_GPU_MEMORY_LIMIT"] = str(limit)
         out = tmp_path / f"{limit}.tsv"
-        done = subprocess.run([sys.executable, "-m", "nwalign", "search", OPAL, tied_db, "--top", "7", "-v",
+        done = subprocess.run([sys.executable, "-m", "nwalign", "search", OPAL, tied_db, "--top", "7", "-v", "--devices", "0",
                                "-o", str(out)], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         outs.append((out.read_bytes(), done.stderr))

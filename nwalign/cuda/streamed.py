@@ -31,7 +31,7 @@ log = logging.getLogger("nwalign")
 BYTES_PER_SEQUENCE = 44
 BOUNDARY_BYTES = 8
 RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
-MIN_CHUNK_RESIDUES = 1 << 20
+MIN_CHUNK_RESIDUES = 1 << 16
 
 
 def resident_bytes(residues: int, count: int, long_queries: bool = True) -> int:
@@ -59,9 +59,9 @@ def chunks(offsets: np.ndarray, budget: int, long: bool = True) -> list[tuple[in
     """
     offsets = np.asarray(offsets, dtype=np.int64)
     per_residue = (1 + (BOUNDARY_BYTES if long else 0) + 2) / 2  # the chunk scanned and the next uploaded
-    room = (budget - RESERVE) // 2
+    room = (budget * 15 // 16 - RESERVE) // 2  # a sixteenth for the pool's rounding and what is not counted
     if room < per_residue * MIN_CHUNK_RESIDUES:
-        least = RESERVE + 2 * per_residue * MIN_CHUNK_RESIDUES
+        least = (RESERVE + 2 * per_residue * MIN_CHUNK_RESIDUES) * 16 / 15
         raise NwalignError(f"scan: {budget / 2**20:.0f} MiB of GPU memory leave no room for a chunk of the "
                            f"database (at least {least / 2**20:.0f} MiB): allow more, or use --backend cpu")
     cost = per_residue * offsets[1:] + BYTES_PER_SEQUENCE * np.arange(1, offsets.size, dtype=np.int64)
@@ -135,8 +135,10 @@ class StreamedScan:
         local = self.offsets[a:b + 1] - lo
         codes = np.asarray(self.codes[lo:hi])
         # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
-        return ScanSearcher(codes, local, self.scoring, self.device, plan="profile",
+        return ScanSearcher(codes, local, self.scoring, self.device, plan="profile", slots=self.SLOTS,
                             uploaded=DeviceDatabase(codes, local, self.device))
+
+    SLOTS = 4  # queries in flight on a chunk: its scans are shorter than a resident database's
 
     def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each query (encoded, :class:`nwalign.engine.Encoded`), its best ``top`` candidates over the
