@@ -186,7 +186,7 @@ def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, 
     monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (8 << 20, "test"))
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (4 << 20, "test"))  # chunks of < 4,000
     job = search(queries, plain_nwdb, top=6, backend="cuda")
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
     assert _rows(job) == want and len(want) == 30 * 6
