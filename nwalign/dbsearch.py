@@ -134,7 +134,8 @@ class Search:
             load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
         log.debug("search: database loaded")
         on_scan = backend != "cpu" and kernel == "scan" and db.codes is not None
-        order = self._length_order() if on_scan and not self._spread else None
+        # (not where the memory is capped: a streamed database is sorted chunk by chunk)
+        order = self._length_order() if on_scan and not self._spread and not self._capped() else None
         gpus = None
         if resolved is not None:
             device, gpus = self._settle_devices(resolved, devices, device)
