@@ -44,7 +44,7 @@ def pair_block(task: PairsTask):
 
 def block_of(a, b, task: PairsTask, device: int):
     """:func:`pair_block` on the encoded sets ``a``, ``b`` and GPU ``device`` (a worker's only GPU, or
-    one of this process's while the workers start; score-only blocks there: :func:`scored_blocks_on`)."""
+    one of this host's GPUs in this process; score-only blocks there: :func:`scored_blocks_on`)."""
     stats: dict = {}
     began = time.time()  # wall clock, comparable across the processes of one host (the -v timeline)
     if not needs_traceback(task.columns, task.min_identity, task.distances):
@@ -61,7 +61,7 @@ def block_of(a, b, task: PairsTask, device: int):
 
 
 def scored_blocks_on(a, b, tasks, device: int):
-    """The score-only blocks a job runs in this process while its GPU workers start, for the tasks drawn
+    """The score-only blocks a job runs in this process on one of this host's GPUs, for the tasks drawn
     from the iterator ``tasks``, on GPU ``device``: one scorer and one stream of batches for all of them
     (:meth:`nwalign.aligner.Aligner.score_spans`), so that the GPU does not idle between blocks (a block
     per scorer ran at 1.34-1.40 s against 1.19 s at the one-process rate on two H100s), and each block

@@ -405,8 +405,8 @@ class Search:
 
     @property
     def tasks(self) -> tuple[int, int] | None:
-        """(tasks done, tasks in all) of a search spread over workers once its rounds are planned (after the
-        queries scanned here while GPU workers start), else None."""
+        """(tasks done, tasks in all) of a search spread over Dask workers once its rounds are planned, else
+        None."""
         out = getattr(self, "_scaleout", None)
         return (out.done, out.total) if out is not None and out.total else None
 

@@ -35,11 +35,6 @@ class DeviceThreads:
         run: the pipeline run on each place.
         places: one thread each.
         label, unit: the command and what a task is, for messages.
-        started: GPU worker processes starting (a Future): the threads take tasks only until they are
-            up (done without an error), and the tasks taken here are a prefix of the task order; None:
-            every task runs here.
-        limit: at most that many tasks here while ``started`` is pending (a large task begun just before
-            the workers are up would share its GPU with theirs for its whole run).
         window: tasks taken ahead of the result :meth:`results` yields next, at most (besides those the
             pipeline that runs that very task draws before it gives it): bounded memory when the results
             are large and the consumer is slower than the GPUs.
@@ -50,13 +45,13 @@ class DeviceThreads:
     same; the error is raised only when no place is left.
 
     Attributes: ``taken`` (tasks drawn from ``todo``), ``running`` (threads not yet finished), ``lost``
-    (places taken out).
+    (place indices taken out).
     """
 
     def __init__(self, todo, lock, run: Callable[[Iterator, object], Iterator], places, label: str,
-                 unit: str = "tasks", started=None, limit: int | None = None, window: int | None = None):
+                 unit: str = "tasks", window: int | None = None):
         self.todo, self.run, self.places, self.label, self.unit = todo, run, list(places), label, unit
-        self.started, self.limit, self.window = started, limit, window
+        self.window = window
         self.ready = threading.Condition(lock)
         self.done: dict = {}
         self.failed: list = []
@@ -69,8 +64,6 @@ class DeviceThreads:
         self.running = 0
         self.drawing: set = set()  # place indices whose pipeline still draws tasks
         self.threads: dict = {}
-        if started is not None:
-            started.add_done_callback(lambda _: self._notify())
         for k in range(len(self.places)):
             self._spawn(k)
 
@@ -82,20 +75,9 @@ class DeviceThreads:
         self.threads[k] = thread
         thread.start()
 
-    def _up(self) -> bool:
-        """GPU workers are up (a start that failed leaves every task to this process)."""
-        return self.started is not None and self.started.done() and self.started.exception() is None
-
-    def _notify(self):
-        with self.ready:
-            self.ready.notify_all()
-
     def _may_take(self, k: int) -> bool:
-        """Whether place ``k`` may draw a new task from ``todo`` now (the limit and the window); called
-        with the lock held."""
-        if self.limit is not None and self.taken >= self.limit and self.started is not None \
-                and not self.started.done() and not self.failed:
-            return False  # the workers' start ends it: up, or failed (then no limit)
+        """Whether place ``k`` may draw a new task from ``todo`` now (the window); called with the lock
+        held."""
         if self.window is not None and self.taken - self.yielded >= self.window:
             return self.owner.get(self.yielded) == k  # its pipeline may need more before it gives that one
         return True
@@ -105,7 +87,7 @@ class DeviceThreads:
         while True:
             with self.ready:
                 while True:
-                    if self.failed or k in self.lost or self._up():
+                    if self.failed or k in self.lost:
                         self.drawing.discard(k)
                         return
                     if self.redo:
@@ -166,16 +148,6 @@ class DeviceThreads:
             if j not in self.drawing:
                 self._spawn(j, after=self.threads.get(j))
 
-    def wait(self) -> bool:
-        """Wait until GPU workers are up (True: tasks are left for them) or every task was taken here
-        (False)."""
-        with self.ready:
-            while not self._up() and not self.exhausted and self.running and not self.failed:
-                self.ready.wait()
-            if self.failed:
-                raise self.failed[0]
-            return not self.exhausted
-
     def results(self):
         """The results of the tasks taken here, in task order, as they finish.
 
@@ -200,12 +172,6 @@ class DeviceThreads:
             yield result
         for t in list(self.threads.values()):
             t.join()
-        if self.started is not None and self.started.done() and self.started.exception() is not None:
-            log.warning("%s: the GPU workers did not start (%s); all %s ran in this process", self.label,
-                        self.started.exception(), self.unit)
-        if self.started is not None:
-            log.info("%s: %d %s run here on %d GPUs while the workers started", self.label, self.taken, self.unit,
-                     len(self.places))
 
 
 def _name(place) -> str:

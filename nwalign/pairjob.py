@@ -239,6 +239,6 @@ def align_chunk(task: AlignTask) -> list:
 
 def chunk_of(queries, targets, task: AlignTask, device: int) -> list:
     """:func:`align_chunk` on the encoded sets and GPU ``device`` (a worker's only GPU, or one of this
-    process's while the workers start)."""
+    host's GPUs in this process)."""
     aligner = Aligner(task.scoring, task.backend, device, task.threads, task.max_memory, task.options, announce=False)
     return list(aligner.align_many([(queries[q], targets[t]) for q, t in task.plan], task.score_only))

@@ -87,17 +87,15 @@ class PairCells:
         return int(self.rows[i] + self.la[i] * (self.prefix_b[end] - self.prefix_b[first]))
 
 
-def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1, taper: int = 0,
-           head: int = 0) -> list[tuple[int, int]]:
+def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quantum: int = 1,
+           taper: int = 0) -> list[tuple[int, int]]:
     """Cut the pair order into at most ``count`` spans (start, stop) of nearly equal DP cells (the sum of
     m * n over their pairs), in order and covering every pair once: the tasks of an all-pairs job spread
     over workers. A span may start or end inside a row (one long row is cut too). ``quantum``: every cut
     at a multiple of it (a GPU worker's wave of pairs, so that no block ends with a nearly idle wave).
     ``taper``: the last ``taper`` blocks (at most half of them) get in thirds half, a quarter, then an
     eighth of a block's cells, so that the workers finish nearly together (the last block taken runs
-    alone). ``head``: the first ``head`` blocks (at most the blocks before the taper) get a quarter of a
-    block's cells: those run in the command's own process while the GPU workers start, and a block it
-    has begun when they are up shares its GPU with theirs until it ends."""
+    alone)."""
     along = PairCells(lengths_a, lengths_b)
     total_pairs = int(along.starts[-1])
     if total_pairs == 0:
@@ -105,7 +103,6 @@ def blocks(lengths_a: np.ndarray, lengths_b: np.ndarray | None, count: int, quan
     taper = min(max(0, taper), count // 2)
     weights = np.ones(count)
     weights[count - taper:] = [0.5 if j < taper // 3 else 0.25 if j < 2 * taper // 3 else 0.125 for j in range(taper)]
-    weights[:min(max(0, head), count - taper)] = 0.25
     ends = np.cumsum(weights) / weights.sum()
     cuts = [0]
     for k in range(1, count):

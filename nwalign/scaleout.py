@@ -2,7 +2,7 @@
 client and the local cluster (one process per GPU, each seeing its GPU alone, or CPU-engine processes),
 the checks on a running cluster's workers (nwalign version, one GPU each), a worker's cache between tasks,
 and what a job must release. The tasks themselves: :mod:`nwalign.shards` (search),
-:mod:`nwalign.spread` (allpairs and pair, and the tasks run here while GPU workers start).
+:mod:`nwalign.spread` (allpairs and pair over workers or this host's GPUs).
 
 Dask is optional (``pip install nwalign[dask]``) and imported only by these modules, only when a job
 spreads.

@@ -445,18 +445,6 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
         for part, share in ((half, 2), (quarter, 4), (eighth, 8)):
             assert abs(part - full / share) <= 3000 * 3000 * 2
         assert max(cells[:16 - k]) - min(cells[:16 - k]) <= 2 * 3000 * 3000
-    for head in (3, 6, 40):  # the first blocks (run in the command's process) get a quarter of the others' cells
-        spans = blocks(la, None, 16, 1, 4, head)
-        assert spans[0][0] == 0 and spans[-1][1] == 300 * 299 // 2 and len(spans) == 16
-        assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
-        cells = [int((la[ij[:, 0]] * la[ij[:, 1]]).sum())
-                 for ij in (np.concatenate(list(pair_batches(300, None, 1 << 16, s))) for s in spans)]
-        k = min(head, 12)  # never into the taper
-        quarter, full = cells[:k], cells[k:12]
-        tail_quarter = cells[13]  # the taper of 4: half, quarter, eighth, eighth
-        assert all(abs(c - tail_quarter) <= 3000 * 3000 * 2 for c in quarter)
-        if full:
-            assert all(abs(c - 4 * tail_quarter) <= 3000 * 3000 * 8 for c in full)
 
 
 def test_a_block_is_scored_in_several_batches_of_whole_waves():
@@ -754,60 +742,6 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
 
     with pytest.raises(ValueError, match="task 7"):  # every place fails on it in turn
         list(DeviceThreads(iter(range(50)), threading.Lock(), broken, [0, 1], "test").results())
-
-
-def test_device_threads_take_a_prefix_until_workers_are_up(caplog, monkeypatch):
-    """DeviceThreads(started=): the tasks run here while worker processes start are a prefix of the task
-    order, the rest is left once they are up; a start that failed leaves every task here, with a warning;
-    ``limit`` holds the threads at that many tasks until the start's outcome."""
-    import logging
-    import threading
-    import time
-    from concurrent.futures import Future
-
-    from nwalign.devicethreads import DeviceThreads
-
-    monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
-    up = threading.Event()
-
-    def square(t, place):
-        if t >= 30:  # the threads stop here until the workers are up
-            assert up.wait(30)
-        return t * t
-
-    started: Future = Future()
-    todo, lock = iter(range(1000)), threading.Lock()
-    threads = DeviceThreads(todo, lock, _ahead(square), [1, 2, 3], "test", started=started)
-    got = []
-    for r in threads.results():
-        got.append(r)
-        if len(got) == 10:
-            started.set_result(None)  # the workers are up: no new task is taken here
-            up.set()
-    assert got == [k * k for k in range(threads.taken)] and 10 <= threads.taken < 50
-    with lock:
-        assert next(todo) == threads.taken  # the rest is left, in order
-
-    failed: Future = Future()
-    failed.set_exception(RuntimeError("no workers"))
-    threads = DeviceThreads(iter(range(50)), threading.Lock(), _ahead(square), [0, 1], "test", started=failed)
-    with caplog.at_level(logging.WARNING, logger="nwalign"):
-        assert not threads.wait() and list(threads.results()) == [k * k for k in range(50)]
-    assert "test: the GPU workers did not start (no workers)" in caplog.text
-
-    def double(tasks, place):
-        for t in tasks:
-            yield 2 * t
-
-    started = Future()
-    threads = DeviceThreads(iter(range(40)), threading.Lock(), double, [0, 1], "test", started=started, limit=6)
-    deadline = time.monotonic() + 30
-    while threads.taken < 6 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.2)  # a thread that ignored the limit would take more meanwhile
-    assert threads.taken == 6 and threads.running == 2  # both threads wait at the limit
-    started.set_exception(RuntimeError("no workers"))
-    assert not threads.wait() and list(threads.results()) == [2 * k for k in range(40)]
 
 
 def test_spread_over_gpus_runs_every_task_here_and_writes_nothing():
