@@ -369,8 +369,6 @@ class Search:
         (:class:`nwalign.devicethreads.DeviceThreads`: a GPU that fails leaves its queries to the others);
         the one-GPU pipeline on each, or where a GPU streams the database, batches of queries; (query,
         hits) in query order."""
-        import threading
-
         from .devicethreads import DeviceThreads
 
         db, queries, gpus = self.database, self._encoded, len(self.leads)
@@ -394,7 +392,7 @@ class Search:
         size = min(self.STREAM_BATCH, max(1, -(-len(queries) // (2 * gpus))))  # two batches a GPU at least
         tasks = iter(queries) if not streamed else (queries[lo:lo + size] for lo in range(0, len(queries), size))
         log.info("search: %d GPUs, a thread each in this process", gpus)
-        threads = DeviceThreads(tasks, threading.Lock(), scan_on, self.leads, "search", "queries",
+        threads = DeviceThreads(tasks, scan_on, self.leads, "search", "queries",
                                 window=self.QUERIES_AHEAD_PER_GPU * gpus if not streamed else 2 * gpus)
         for result in threads.results():
             for q, hits in (result if streamed else [result]):

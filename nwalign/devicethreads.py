@@ -30,8 +30,7 @@ class DeviceThreads:
     result in task order as they finish.
 
     Arguments:
-        todo: the tasks (an iterator; ``lock`` guards it, so that a caller may take the rest).
-        lock: a ``threading.Lock`` for ``todo``.
+        todo: the tasks (an iterator).
         run: the pipeline run on each place.
         places: one thread each.
         label, unit: the command and what a task is, for messages.
@@ -48,11 +47,11 @@ class DeviceThreads:
     (place indices taken out).
     """
 
-    def __init__(self, todo, lock, run: Callable[[Iterator, object], Iterator], places, label: str,
+    def __init__(self, todo, run: Callable[[Iterator, object], Iterator], places, label: str,
                  unit: str = "tasks", window: int | None = None):
         self.todo, self.run, self.places, self.label, self.unit = todo, run, list(places), label, unit
         self.window = window
-        self.ready = threading.Condition(lock)
+        self.ready = threading.Condition()  # guards todo and every attribute below
         self.done: dict = {}
         self.failed: list = []
         self.lost: list = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import threading
 
 from . import scaleout
 from .database import database_from_records, load_database, write_database
@@ -116,7 +115,7 @@ class Spread(Owned):
         if self.gpus:
             from .devicethreads import DeviceThreads
 
-            threads = DeviceThreads(iter(tasks), threading.Lock(), local, self.gpus, self.label,
+            threads = DeviceThreads(iter(tasks), local, self.gpus, self.label,
                                     window=self.WINDOW_PER_GPU * len(self.gpus))
             yield from self._counted(threads.results())
             return

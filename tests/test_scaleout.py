@@ -675,7 +675,6 @@ def test_device_threads_give_every_result_in_order_and_bound_what_runs_ahead():
     """devicethreads.DeviceThreads: a thread per place draws tasks from one iterator, each pipeline a
     few ahead; every result comes in task order, and with a window no more than window (plus a task per
     thread that still owns unfinished ones) are taken ahead of the one yielded."""
-    import threading
     import time
 
     from nwalign.devicethreads import DeviceThreads
@@ -687,7 +686,7 @@ def test_device_threads_give_every_result_in_order_and_bound_what_runs_ahead():
         time.sleep(0.001 * (t % 3))
         return t * t
 
-    threads = DeviceThreads(iter(range(300)), threading.Lock(), _ahead(square), [0, 1, 2], "test", window=9)
+    threads = DeviceThreads(iter(range(300)), _ahead(square), [0, 1, 2], "test", window=9)
     got, ahead = [], []
     for r in threads.results():
         got.append(r)
@@ -703,7 +702,6 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
     results are complete and in order, with one warning. An error of the input (NwalignError), or one
     that every place raises, ends the job."""
     import logging
-    import threading
     import time
 
     from nwalign.devicethreads import DeviceThreads
@@ -720,7 +718,7 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
             return fn
 
         for k, count in ((20, 200), (0, 200), (195, 200), (3, 4)):  # early, at once, the last tasks, a short job
-            threads = DeviceThreads(iter(range(count)), threading.Lock(), _ahead(lost_at(k)), ["a", "b", "c"], "test")
+            threads = DeviceThreads(iter(range(count)), _ahead(lost_at(k)), ["a", "b", "c"], "test")
             assert list(threads.results()) == [-t for t in range(count)]
             assert threads.lost == [1] or k in (195, 3)  # (b may have drawn none of those)
     assert "test: b failed (RuntimeError: device lost)" in caplog.text
@@ -732,7 +730,7 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
             yield t
 
     with pytest.raises(NwalignError, match="task 7"):
-        list(DeviceThreads(iter(range(50)), threading.Lock(), bad_input, [0, 1], "test").results())
+        list(DeviceThreads(iter(range(50)), bad_input, [0, 1], "test").results())
 
     def broken(tasks, place):
         for t in tasks:
@@ -741,7 +739,7 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
             yield t
 
     with pytest.raises(ValueError, match="task 7"):  # every place fails on it in turn
-        list(DeviceThreads(iter(range(50)), threading.Lock(), broken, [0, 1], "test").results())
+        list(DeviceThreads(iter(range(50)), broken, [0, 1], "test").results())
 
 
 def test_spread_over_gpus_runs_every_task_here_and_writes_nothing():
