@@ -79,3 +79,39 @@ def _gpu_required():
     seen = len(cuda.device_numbers())
     pytest.fail(f"NWALIGN_REQUIRE_GPU={REQUIRE_GPUS} but {seen} GPU(s) are seen ({cuda.why_unavailable() or 'ok'})",
                 pytrace=False)
+
+
+def tied_ecoli_nwdb(folder, every: int) -> str:
+    """The E. coli proteome with every ``every``-th record repeated under another name at the end (ties
+    across shards and chunks), written as ``tied.nwdb`` in ``folder``; its path."""
+    from nwalign.database import makedb
+    from nwalign.sequences import read_fasta
+
+    recs = read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))
+    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::every])
+    (folder / "tied.fa").write_text(text)
+    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
+    return str(folder / "tied.nwdb")
+
+
+def search_rows(results) -> list:
+    """(query id, database index, score, CIGAR, E-value) of every hit of a search's results."""
+    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+
+
+def whole_upload_fails(monkeypatch, budget: int) -> None:
+    """A GPU on which the whole E. coli database's upload runs out of memory (more than 4,000 sequences)
+    while chunks of it fit ``budget`` bytes (the streamed scan's reserve and smallest chunk made small)."""
+    from nwalign.cuda import devicedb, streamed
+
+    real = devicedb.DeviceDatabase.__init__
+
+    def small_only(self, codes, offsets, device=0, order=None):
+        if len(offsets) > 4000:  # the whole database, not a chunk
+            raise devicedb.DoesNotFit("test: the database does not fit")
+        real(self, codes, offsets, device, order)
+
+    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (budget, "test"))

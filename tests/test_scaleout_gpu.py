@@ -9,7 +9,7 @@ import pytest
 from nwalign import search
 from nwalign.cli import main
 
-from conftest import DATA
+from conftest import DATA, tied_ecoli_nwdb, search_rows as _rows
 
 pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 distributed = pytest.importorskip("distributed")
@@ -20,21 +20,7 @@ ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 
 @pytest.fixture(scope="module")
 def tied_nwdb(tmp_path_factory):
-    """The E. coli proteome with every tenth record repeated under another name (ties across shards), as
-    a .nwdb."""
-    from nwalign.database import makedb
-    from nwalign.sequences import read_fasta
-
-    recs = read_fasta(ECOLI)
-    folder = tmp_path_factory.mktemp("db")
-    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::10])
-    (folder / "tied.fa").write_text(text)
-    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
-    return str(folder / "tied.nwdb")
-
-
-def _rows(results):
-    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
+    return tied_ecoli_nwdb(tmp_path_factory.mktemp("db"), 10)
 
 
 @pytest.mark.parametrize("shards", [None, 3])

@@ -10,7 +10,7 @@ import pytest
 
 from nwalign import search
 
-from conftest import DATA
+from conftest import DATA, whole_upload_fails, search_rows as _rows
 
 pytestmark = pytest.mark.gpu
 distributed = pytest.importorskip("distributed")
@@ -47,10 +47,6 @@ def gpu_client():
 
     with gpu_cluster([0]) as cluster, distributed.Client(cluster) as client:
         yield client
-
-
-def _rows(results):
-    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
 
 
 @pytest.mark.parametrize("shards", [None, 2])
@@ -169,24 +165,13 @@ def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
 def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, monkeypatch):
     """Where the database's upload runs out of memory on the GPUs, each GPU's thread streams it in chunks
     and takes batches of queries (GPU 0 twice: two threads); the hits are those of one resident GPU."""
-    from nwalign.cuda import devicedb, streamed
     from nwalign.cuda.streamed import StreamedScan
     from nwalign.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:30]
     want = _rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
     _two_places(monkeypatch)
-    real = devicedb.DeviceDatabase.__init__
-
-    def small_only(self, codes, offsets, device=0, order=None):
-        if len(offsets) > 4000:  # the whole database, not a chunk
-            raise devicedb.DoesNotFit("test: the database does not fit")
-        real(self, codes, offsets, device, order)
-
-    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
-    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
-    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (4 << 20, "test"))  # chunks of < 4,000
+    whole_upload_fails(monkeypatch, 4 << 20)  # chunks of < 4,000 sequences
     job = search(queries, plain_nwdb, top=6, backend="cuda")
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
     assert _rows(job) == want and len(want) == 30 * 6

@@ -12,7 +12,7 @@ import pytest
 
 from nwalign.errors import NwalignError
 
-from conftest import DATA
+from conftest import DATA, search_rows as _rows, tied_ecoli_nwdb, whole_upload_fails
 
 ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 OPAL = os.path.join(DATA, "queries_5_opal.fasta")
@@ -69,23 +69,9 @@ def test_gpu_memory_is_checked_before_any_input_is_read(tmp_path):
         search(pathlib.Path(tmp_path / "missing.fa"), tmp_path / "missing.nwdb", gpu_memory="0.0G")
 
 
-def _rows(results):
-    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
-
-
 @pytest.fixture(scope="module")
 def tied_db(tmp_path_factory):
-    """The E. coli proteome with every fifth record repeated under another name at the end (ties across
-    chunks), as a .nwdb."""
-    from nwalign.database import makedb
-    from nwalign.sequences import read_fasta
-
-    recs = read_fasta(ECOLI)
-    folder = tmp_path_factory.mktemp("tied")
-    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::5])
-    (folder / "tied.fa").write_text(text)
-    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
-    return str(folder / "tied.nwdb")
+    return tied_ecoli_nwdb(tmp_path_factory.mktemp("tied"), 5)
 
 
 @pytest.mark.gpu
@@ -114,20 +100,9 @@ def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
     import logging
 
     from nwalign import search
-    from nwalign.cuda import devicedb, streamed
 
     want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0"))
-    real = devicedb.DeviceDatabase.__init__
-
-    def small_only(self, codes, offsets, device=0, order=None):
-        if len(offsets) > 4000:  # the whole database, not a chunk
-            raise devicedb.DoesNotFit("test: the database does not fit")
-        real(self, codes, offsets, device, order)
-
-    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
-    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
-    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (8 << 20, "test"))
+    whole_upload_fails(monkeypatch, 8 << 20)
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)
     with caplog.at_level(logging.INFO, logger="nwalign"):
         job = search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0")
