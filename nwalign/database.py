@@ -17,8 +17,8 @@ import numpy as np
 from .background import in_background
 from .errors import NwalignError
 from .scoring import Scoring, make_scoring
-from .dbnames import _Names, _names_section, names_section_of
-from .sequences import NUCLEOTIDE_LETTERS, Record, _chunks, as_records, kind_of, read_fasta_arrays, read_fasta_raw
+from .dbnames import _Names, _names_section
+from .sequences import NUCLEOTIDE_LETTERS, Record, _chunks, as_records, kind_of, read_fasta_arrays
 
 MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
 MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
@@ -32,7 +32,7 @@ class Database:
     order of the default scoring alphabet, so that a search with that alphabet uses them as they are).
 
     Made by :meth:`from_records` (Python objects), :func:`load_database` (FASTA or ``.nwdb``, memory-mapped)
-    or :func:`makedb` (``nwalign makedb``); :func:`nwalign.search` takes any of them.
+    or :func:`nwalign.dbbuild.makedb` (``nwalign makedb``); :func:`nwalign.search` takes any of them.
 
     >>> db = Database.from_records(["MKTAYIAKQR", "GGGGS"], "db")
     >>> db.count, db.total_length, list(db.ids), db.offsets.tolist()
@@ -182,23 +182,6 @@ def database_from_fasta(path: str) -> Database:
     return Database(residues, offsets, ids, descriptions, path)
 
 
-def makedb(fasta: str, path: str) -> Database:
-    """Write ``fasta`` (a file or '-') as a memory-mappable version-2 .nwdb (see :func:`write_database`);
-    returns the database, memory-mapped from the file. The names go from the FASTA's header bytes to the
-    names section with NumPy, never as 2 x count Python strings (570,000 records: 2.7 s of 5 before).
-
-    Raises:
-        NwalignError: an unreadable or empty FASTA file, a record without residues, or an unwritable path.
-    """
-    text, residues, offsets = read_fasta_raw(fasta)
-    found = names_section_of(text)
-    if found is None:  # a header line that is empty or starts with a blank: the Python path names it
-        write_database(database_from_fasta(fasta), path)
-    else:
-        _write_v2(residues, offsets, *found, path)
-    return load_database(path)
-
-
 def database_letters(counts: np.ndarray) -> str:
     """The letter order of a version-2 file, from the letter counts (:meth:`Database.letter_counts`): the
     default scoring alphabet of the letters' kind (DNA, RNA or protein, as ``--alphabet auto`` decides),
@@ -230,7 +213,8 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
         _write_v2(db.ascii(), offsets, names, len(set(db.ids)) == db.count, path, db.letter_counts())
         return
     fields = {"count": db.count, "total": db.total_length, "ids": list(db.ids), "descriptions": list(db.descriptions)}
-    _write_file(MAGIC, fields, b"", offsets, db.ascii(), path)
+    header = json.dumps(fields).encode()
+    _write_file(MAGIC, header + b" " * (-(len(MAGIC) + 8 + len(header)) % 8), b"", offsets, db.ascii(), path)
 
 
 def _write_v2(ascii_: np.ndarray, offsets: np.ndarray, names: bytes, ids_unique: bool, path: str,
@@ -248,22 +232,43 @@ def _write_v2(ascii_: np.ndarray, offsets: np.ndarray, names: bytes, ids_unique:
               "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                         "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
     fields["crc32"]["header"] = _header_crc(fields)
-    _write_file(MAGIC2, fields, names, offsets, body, path)
+    _write_file(MAGIC2, v2_header(fields), names, offsets, body, path)
 
 
-def _write_file(magic: bytes, fields: dict, names: bytes, offsets: np.ndarray, body: np.ndarray, path: str) -> None:
-    """The file through a unique temporary file and an atomic rename, readable as the umask allows."""
+def v2_header(fields: dict) -> bytes:
+    """A version-2 header's JSON, padded with spaces to the length it has with every CRC-32 at its widest
+    (so that a writer may reserve its room before the checksums are known, :mod:`nwalign.dbbuild`), then
+    to 8 bytes past the magic and the length field."""
+    widest = dict(fields, crc32={k: 0xFFFFFFFF for k in fields["crc32"]})
     header = json.dumps(fields).encode()
-    header += b" " * (-(len(magic) + 8 + len(header)) % 8)
-    path = os.path.realpath(path)  # a symbolic link's target is replaced, not the link
+    header += b" " * (len(json.dumps(widest).encode()) - len(header))
+    return header + b" " * (-(len(MAGIC2) + 8 + len(header)) % 8)
+
+
+def _write_file(magic: bytes, header: bytes, names: bytes, offsets: np.ndarray, body: np.ndarray, path: str) -> None:
+    """The file through a unique temporary file and an atomic rename (:func:`written_atomically`)."""
+    def write(out):
+        out.write(magic + np.uint64(len(header)).tobytes() + header + names)
+        out.write(offsets.tobytes())
+        out.write(np.ascontiguousarray(body).tobytes())
+
+    written_atomically(path, write)
+
+
+def written_atomically(path: str, write) -> None:
+    """Call ``write(file)`` on a unique temporary file beside ``path`` (opened ``wb+``), then make it
+    readable as the umask allows and rename it to ``path`` (a symbolic link's target is replaced).
+
+    Raises:
+        NwalignError: the file cannot be written (the temporary file is removed).
+    """
+    path = os.path.realpath(path)
     directory = os.path.dirname(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as out:
-            out.write(magic + np.uint64(len(header)).tobytes() + header + names)
-            out.write(offsets.tobytes())
-            out.write(np.ascontiguousarray(body).tobytes())
+        with os.fdopen(fd, "wb+") as out:
+            write(out)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a database is shared (cluster workers) as any output

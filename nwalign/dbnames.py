@@ -1,5 +1,5 @@
 """The names of a .nwdb database: the ``indexed`` names section (where each id and description starts,
-then the names in UTF-8) made from FASTA header bytes with NumPy or from Python strings, and read back
+then the names in UTF-8) made from Python strings (nwalign.dbbuild makes it from FASTA blocks), and read back
 lazily, one name at a time."""
 
 from __future__ import annotations
@@ -10,61 +10,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import NwalignError
-
-
-def header_names(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Where each record's id and description lie in ``text`` (header lines, each ended by a newline, as
-    :func:`read_fasta_raw` gives them), found with NumPy: (line starts, id ends, description ends), int64
-    each; the id is the line up to its first whitespace, the description the line less trailing
-    whitespace, as Biopython has them. None when a line is empty or starts with whitespace (the Python
-    path then names them)."""
-    ends = np.flatnonzero(text == 10)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    if starts.size == 0 or np.any(ends == starts) or np.any(text[starts] <= 32):
-        return None
-    blank = text <= 32  # newlines included
-    # The description ends after the last non-blank byte of its line; the id at the first blank one.
-    positions = np.arange(text.size, dtype=np.int64)
-    last = np.maximum.accumulate(np.where(blank, -1, positions))
-    desc_ends = last[ends] + 1
-    next_blank = np.where(blank, positions, text.size)
-    first_blank = np.minimum.accumulate(next_blank[::-1])[::-1]
-    return starts.astype(np.int64), first_blank[starts].astype(np.int64), desc_ends.astype(np.int64)
-
-
-def names_section_of(text: np.ndarray) -> tuple[bytes, bool] | None:
-    """(the ``indexed`` names section, whether the ids are distinct) from FASTA header lines
-    (:func:`nwalign.sequences.header_names`), or None where those need the Python path."""
-    bounds = header_names(text)
-    if bounds is None:
-        return None
-    starts, id_ends, desc_ends = bounds
-
-    def gathered(ends):  # the bytes text[starts[k]:ends[k]] of every line, concatenated
-        marks = np.zeros(text.size + 1, dtype=np.int8)
-        marks[starts] = 1  # the starts, and the ends, are distinct positions: no ufunc.at needed
-        marks[ends] -= 1
-        return text[np.cumsum(marks[:-1], dtype=np.int8) > 0]
-    ids, descriptions = gathered(id_ends), gathered(desc_ends)
-    index = np.zeros(2 * starts.size + 1, dtype=np.int64)
-    np.cumsum(np.concatenate((id_ends - starts, desc_ends - starts)), out=index[1:])
-    names = index.tobytes() + ids.tobytes() + descriptions.tobytes()
-    return names + b" " * (-len(names) % 8), _distinct(ids, index[:starts.size + 1])
-
-
-def _distinct(blob: np.ndarray, bounds: np.ndarray) -> bool:
-    """Whether the byte strings blob[bounds[k]:bounds[k + 1]] are all different: a 64-bit polynomial hash
-    of each (NumPy), and the strings themselves compared only where hashes meet."""
-    lengths = np.diff(bounds)
-    within = np.arange(blob.size, dtype=np.int64) - np.repeat(bounds[:-1], lengths)
-    powers = np.cumprod(np.full(int(lengths.max()), 1099511628211, dtype=np.uint64))  # wraps: mod 2**64
-    with np.errstate(over="ignore"):
-        hashes = np.add.reduceat((blob.astype(np.uint64) + 1) * powers[within], bounds[:-1]) + lengths.astype(np.uint64)
-    order = np.argsort(hashes, kind="stable")
-    same = np.flatnonzero(hashes[order][1:] == hashes[order][:-1])
-    raw = blob.tobytes()
-    return not any(raw[bounds[order[k]]:bounds[order[k] + 1]] == raw[bounds[order[k + 1]]:bounds[order[k + 1] + 1]]
-                   for k in same.tolist())
 
 
 def _names_section(ids: list[str], descriptions: list[str]) -> bytes:

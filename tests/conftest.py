@@ -84,7 +84,7 @@ def _gpu_required():
 def tied_ecoli_nwdb(folder, every: int) -> str:
     """The E. coli proteome with every ``every``-th record repeated under another name at the end (ties
     across shards and chunks), written as ``tied.nwdb`` in ``folder``; its path."""
-    from nwalign.database import makedb
+    from nwalign.dbbuild import makedb
     from nwalign.sequences import read_fasta
 
     recs = read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))

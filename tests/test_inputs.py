@@ -316,7 +316,8 @@ def test_makedb_names_from_the_header_bytes_equal_the_python_path(tmp_path):
     import filecmp
     import gzip
 
-    from nwalign.database import database_from_fasta, load_database, makedb, write_database
+    from nwalign.database import database_from_fasta, load_database, write_database
+    from nwalign.dbbuild import makedb
 
     cases = {"plain.fa": ">a1 first desc  \nACGT\nac\n>b2\tx y\t\nGG\n>a1 again\nTTTT\n",
              "one.fa": ">only\nMKV\n", "distinct.fa": "".join(f">s{k} d{k % 3}\nACG\n" for k in range(500))}
@@ -328,16 +329,6 @@ def test_makedb_names_from_the_header_bytes_equal_the_python_path(tmp_path):
             assert filecmp.cmp(tmp_path / "new.nwdb", tmp_path / "old.nwdb", shallow=False), name
             assert db.ids_unique == (name != "plain.fa") and list(load_database(str(tmp_path / "new.nwdb")).ids) == \
                 database_from_fasta(str(path)).ids
-
-
-def test_distinct_names_by_hash_then_bytes():
-    import numpy as np
-
-    from nwalign.dbnames import _distinct
-
-    blob = np.frombuffer(b"abcabdab", np.uint8)
-    assert _distinct(blob, np.array([0, 3, 6, 8])) and not _distinct(np.frombuffer(b"abab", np.uint8), np.array([0, 2, 4]))
-    assert not _distinct(np.frombuffer(b"aab", np.uint8), np.array([0, 1, 2, 3]))
 
 
 def test_gzip_by_isal_equals_zlib_and_refuses_a_truncated_stream(tmp_path):

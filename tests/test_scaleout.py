@@ -340,7 +340,8 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     import gzip
 
     from nwalign import cuda, search_spread
-    from nwalign.database import load_database, makedb
+    from nwalign.database import load_database
+    from nwalign.dbbuild import makedb
     from nwalign.sequences import residues_bound
 
     plain = tmp_path / "q.fa"

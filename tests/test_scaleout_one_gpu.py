@@ -21,7 +21,7 @@ ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 
 @pytest.fixture(scope="module")
 def ecoli_nwdb(tmp_path_factory):
-    from nwalign.database import makedb
+    from nwalign.dbbuild import makedb
 
     path = str(tmp_path_factory.mktemp("db") / "ecoli.nwdb")
     makedb(ECOLI, path)
@@ -32,7 +32,7 @@ def ecoli_nwdb(tmp_path_factory):
 def plain_nwdb(tmp_path_factory):
     """The E. coli proteins without selenocysteine (U): the file's letter codes are the scoring's, so the
     .nwdb uploaded before the alphabet is settled is the one scanned."""
-    from nwalign.database import makedb
+    from nwalign.dbbuild import makedb
     from nwalign.sequences import read_fasta
 
     folder = tmp_path_factory.mktemp("plain")

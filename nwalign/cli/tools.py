@@ -21,7 +21,7 @@ from .options import setup_logging
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings, no summary line).")
 def makedb(fasta, output, quiet):
     """Write FASTA as a memory-mappable .nwdb database for repeated 'nwalign search' runs."""
-    from ..database import makedb as write_db
+    from ..dbbuild import makedb as write_db
 
     setup_logging(False, quiet)
     if output == "-":

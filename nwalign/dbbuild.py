@@ -1,0 +1,179 @@
+"""``nwalign makedb``: a FASTA file (plain, gzip, bzip2, xz or standard input) of any size written as a
+version-2 ``.nwdb`` (:func:`nwalign.database.write_database` has the layout) in bounded memory.
+
+The FASTA text comes in blocks of whole records (:func:`nwalign.fastastream.record_blocks`), parsed on
+several threads by a compiled loop (:class:`nwalign.fastastream.Parsed`); the residues, ids and
+descriptions go to scratch files beside the output as they come, and only a few numbers per record stay
+in memory (24 bytes: lengths and an id hash). The letters' order depends on every residue (the default
+alphabet of the kind they make up), so the residues are encoded when the scratch file is copied into the
+database, its checksum taken on the way; the header's room is reserved before its checksums are known
+(:func:`nwalign.database.v2_header`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zlib
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .database import MAGIC2, Database, _header_crc, database_letters, load_database, v2_header, written_atomically
+from .errors import NwalignError
+from .fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
+
+COPY_BYTES = 1 << 22  # residues encoded and written per step
+
+
+class _Scratch:
+    """The parsed blocks so far: residues, ids and descriptions in scratch files of ``folder``, the
+    per-record lengths and id hashes in memory, the residue counts."""
+
+    def __init__(self, folder: str, name: str):
+        self.name = name
+        self.paths = [os.path.join(folder, part) for part in ("residues", "ids", "descriptions")]
+        self.files = [open(p, "wb") for p in self.paths]
+        self.id_len, self.desc_len, self.seq_len, self.hashes = [], [], [], []
+        self.hist = np.zeros(256, dtype=np.int64)
+        self.count = 0
+
+    def add(self, parsed: Parsed, block: bytes) -> None:
+        if parsed.bad >= 0:
+            raise bad_byte_error(self.name, block, parsed.bad)
+        parsed.name_blank_ids(self.count)
+        empty = np.flatnonzero(parsed.seq_len == 0)
+        if empty.size:
+            k = int(empty[0])
+            start = int(parsed.id_len[:k].sum())
+            name = parsed.ids[start:start + parsed.id_len[k]].tobytes().decode("ascii")
+            raise NwalignError(f"{self.name}: record {self.count + k + 1} ({name}) has an empty sequence")
+        for out, data in zip(self.files, (parsed.residues, parsed.ids, parsed.descriptions)):
+            out.write(memoryview(data))
+        self.id_len.append(parsed.id_len)
+        self.desc_len.append(parsed.desc_len)
+        self.seq_len.append(parsed.seq_len)
+        self.hashes.append(parsed.hashes)
+        self.hist += parsed.hist
+        self.count += parsed.seq_len.size
+
+    def close(self) -> None:
+        for out in self.files:
+            out.close()
+        for name in ("id_len", "desc_len", "seq_len", "hashes"):
+            setattr(self, name, np.concatenate(getattr(self, name)))
+        self.hist[ord("A"):ord("Z") + 1] += self.hist[ord("a"):ord("z") + 1]  # residues read as upper case
+        self.hist[ord("a"):ord("z") + 1] = 0
+
+
+def _parse_all(fasta: str, scratch: _Scratch, block_bytes: int, threads: int | None = None) -> None:
+    """Every block of ``fasta`` parsed (``threads`` at once, in order into ``scratch``)."""
+    threads = threads or max(1, min(8, os.cpu_count() or 1))
+    flying: deque = deque()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for block in record_blocks(fasta, block_bytes):
+            flying.append((pool.submit(Parsed, block), block))
+            while len(flying) > threads:
+                future, done = flying.popleft()
+                scratch.add(future.result(), done)
+        while flying:
+            future, done = flying.popleft()
+            scratch.add(future.result(), done)
+    scratch.close()
+
+
+def _ids_unique(scratch: _Scratch) -> bool:
+    """Whether no two ids are the same: their hashes compared, the bytes only where hashes meet."""
+    order = np.argsort(scratch.hashes, kind="stable")
+    same = np.flatnonzero(scratch.hashes[order][1:] == scratch.hashes[order][:-1])
+    if not same.size:
+        return True
+    starts = np.zeros(scratch.count + 1, dtype=np.int64)
+    np.cumsum(scratch.id_len, out=starts[1:])
+    with open(scratch.paths[1], "rb") as handle:
+        blob = handle.read()
+    return not any(blob[starts[a]:starts[a + 1]] == blob[starts[b]:starts[b + 1]]
+                   for a, b in zip(order[same].tolist(), order[same + 1].tolist()))
+
+
+def _copied(source: str, out, crc: int = 0, lut: bytes | None = None) -> int:
+    """Append file ``source`` to ``out`` (each byte through the 256-byte table ``lut`` where given);
+    returns the CRC-32 of what was written, continuing ``crc``."""
+    with open(source, "rb") as handle:
+        while True:
+            piece = handle.read(COPY_BYTES)
+            if not piece:
+                return crc
+            if lut is not None:
+                piece = piece.translate(lut)
+            crc = zlib.crc32(piece, crc)
+            out.write(piece)
+
+
+def _write(scratch: _Scratch, out) -> None:
+    """The .nwdb of ``scratch`` into the open file ``out``: the residues first, past the room of the
+    header, names and offsets, whose checksums are known only then."""
+    count, lengths = scratch.count, scratch.seq_len
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.zeros(2 * count + 1, dtype=np.int64)
+    np.cumsum(np.concatenate((scratch.id_len, scratch.desc_len)), out=index[1:])
+    names_bytes = index.nbytes + int(index[-1])
+    pad = b" " * (-names_bytes % 8)
+    letters = database_letters(scratch.hist)
+    lut = np.zeros(256, dtype=np.uint8)
+    lut[np.frombuffer(letters.encode("ascii"), dtype=np.uint8)] = np.arange(len(letters), dtype=np.uint8)
+    fields = {"count": count, "total": int(offsets[-1]), "letters": letters,
+              "names_bytes": names_bytes + len(pad), "names_format": "indexed",
+              "counts": {chr(c): int(scratch.hist[c]) for c in np.flatnonzero(scratch.hist)},
+              "ids_unique": _ids_unique(scratch), "crc32": {"names": 0, "offsets": 0, "residues": 0, "header": 0}}
+    room = len(v2_header(fields))
+    out.seek(len(MAGIC2) + 8 + room + names_bytes + len(pad) + offsets.nbytes)
+    upper = np.arange(ord("A"), ord("Z") + 1)
+    lut[upper + 32] = lut[upper]  # lower case reads as upper case
+    residues_crc = _copied(scratch.paths[0], out, lut=lut.tobytes())
+    out.seek(len(MAGIC2) + 8 + room)
+    out.write(index.tobytes())
+    names_crc = _copied(scratch.paths[2], out, _copied(scratch.paths[1], out, zlib.crc32(index)))
+    out.write(pad)
+    out.write(offsets.tobytes())
+    fields["crc32"] = {"names": zlib.crc32(pad, names_crc), "offsets": zlib.crc32(offsets), "residues": residues_crc}
+    fields["crc32"]["header"] = _header_crc(fields)
+    header = v2_header(fields)
+    assert len(header) == room
+    out.seek(0)
+    out.write(MAGIC2 + np.uint64(room).tobytes() + header)
+
+
+def makedb(fasta: str, path: str, block_bytes: int = BLOCK_BYTES, threads: int | None = None) -> Database:
+    """Write ``fasta`` (a file or '-': standard input; plain, gzip, bzip2 or xz) as a memory-mappable
+    version-2 .nwdb at ``path`` (through a temporary file and an atomic rename); returns the database,
+    memory-mapped from the file. Blocks of about ``block_bytes`` of FASTA are parsed on ``threads``
+    threads (default: the cores, up to 8). Memory: about 5 x ``block_bytes`` per thread, and 24 bytes a
+    record; scratch files beside ``path`` hold the residues and names until they are copied in.
+
+    Raises:
+        NwalignError: an unreadable, empty or non-FASTA file, corrupt compression, a record without
+            residues, or a path that cannot be written.
+    """
+    name = "<stdin>" if fasta == "-" else fasta
+    folder = os.path.dirname(os.path.realpath(path))
+    try:
+        scratch_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".parts", dir=folder)
+    except OSError as exc:
+        raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+    try:
+        scratch = _Scratch(scratch_dir, name)
+        try:
+            _parse_all(fasta, scratch, block_bytes, threads)
+        finally:
+            for out in scratch.files:
+                out.close()
+        written_atomically(path, lambda out: _write(scratch, out))
+    except OSError as exc:  # the scratch files (a full disk)
+        raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+    return load_database(path)
