@@ -171,7 +171,7 @@ def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, 
     queries = read_fasta(ECOLI)[:30]
     want = _rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
     _two_places(monkeypatch)
-    whole_upload_fails(monkeypatch, 4 << 20)  # chunks of < 4,000 sequences
+    whole_upload_fails(monkeypatch, 2 << 20)  # chunks of < 4,000 sequences
     job = search(queries, plain_nwdb, top=6, backend="cuda")
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
     assert _rows(job) == want and len(want) == 30 * 6

@@ -128,11 +128,8 @@ class ScanSearcher:
         if A > 32:
             raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32 "
                                "(use --backend cpu)")
-        # The database on the GPU in length order (made here, or beforehand from the same codes).
-        self.db = db = uploaded if uploaded is not None else DeviceDatabase(codes, offsets, device)
-        self.order, self.rank, self.sorted_lengths, self.residues = db.order, db.rank, db.sorted_lengths, db.residues
-        self.d_order, self.d_off, self.d_res = db.d_order, db.d_off, db.d_res
-        self.count, self.A = db.count, A
+        db = uploaded if uploaded is not None else DeviceDatabase(codes, offsets, device)
+        self.A = A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
         dev = cp.cuda.Device()
         self.hopper = int(dev.compute_capability) >= 90  # "90", "100": compare as numbers
@@ -151,11 +148,9 @@ class ScanSearcher:
         self.upload, self.main = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
 
         # Score buffers per query in flight: one query's scores are copied back while the next one scans.
-        slots = slots or SLOTS
-        self._slots = [_Slot(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
-                             pinned_empty((self.count,), dtype=np.int32)) for _ in range(slots)]
+        self.slots = slots or SLOTS
+        self._buffers: list = []  # (scores, database order, pinned host copy) per slot: the largest database's size
         self._submitted = 0
-        self.slots = slots
         #: Threads per block of a configuration (G, R, multi) where not 256: see :data:`BLOCK_THREADS`.
         self.block_threads: dict = dict(BLOCK_THREADS)
         self.recomputed = 0
@@ -169,16 +164,47 @@ class ScanSearcher:
         # Plan "profile": the sequences up to PROFILE_MAX_LEN residues (a suffix of the length order) take
         # sw_profile.cu, the longer ones the plan "wider".
         if plan == "auto":
-            plan = "profile" if self.residues >= PROFILE_MIN_RESIDUES_PER_SM * dev.attributes["MultiProcessorCount"] \
+            plan = "profile" if db.residues >= PROFILE_MIN_RESIDUES_PER_SM * dev.attributes["MultiProcessorCount"] \
                 else "wider"
         self.plan = plan
+        self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
+        self._profile_table = _scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
+        self.swap(db)
+
+    def swap(self, db: DeviceDatabase) -> None:
+        """Scan ``db`` (on this searcher's GPU) from now on, keeping the searcher's streams, tables and
+        buffers (a database streamed in chunks, :mod:`nwalign.cuda.streamed`, swaps chunk after chunk).
+
+        Raises:
+            RuntimeError: a query still in flight.
+        """
+        if any(slot.busy for slot in getattr(self, "_slots", ())):
+            raise RuntimeError("scan: the database swapped while a query is in flight")
+        # The database on the GPU in length order.
+        self.db = db
+        self.order, self.rank, self.sorted_lengths, self.residues = db.order, db.rank, db.sorted_lengths, db.residues
+        self.d_order, self.d_off, self.d_res = db.d_order, db.d_off, db.d_res
+        self.count = db.count
+        self._plans = {}
         self.profile_first = int(np.searchsorted(-self.sorted_lengths, -PROFILE_MAX_LEN, side="left")) \
-            if plan == "profile" and self.packed16 and self.hopper else self.count
+            if self.plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
         #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
         self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, PROFILE_CHUNK_RESIDUES)
-        self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
-        self._profile_table = _scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
+        words = max((residues for _, _, _, residues in self.profile_chunks), default=0)
+        if self._bound is not None and self._bound.size < words:
+            self._bound = None
+        if not self._buffers or self._buffers[0][0].size < self.count:
+            cp = self.cp
+            self._slots = []  # the old buffers go back to the pool first
+            self._buffers = [(cp.empty(self.count, dtype=cp.int32), cp.empty(self.count, dtype=cp.int32),
+                              pinned_empty((self.count,), dtype=np.int32)) for _ in range(self.slots)]
+        self._slots = [_Slot(d[:self.count], o[:self.count], h[:self.count]) for d, o, h in self._buffers]
+
+    def release(self) -> None:
+        """Let go of the database and the boundary rows (their GPU memory back to the pool) until the
+        next :meth:`swap`."""
+        self.db = self.d_order = self.d_off = self.d_res = self._bound = None
 
     def partitions(self, m: int) -> list:
         """The sw_search.cu launches for a query of ``m`` residues (see :func:`_partitions`; cached by

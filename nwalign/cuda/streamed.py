@@ -2,11 +2,10 @@
 the scan's working memory) does not fit in the GPU memory a search may use: ``--gpu-memory``,
 CuPy's ``CUPY_GPU_MEMORY_LIMIT``, or what the GPU has free.
 
-The database is cut into consecutive chunks of sequences (file order), each small enough that one
-chunk being scanned and the next one being uploaded fit together. A batch of queries is scanned over a
-chunk before the next chunk replaces it, so each chunk crosses the bus once per batch, not per query;
-the next chunk is uploaded (through page-locked staging, :mod:`nwalign.cuda.devicedb`) while the
-current one is scanned. Each query keeps its best ``top`` candidates of every chunk and merges them
+The database is cut into consecutive chunks of sequences (file order), each as large as fits (one at a
+time: see :func:`chunks`). A batch of queries is scanned over a chunk before the next chunk replaces it,
+so each chunk crosses the bus once per batch, not per query (through page-locked staging,
+:mod:`nwalign.cuda.devicedb`); one searcher's streams and buffers serve every chunk. Each query keeps its best ``top`` candidates of every chunk and merges them
 with the ones before (score descending, then database index: the order of a resident scan), so the
 hits are exactly those of a resident database.
 """
@@ -19,7 +18,6 @@ import time
 
 import numpy as np
 
-from ..background import in_background
 from ..errors import NwalignError
 from ..hits import top_hits
 
@@ -49,28 +47,29 @@ def long_queries(lengths) -> bool:
 
 
 def chunks(offsets: np.ndarray, budget: int, long: bool = True) -> list[tuple[int, int]]:
-    """Consecutive (first, stop) sequence ranges covering the database, each small enough that one
-    being scanned (its residues, offsets and score buffers, and boundary rows for ``long`` queries)
-    and the next one being uploaded (its residues twice) fit in ``budget`` bytes together (a sequence
-    longer than that is a chunk of its own).
+    """Consecutive (first, stop) sequence ranges covering the database, each small enough to fit in
+    ``budget`` bytes both while it is uploaded (its residues twice) and while it is scanned (its residues,
+    and boundary rows for ``long`` queries), with its offsets and score buffers (a sequence longer than
+    that is a chunk of its own). One chunk is on the GPU at a time: an upload takes a few percent of the
+    chunk's scans, and a second chunk in memory would cost a fifth of the chunk's size.
 
     Raises:
         NwalignError: a budget that does not leave room for a chunk of :data:`MIN_CHUNK_RESIDUES`.
     """
     offsets = np.asarray(offsets, dtype=np.int64)
-    per_residue = (1 + (BOUNDARY_BYTES if long else 0) + 2) / 2  # the chunk scanned and the next uploaded
-    room = (budget * 15 // 16 - RESERVE) // 2  # a sixteenth for the pool's rounding and what is not counted
+    per_residue = max(2, 1 + (BOUNDARY_BYTES if long else 0))
+    room = budget * 15 // 16 - RESERVE  # a sixteenth for the pool's rounding and what is not counted
     if room < per_residue * MIN_CHUNK_RESIDUES:
-        least = (RESERVE + 2 * per_residue * MIN_CHUNK_RESIDUES) * 16 / 15
+        least = (RESERVE + per_residue * MIN_CHUNK_RESIDUES) * 16 / 15
         raise NwalignError(f"scan: {budget / 2**20:.0f} MiB of GPU memory leave no room for a chunk of the "
                            f"database (at least {least / 2**20:.0f} MiB): allow more, or use --backend cpu")
     cost = per_residue * offsets[1:] + BYTES_PER_SEQUENCE * np.arange(1, offsets.size, dtype=np.int64)
-    out, first, base = [], 0, 0.0
+    out, first, base = [], 0, 0
     count = offsets.size - 1
     while first < count:
         stop = max(int(np.searchsorted(cost, base + room, side="right")), first + 1)
         out.append((first, stop))
-        base = float(cost[stop - 1])
+        base = int(cost[stop - 1])
         first = stop
     return out
 
@@ -125,18 +124,13 @@ class StreamedScan:
         return (f"the database is streamed through GPU {self.device} in {len(self.chunks)} chunks of up to "
                 f"{largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
 
-    def _searcher(self, k: int):
-        """Chunk ``k`` on the GPU, ready to scan."""
+    def _upload(self, k: int):
+        """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`)."""
         from .devicedb import DeviceDatabase
-        from .search import ScanSearcher
 
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
-        local = self.offsets[a:b + 1] - lo
-        codes = np.asarray(self.codes[lo:hi])
-        # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
-        return ScanSearcher(codes, local, self.scoring, self.device, plan="profile", slots=self.SLOTS,
-                            uploaded=DeviceDatabase(codes, local, self.device))
+        return DeviceDatabase(np.asarray(self.codes[lo:hi]), self.offsets[a:b + 1] - lo, self.device)
 
     SLOTS = 4  # queries in flight on a chunk: its scans are shorter than a resident database's
 
@@ -145,25 +139,31 @@ class StreamedScan:
         whole database: (database indices int64, scores int64), score descending then index ascending.
         ``progress(cells)`` after each query's scan of a chunk."""
         from ..shards import merge
+        from .search import ScanSearcher
 
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
         begun = time.perf_counter()
-        pending = in_background(lambda: self._searcher(0))
+        searcher = None
         for k, (first, _) in enumerate(self.chunks):
-            searcher = pending.result()
-            pending = in_background(lambda k=k: self._searcher(k + 1)) if k + 1 < len(self.chunks) else None
+            if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
+                # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
+                searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
+                                        uploaded=self._upload(k))
+            else:
+                searcher.release()  # the last chunk and its boundary rows go back to the pool first
+                searcher.swap(self._upload(k))
             started = time.perf_counter()
             for j, scores in enumerate(_scan_all(searcher, queries)):
                 found = top_hits(scores, top, None)
                 best[j] = merge([best[j], (found + first, scores[found])], top)
                 if progress:
                     progress(len(queries[j].codes) * searcher.residues)
-            self.cells += searcher.cells
-            self.recomputed += searcher.recomputed
             log.debug("scan: chunk %d of %d (%d sequences) scanned by %d queries in %.2f s", k + 1, len(self.chunks),
                       searcher.count, len(queries), time.perf_counter() - started)
-            del searcher  # its memory goes back to the pool for the chunk after next
-        self.scan_seconds += time.perf_counter() - begun  # the uploads not hidden by scans included
+        if searcher is not None:
+            self.cells += searcher.cells
+            self.recomputed += searcher.recomputed
+        self.scan_seconds += time.perf_counter() - begun  # the uploads included
         return best
 
 
