@@ -281,13 +281,14 @@ def written_atomically(path: str, write) -> None:
         raise
 
 
-def load_database(path: str, check_later: bool = False) -> Database:
+def load_database(path: str, check_later: bool = False, written_here: bool = False) -> Database:
     """A FASTA file (plain/gz/bz2/xz, '-') or a .nwdb (memory-mapped), recognised by its first bytes.
 
     A .nwdb is checked before use: version 2's CRC-32 of every section, and for both versions offsets
     that start at 0, rise and end at the residue count, and one id per sequence. ``check_later``: the
     residues' CRC-32 (a pass over the whole file) runs in a background thread while the caller goes on;
     the caller must call :meth:`Database.verify` before it reports anything (every other test is done).
+    ``written_here``: the file was just written by this process (makedb): its residues are not re-read.
 
     Raises:
         NwalignError: unreadable, empty, a .nwdb of another version, or a damaged .nwdb.
@@ -300,13 +301,13 @@ def load_database(path: str, check_later: bool = False) -> Database:
                 raise NwalignError(f"{path}: .nwdb version {head[4]} (this nwalign reads versions 1 and 2); "
                                    "rebuild it with 'nwalign makedb'")
             try:
-                return _open_nwdb(path, head, check_later)
+                return _open_nwdb(path, head, check_later, written_here)
             except (ValueError, KeyError, OSError, TypeError, IndexError, AttributeError) as exc:
                 raise NwalignError(f"{path}: damaged .nwdb file ({exc}); rebuild it with 'nwalign makedb'") from None
     return database_from_fasta(path)
 
 
-def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
+def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: bool = False) -> Database:
     size = int(np.frombuffer(head[8:16], dtype=np.uint64)[0])
     if size > os.path.getsize(path):
         raise ValueError("header longer than the file")
@@ -328,13 +329,14 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False) -> Database:
         if "header" in crc and _header_crc(header) != crc["header"]:  # files before 0.2 have none
             raise ValueError("checksum of the header differs")
         sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
-        if check_later:
+        if check_later and not written_here:
             pending = in_background(lambda: _check_crc(sections[2:], crc))
+        if check_later or written_here:
             sections = sections[:2]
         _check_crc(sections, crc)
         names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used
         ids, descriptions = names.ids, names.descriptions
-        if total and int(body.max()) >= len(header["letters"]):
+        if total and not written_here and int(body.max()) >= len(header["letters"]):
             raise ValueError("residue codes outside the letters")
     else:
         ids, descriptions = header["ids"], header["descriptions"]

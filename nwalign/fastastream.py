@@ -85,22 +85,29 @@ def decompressed(handle):
     return raw
 
 
-def _reading(stream, name: str, size: int) -> bytes:
+def _read_into(stream, view: memoryview, name: str) -> int:
+    """Fill ``view`` from ``stream`` as far as it goes (fewer bytes only at its end); returns the count."""
+    got = 0
     try:
-        return stream.read(size)
+        while got < len(view):
+            n = stream.readinto(view[got:])
+            if not n:
+                break
+            got += n
     except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
         raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
     except Exception as exc:  # ISA-L's own error type (python-isal), not imported up front
         if type(exc).__name__ != "IsalError":
             raise
         raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
+    return got
 
 
 def record_blocks(path: str, size: int = BLOCK_BYTES):
-    """The FASTA text of ``path`` as consecutive blocks (bytes) of whole records, each about ``size``
-    bytes (more where a record is longer), the first starting at the first record's '>': a UTF-8
-    byte-order mark and blank lines before it are dropped, and old Mac line ends (CR only, recognised in
-    the first piece) read as newlines.
+    """The FASTA text of ``path`` as consecutive blocks (memoryviews) of whole records, each about
+    ``size`` bytes (more where a record is longer), the first starting at the first record's '>': a
+    UTF-8 byte-order mark and blank lines before it are dropped, and old Mac line ends (CR only,
+    recognised in the first block) read as newlines. Each block is read once into a buffer of its own.
 
     Raises:
         NwalignError: an unreadable or missing file, corrupt compression, an empty file, or text that
@@ -110,50 +117,54 @@ def record_blocks(path: str, size: int = BLOCK_BYTES):
     handle = _open(path)
     try:
         stream = decompressed(handle)
-        piece = _reading(stream, name, size)
-        piece = piece[3:] if piece[:3] == b"\xef\xbb\xbf" else piece
-        cr_only = b"\r" in piece and b"\n" not in piece
-        parts, held, begun = [], 0, False
+        carry, want, first, cr_only = b"", size, True, False
         while True:
+            buf = bytearray(len(carry) + want)
+            buf[:len(carry)] = carry
+            end = len(carry) + _read_into(stream, memoryview(buf)[len(carry):], name)
+            more = end == len(buf)
+            start = 0
+            if first:
+                start = 3 if buf[:3] == b"\xef\xbb\xbf" else 0
+                cr_only = b"\r" in buf[start:end] and b"\n" not in buf[start:end]
             if cr_only:
-                piece = piece.replace(b"\r", b"\n")
-            if not begun:  # blank bytes before the first record are dropped
-                piece = _start(piece, name, bool(piece))
-                begun = bool(piece)
-            elif not piece:
-                if parts:
-                    yield b"".join(parts)
+                buf[start:end] = buf[start:end].replace(b"\r", b"\n")
+            if first:
+                start = _start(buf, start, end, name, more)
+                first = start == end  # blank so far
+                if first:
+                    carry = b""
+                    continue
+            if end == start:
                 return
-            cut = piece.rfind(b"\n>") + 1  # where the last record begun in this piece starts
-            if not cut and piece[:1] == b">" and parts and parts[-1][-1:] == b"\n":
-                cut = -1  # the piece itself starts a record
-            held += len(piece)
-            if cut and held >= size // 2:  # the records before the cut go; the last may go on
-                at = max(cut, 0)
-                parts.append(piece[:at])
-                yield b"".join(parts)
-                parts, held = [piece[at:]], len(piece) - at
-            elif piece:
-                parts.append(piece)
-            piece = _reading(stream, name, size)
+            cut = buf.rfind(b"\n>", start, end) + 1 if more else end  # the last record may go on
+            if cut <= start:  # one record fills the buffer: read on, in a buffer twice as large
+                carry, want = bytes(buf[start:end]), 2 * max(want, end - start)
+                continue
+            yield memoryview(buf)[start:cut]
+            if not more:
+                return
+            carry, want = bytes(buf[cut:end]), size
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
 
 
-def _start(text: bytes, name: str, more: bool) -> bytes:
-    """``text`` from its first '>' (b"" while only blank bytes came and more may come)."""
+def _start(buf: bytearray, start: int, end: int, name: str, more: bool) -> int:
+    """Where the first record starts in ``buf[start:end]`` (``end`` while only blank bytes came and
+    ``more`` may come)."""
+    text = bytes(buf[start:end])
     stripped = text.lstrip(bytes(range(33)))
     if not stripped:
         if more:
-            return b""
+            return end
         raise NwalignError(f"{name}: empty file, no FASTA records")
     if stripped[:1] != b">":
         line = stripped.split(b"\n", 1)[0][:40].decode("ascii", "replace")
         if b"\x00" in stripped[:1 << 16]:
             raise NwalignError(f"{name}: binary data, not a FASTA file")
         raise NwalignError(f"{name}: not a FASTA file (first line {line!r} does not start with '>')")
-    return stripped
+    return end - len(stripped)
 
 
 def _spans_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
