@@ -21,8 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .database import (MAGIC2, Database, _header_crc, _take_chunked, database_letters, load_database, v2_header,
-                       written_atomically)
+from .database import MAGIC2, Database, _header_crc, database_letters, load_database, v2_header, written_atomically
 from .errors import NwalignError
 from .fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
 
@@ -109,19 +108,19 @@ def _crc32():
     return isal_zlib.crc32
 
 
-def _copied(source: str, out, crc: int = 0, lut: np.ndarray | None = None) -> int:
-    """Append file ``source`` to ``out`` (each byte through the uint8 table ``lut`` where given, on
-    several threads); returns the CRC-32 of what was written, continuing ``crc``."""
+def _copied(source: str, out, crc: int = 0, lut: bytes | None = None) -> int:
+    """Append file ``source`` to ``out`` (each byte through the 256-byte table ``lut`` where given);
+    returns the CRC-32 of what was written, continuing ``crc``."""
     checksum = _crc32()
-    buffer = np.empty(COPY_BYTES, dtype=np.uint8)
     with open(source, "rb") as handle:
         while True:
-            got = handle.readinto(memoryview(buffer))
-            if not got:
+            piece = handle.read(COPY_BYTES)
+            if not piece:
                 return crc
-            piece = buffer[:got] if lut is None else _take_chunked(lut, buffer[:got])
+            if lut is not None:
+                piece = piece.translate(lut)  # ~1 GB/s and no temporary beyond the piece
             crc = checksum(piece, crc)
-            out.write(memoryview(piece))
+            out.write(piece)
 
 
 def _write(scratch: _Scratch, out) -> None:
@@ -145,7 +144,7 @@ def _write(scratch: _Scratch, out) -> None:
     out.seek(len(MAGIC2) + 8 + room + names_bytes + len(pad) + offsets.nbytes)
     upper = np.arange(ord("A"), ord("Z") + 1)
     lut[upper + 32] = lut[upper]  # lower case reads as upper case
-    residues_crc = _copied(scratch.paths[0], out, lut=lut)
+    residues_crc = _copied(scratch.paths[0], out, lut=lut.tobytes())
     out.seek(len(MAGIC2) + 8 + room)
     out.write(index.tobytes())
     names_crc = _copied(scratch.paths[2], out, _copied(scratch.paths[1], out, zlib.crc32(index)))

@@ -532,17 +532,18 @@ def test_score_columns_need_no_alignment(capsys, monkeypatch):
     import nwalign.hits as search
 
     cols = "qseqid,sseqid,score,evalue,bitscore,qlen,slen"
-    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols + ",pident"]) == 0  # aligned
+    cpu = ["--backend", "cpu"]  # the CPU's aligner is the one replaced (a GPU aligns hits in batches)
+    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols + ",pident", *cpu]) == 0  # aligned
     aligned = "".join(line.rsplit("\t", 1)[0] + "\n" for line in capsys.readouterr().out.splitlines())
 
     def no_alignment(*args, **kwargs):
         raise AssertionError("a hit was aligned")
 
     monkeypatch.setattr(search, "align_pair", no_alignment)
-    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols]) == 0
+    assert main(["search", OPAL, SP196, "--top", "3", "--columns", cols, *cpu]) == 0
     assert capsys.readouterr().out == aligned and aligned.count("\n") == 15
     with pytest.raises(AssertionError, match="aligned"):
-        main(["search", OPAL, SP196, "--top", "3", "--columns", "qseqid,pident"])
+        main(["search", OPAL, SP196, "--top", "3", "--columns", "qseqid,pident", *cpu])
 
 
 def test_blast_habits_columns(capsys):

@@ -128,6 +128,7 @@ class StreamedScan:
         """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`)."""
         from .devicedb import DeviceDatabase
 
+        _free_cached()
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
         return DeviceDatabase(np.asarray(self.codes[lo:hi]), self.offsets[a:b + 1] - lo, self.device)
@@ -152,6 +153,7 @@ class StreamedScan:
             else:
                 searcher.release()  # the last chunk and its boundary rows go back to the pool first
                 searcher.swap(self._upload(k))
+            _free_cached()
             started = time.perf_counter()
             for j, scores in enumerate(_scan_all(searcher, queries)):
                 found = top_hits(scores, top, None)
@@ -165,6 +167,14 @@ class StreamedScan:
             self.recomputed += searcher.recomputed
         self.scan_seconds += time.perf_counter() - begun  # the uploads included
         return best
+
+
+def _free_cached() -> None:
+    """Give the blocks CuPy's pool keeps for reuse back to the GPU: they count against
+    ``CUPY_GPU_MEMORY_LIMIT``, and a chunk's upload leaves its staging copy there (on another stream)."""
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
 
 
 def _scan_all(searcher, queries):
