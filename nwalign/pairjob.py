@@ -93,11 +93,11 @@ class Pairs:
             scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
         self.score_only, self.kernel = score_only, kernel
         spread = check_spread(workers, scheduler, client, devices, backend)
-        gpus = None
+        gpus, over = None, ()
         if not spread:
             device, gpus = local_gpus(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
-            if gpus is not None and len(self.plan) == 1:  # a pair is never split
-                device, gpus = gpus[0], None
+            if gpus is not None and len(self.plan) == 1:  # one pair: its score passes spread over the GPUs
+                device, gpus, over = gpus[0], None, tuple(gpus)
         self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
             "cpu" if spread else choose_backend(backend)
         options = None
@@ -105,7 +105,7 @@ class Pairs:
             from .cuda.pair import Options
 
             options = Options(kernel=kernel, block=block, shared=shared, device=0 if gpus or spread else device,
-                              max_memory=gpu_max_memory)
+                              max_memory=gpu_max_memory, spread=over)
             log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
                      if kernel == "diagonal-block" else "")
         self._spread = None

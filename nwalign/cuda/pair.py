@@ -40,6 +40,7 @@ class Options:
     rows_per_lane: int | None = None  # wavefront score passes: query rows each lane keeps in registers
     # (4, 6, 8, 12, 16; 8, 12, 16 for the 16-bit pass); None: the measured best (wavefront.DEFAULT_*ROWS)
     packed: bool | None = None  # wavefront: 16-bit packed score pass (None: where the scoring allows it)
+    spread: tuple[int, ...] = ()  # wavefront: GPUs its 16-bit score passes spread over (the first: ``device``)
 
 
 def _ptr(arr) -> int:
@@ -236,7 +237,7 @@ def _run_wavefront(cp, q, t, scoring, traceback: bool, opts: Options):
     from .wavefront import Wavefront
 
     try:
-        wf = Wavefront(cp, q, t, scoring, opts.rows_per_lane, opts.packed)
+        wf = Wavefront(cp, q, t, scoring, opts.rows_per_lane, opts.packed, opts.spread)
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         if traceback:

@@ -26,6 +26,8 @@ SCORE_ARGS = np.dtype([("q", _P), ("t", _P), ("S", _P), ("A", np.int32), ("m", n
                        ("nbands", np.int32), ("row", _P), ("ckH", _P), ("ckF", _P), ("ck_every", np.int32),
                        ("corner", _P), ("band_best", _P), ("dirs", _P), ("ld", np.int32)], align=True)
 SCORE16_ARGS = np.dtype([("a", SCORE_ARGS), ("limit16", np.int32), ("overflow", _P)], align=True)
+SPREAD16_ARGS = np.dtype([("s", SCORE16_ARGS), ("next_row", _P), ("gpu", np.int32), ("gpus", np.int32),
+                          ("chunk", np.int32), ("local_bands", np.int32)], align=True)
 SW_ARGS = np.dtype([("res", _P), ("off", _P), ("list", _P), ("first", np.int32), ("count", np.int32), ("qrow", _P),
                     ("m", np.int32), ("steps", np.int32), ("table", _P), ("table_words", np.int32), ("pad", np.int32),
                     ("go", np.int32), ("ge", np.int32), ("bound", _P), ("scores", _P), ("next", _P)], align=True)
@@ -49,6 +51,7 @@ SOURCES = {
     "SETS": ("Sets", "allpairs.cu"), "ADIAG_ARGS": ("AdiagArgs", "antidiagonal.cu"),
     "TILE_ARGS": ("TileArgs", "tiles.cuh"), "WAVE_ARGS": ("WaveArgs", "wavefront.cu"),
     "SCORE_ARGS": ("ScoreArgs", "wave_common.cuh"), "SCORE16_ARGS": ("Score16Args", "wave_score16.cu"),
+    "SPREAD16_ARGS": ("Spread16Args", "wave_score16.cu"),
     "SW_ARGS": ("SwArgs", "sw_search.cu"),
     "SP_ARGS": ("SpArgs", "sw_profile.cu"), "BATCH_JOB": ("BatchJob", "batch_align.cu"),
     "BATCH_ARGS": ("BatchArgs", "batch_align.cu"), "BAND_JOB": ("BandJob", "banded_align.cu"),

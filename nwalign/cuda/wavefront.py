@@ -25,6 +25,7 @@ from ..ops import GLOBAL, LOCAL, NEG, columns_score, finish_path, format_bytes  
 from ..errors import NwalignError
 from . import modules
 from .structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
+from .wavetrace import trace_ahead
 
 log = logging.getLogger("nwalign")
 
@@ -53,7 +54,8 @@ _RING_BYTES = 2 << 30  # cap on the band hand-off ring
 WINDOW_ROWS = 16384
 WINDOW_MARGIN = 4096
 WINDOW_WIDEN = (1, 8, 64)  # the margin's factor when a window missed the path, before whole rows
-_WAVE_SCORE16_NAMES = tuple(f"wave_score16<{rows // 2}>" for rows in PACKED_ROWS)
+_WAVE_SCORE16_NAMES = tuple(f"{kernel}<{rows // 2}>" for kernel in ("wave_score16", "wave_score16_spread")
+                            for rows in PACKED_ROWS)
 
 
 def _ptr(arr) -> int:
@@ -119,7 +121,7 @@ class Wavefront:
     """
 
     def __init__(self, cp, q: np.ndarray, t: np.ndarray, scoring, rows_per_lane: int | None = None,
-                 packed: bool | None = None):
+                 packed: bool | None = None, spread=()):
         if rows_per_lane is not None and rows_per_lane not in SCORE_ROWS:
             raise NwalignError(f"wavefront: rows per lane must be one of {', '.join(map(str, SCORE_ROWS))}, "
                                f"not {rows_per_lane}")
@@ -154,6 +156,14 @@ class Wavefront:
         self.corner = cp.zeros(1, dtype=cp.int32)
         self.border_row = cp.asarray(self._border(self.n))
         self.neg_row = cp.full(self.n + 1, NEG, dtype=cp.int32)
+        self.spread = None  # the 16-bit score passes over several GPUs (nwalign.cuda.wavespread)
+        if packed and len(spread) > 1:
+            from .wavespread import SpreadPass, enable_peers
+
+            if enable_peers(spread):
+                self.spread = SpreadPass(self, spread)
+            else:
+                log.info("wavefront: GPUs %s have no peer access to each other; one GPU", spread)
 
     def _border(self, n: int) -> np.ndarray:
         k = np.arange(n + 1, dtype=np.int64)
@@ -218,8 +228,12 @@ class Wavefront:
             assert store and self.fast and self.mode == GLOBAL
             return self._score_launch(r0, r1, ncols, topH, topF, True, False, 0, None, None, lo=lo)[:2]
         if self.packed and not store and not track:
-            dirs, band_best, overflowed = self._score_launch(r0, r1, ncols, topH, topF, False, False, ck_every,
-                                                             ckH, ckF, packed=True)
+            if self.spread is not None:
+                dirs, band_best = None, None
+                overflowed = self.spread.launch(r0, r1, ncols, topH, topF, ck_every, ckH, ckF)
+            else:
+                dirs, band_best, overflowed = self._score_launch(r0, r1, ncols, topH, topF, False, False, ck_every,
+                                                                 ckH, ckF, packed=True)
             if not overflowed:
                 return dirs, band_best
             # The same rows per lane in 32-bit: the same bands, so checkpoints land on the same rows.
@@ -301,7 +315,7 @@ class Wavefront:
             score, end_i, end_j = self.end_cell(band_best)
             log.info("wavefront traceback: directions of all %d x %d cells on the GPU (%s)", m, n,
                      format_bytes(dirs_bytes(m, n)))
-            i, j, nops = self._trace_blocks([(0, None, None)], dirs, end_i, end_j, io, ops, False)
+            i, j, nops = self._trace_blocks([(0, None, None)], dirs, end_i, end_j, io, ops)
         else:
             windowed = windowed is not False and self.fast and self.mode == GLOBAL  # what the window pass takes
             if windowed:
@@ -328,14 +342,14 @@ class Wavefront:
                      f"blocks of {format_bytes(k * per_band)} of directions")
             blocks = [(c * k * fwd_band, ckH[c], ckF[c]) for c in range(count + 1)]
             if not windowed:
-                i, j, nops = self._trace_blocks(blocks, None, end_i, end_j, io, ops, False)
+                i, j, nops = self._trace_blocks(blocks, None, end_i, end_j, io, ops)
                 return self._path(score, i, end_i, j, end_j, ops, nops)
             # Windows that miss (a path far off the block's slope: a long indel) are tried again wider from
             # the same checkpoints before whole rows; wider windows cost little beside the score pass.
             for widen in WINDOW_WIDEN:
                 if dirs_bytes(rows, self._reach(rows, widen)) > budget // 2:
                     break
-                got = self._trace_blocks(blocks, None, end_i, end_j, io, ops, True, widen)
+                got = trace_ahead(self, blocks, end_i, end_j, io, ops, widen, budget // 2)
                 if got is not None:
                     path = self._path(score, got[0], end_i, got[1], end_j, ops, got[2])
                     if self._scores(path[5], score):
@@ -372,31 +386,25 @@ class Wavefront:
         scaled by n / m, and its margin ``widen`` times."""
         return -(-rows * self.n // self.m) + self._margin(rows) * widen
 
-    def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops, windowed: bool, widen: int = 1):
-        """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F) or (0, None, None)
-        with ``dirs`` holding every cell's directions]; with ``windowed`` each block is recomputed over a
-        window of columns (see :meth:`align`). Returns (i, j, columns written to ``ops``), or None when the
-        path reached a window's left edge below its top row."""
-        cp, n = self.cp, self.n
+    def _trace_blocks(self, blocks, dirs, i: int, j: int, io, ops):
+        """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F), each recomputed
+        over whole rows up to the path's column, or (0, None, None) with ``dirs`` holding every cell's
+        directions] (the windowed walk: :func:`nwalign.cuda.wavetrace.trace_ahead`). Returns (i, j, columns
+        written to ``ops``)."""
+        cp = self.cp
         state, nops, stopped = 0, 0, 0
         for top, topH, topF in reversed(blocks):
             if i <= top:
                 continue
             if j == 0 or stopped:
                 break
-            lo, width = 0, n
+            width = self.n
             if topH is not None:  # recompute this block's directions up to column j
-                if windowed:
-                    lo = max(0, j - self._reach(i - top, widen))
-                else:
-                    cp.get_default_memory_pool().free_all_blocks()  # whole rows: GBs a block
-                width = j - lo
-                dirs, _ = self.launch(top, i, width, topH[lo:], topF[lo:], True, False, lo=lo)
-            io.set(np.array([i, j - lo, state, nops, 0], dtype=np.int32))
+                cp.get_default_memory_pool().free_all_blocks()  # whole rows: GBs a block
+                width = j
+                dirs, _ = self.launch(top, i, width, topH, topF, True, False)
+            io.set(np.array([i, j, state, nops, 0], dtype=np.int32))
             self.trace(dirs, top, width, io, ops)
             i, j, state, nops, stopped = (int(v) for v in io.get())
-            if lo and j == 0 and i > top:
-                return None
-            j += lo
             dirs = None
         return i, j, nops

@@ -18,16 +18,26 @@ struct ScoreArgs {
 // Tag of the words band w writes (band -1: the top row); bit 15 set so that zeroed memory never matches.
 __device__ __forceinline__ unsigned wave_tag(int w) { return ((unsigned)(w + 1) & 0x7fffu) | 0x8000u; }
 
+// SYS: system scope, for hand-off words another GPU writes over NVLink (a band pass spread over GPUs).
+template <bool SYS = false>
 __device__ __forceinline__ u64 load_word(const u64 *p) {
     u64 v;
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    if constexpr (SYS)
+        asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
 // The load writes v only when `pred` holds; v's register is the destination, so no move waits on the load.
+template <bool SYS = false>
 __device__ __forceinline__ void load_word_if(bool pred, u64 &v, const u64 *p) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; @p ld.relaxed.gpu.global.b64 %0, [%2]; }"
-                 : "+l"(v) : "r"((int)pred), "l"(p) : "memory");
+    if constexpr (SYS)
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; @p ld.relaxed.sys.global.b64 %0, [%2]; }"
+                     : "+l"(v) : "r"((int)pred), "l"(p) : "memory");
+    else
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; @p ld.relaxed.gpu.global.b64 %0, [%2]; }"
+                     : "+l"(v) : "r"((int)pred), "l"(p) : "memory");
 }
 
 __device__ __forceinline__ void store_word(u64 *p, u64 v) {
@@ -83,6 +93,7 @@ static_assert(LOOKAHEAD <= 16, "two groups of hand-off words must use distinct l
 // group earlier, re-loaded until they carry band b - 1's tag `expect` (rare once the band runs far enough
 // behind the one above), and the lanes of the next group load theirs into nxt. Lane (s + k) & 31 then holds
 // the word of column s + k + 1. Every lane of the warp must call it.
+template <bool SYS = false>
 __device__ __forceinline__ void fetch_handoff(const u64 *row, int ncols, int s, int lane, unsigned expect, u64 &cur,
                                               u64 &nxt) {
     cur = nxt;
@@ -90,11 +101,11 @@ __device__ __forceinline__ void fetch_handoff(const u64 *row, int ncols, int s, 
     const bool stale = k < LOOKAHEAD && s + k + 1 <= ncols && (unsigned)(cur >> 48) != expect;
     if (__any_sync(FULL_MASK, stale)) {
         if (stale)
-            while ((unsigned)(cur >> 48) != expect) cur = load_word(row + s + k + 1);
+            while ((unsigned)(cur >> 48) != expect) cur = load_word<SYS>(row + s + k + 1);
         __syncwarp();
     }
     const int k2 = (lane - s - LOOKAHEAD) & 31;
-    load_word_if(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, row + s + LOOKAHEAD + k2 + 1);
+    load_word_if<SYS>(k2 < LOOKAHEAD && s + LOOKAHEAD + k2 + 1 <= ncols, nxt, row + s + LOOKAHEAD + k2 + 1);
 }
 
 #ifndef WAVE_WARPS

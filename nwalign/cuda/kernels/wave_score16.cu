@@ -31,9 +31,14 @@
 // A predicated store: no branch, so the compiler keeps the warp converged (an `if` around store_word
 // compiled to a convergence barrier and a divergence check before every shuffle of the next step).
 // (Here rather than in wave_common.cuh, which wave_score.cu's tuned code generation also reads.)
+template <bool SYS = false>
 __device__ __forceinline__ void store_word_if(bool pred, u64 *p, u64 v) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.relaxed.gpu.global.b64 [%1], %2; }"
-                 ::"r"((int)pred), "l"(p), "l"(v) : "memory");
+    if constexpr (SYS)
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.relaxed.sys.global.b64 [%1], %2; }"
+                     ::"r"((int)pred), "l"(p), "l"(v) : "memory");
+    else
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p st.relaxed.gpu.global.b64 [%1], %2; }"
+                     ::"r"((int)pred), "l"(p), "l"(v) : "memory");
 }
 
 __device__ __forceinline__ unsigned max16(unsigned x, unsigned y) { return __vmaxs2(x, y); }
@@ -65,9 +70,11 @@ struct Score16Args {
     int *overflow;  // set to 1 when a check fails
 };
 
-template <int P>
+// SPREAD: the pass spread over GPUs (wave_score16_spread): hand-off words at system scope, and the band's
+// own written to `out_row` (the next band's GPU's hand-off row); otherwise to a.row.
+template <int P, bool SPREAD = false>
 __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, int *overflow, unsigned *prof, int b,
-                                             int lane) {
+                                             int lane, u64 *out_row = nullptr) {
     constexpr int R = 2 * P;
     constexpr int W = P <= 4 ? 2 : 4;  // profile words per letter and lane: A rows in the first half, B rows after
     constexpr int HW = W / 2;
@@ -113,7 +120,7 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
     const unsigned mgo = pair16(-a.go), mge = pair16(-a.ge);
     const unsigned expect = wave_tag(b - 1), mine = wave_tag(b) << 16;
     u64 cur = 0, nxt = 0;
-    load_word_if(lane < LOOKAHEAD && lane + 1 <= ncols, nxt, a.row + lane + 1);
+    load_word_if<SPREAD>(lane < LOOKAHEAD && lane + 1 <= ncols, nxt, a.row + lane + 1);
     int tq[LOOKAHEAD];
 #pragma unroll
     for (int u = 0; u < LOOKAHEAD; ++u) tq[u] = a.t[min(max(u - 2 * lane, 0), a.n - 1)];
@@ -184,14 +191,14 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         const bool put = lane == 31 && (!G || (j31 >= 1 && j31 <= ncols));
         const int h_out = lo16(up_out), fg_out = hi16(up_out);
         const unsigned d_out = (unsigned)(h_out - fg_out + a.go);  // H - F of the next band's first row
-        store_word_if(put, out + u, (u64)(unsigned)(h_out + base) | ((u64)(mine | d_out) << 32));
+        store_word_if<SPREAD>(put, out + u, (u64)(unsigned)(h_out + base) | ((u64)(mine | d_out) << 32));
         if (checkpoint && put) {
             ckH[j31] = h_out + base;
             ckF[j31] = fg_out + base - a.go + a.ge;  // F(i, j) with max(H - go, F - ge) = F(i + 1, j), exactly
         }
     };
     auto group = [&](int s, auto guard) {  // steps s .. s + LOOKAHEAD - 1, s a multiple of LOOKAHEAD
-        fetch_handoff(a.row, ncols, s, lane, expect, cur, nxt);
+        fetch_handoff<SPREAD>(a.row, ncols, s, lane, expect, cur, nxt);
         // Range check, then the base moves to lane 0's first row (every relative value moves with it).
         unsigned hmax = H[0], hmin = H[0];
 #pragma unroll
@@ -205,7 +212,7 @@ __device__ __forceinline__ void score_band16(const ScoreArgs &a, int limit16, in
         fga = add16(fga, d2);
         up_out = add16(up_out, d2);
         base += delta;
-        u64 *out = a.row + s - 62;
+        u64 *out = (SPREAD ? out_row : a.row) + s - 62;
         const u8 *tp = a.t + (s - 2 * lane + LOOKAHEAD);
 #pragma unroll
         for (int u = 0; u < LOOKAHEAD; ++u) step(s, guard, u, out, tp);
@@ -242,3 +249,33 @@ __global__ void __launch_bounds__(32 * WAVE_WARPS, 16 / WAVE_WARPS) wave_score16
 template __global__ void wave_score16<4>(Score16Args);
 template __global__ void wave_score16<6>(Score16Args);
 template __global__ void wave_score16<8>(Score16Args);
+
+// The pass spread over GPUs: the bands, in chunks of `chunk` consecutive bands, dealt round-robin (chunk k to
+// GPU k % gpus); this launch runs GPU `gpu`'s bands in order, as wave_score16 runs all of them. A band
+// reads the previous band's hand-off words from a.row, on its own GPU, and writes its own to the row of the
+// GPU that runs the next band (`next_row` for a chunk's last band, else a.row): every GPU's row receives
+// its words in band order, so the tags work as on one GPU (the host keeps gpus x chunk below 2^15 bands).
+// Checkpoint rows, the corner and the overflow flag are on the first GPU (peer access).
+struct Spread16Args {
+    Score16Args s;
+    u64 *next_row;    // the hand-off row of GPU (gpu + 1) % gpus
+    int gpu, gpus, chunk, local_bands;
+};
+
+template <int P>
+__global__ void __launch_bounds__(32 * WAVE_WARPS, 16 / WAVE_WARPS) wave_score16_spread(Spread16Args args) {
+    constexpr int W = P <= 4 ? 2 : 4;
+    extern __shared__ unsigned prof[];
+    const ScoreArgs &a = args.s.a;
+    const int w = threadIdx.x >> 5;
+    for (int l = blockIdx.x * WAVE_WARPS + w; l < args.local_bands; l += gridDim.x * WAVE_WARPS) {
+        const int k = l / args.chunk, within = l - k * args.chunk;
+        const int b = (k * args.gpus + args.gpu) * args.chunk + within;
+        u64 *out = within == args.chunk - 1 ? args.next_row : a.row;
+        score_band16<P, true>(a, args.s.limit16, args.s.overflow, prof + w * a.A * 32 * W, b, threadIdx.x & 31, out);
+    }
+}
+
+template __global__ void wave_score16_spread<4>(Spread16Args);
+template __global__ void wave_score16_spread<6>(Spread16Args);
+template __global__ void wave_score16_spread<8>(Spread16Args);

@@ -1,0 +1,144 @@
+"""One long pair's score pass over several GPUs: the bands of ``wave_score16.cu`` dealt to the GPUs in
+chunks, the hand-off row passed from GPU to GPU over NVLink.
+
+The wavefront kernel's parallelism is its row bands: a warp sweeps a band of 32 x R query rows across
+every column, one band behind the other, each reading the previous band's last row as it is written
+(tagged hand-off words). Spread over G GPUs, the bands are cut into chunks of C consecutive bands,
+chunk k to GPU k % G; a band reads the previous band's words from a row buffer on its own GPU, and a
+chunk's last band writes its words straight into the next GPU's buffer (peer access). Every GPU's buffer
+thus receives its words in band order, as on one GPU, and a GPU starts as soon as the chunk before its
+first has begun: the GPUs fill one after the other with a delay of about C bands' lag (C x 74 columns),
+not a whole sweep. Checkpoint rows (the linear-space traceback's), H(m, n) and the range-check flag are
+written to the first GPU, where the traceback runs. Column strips per GPU (CUDAlign 4.0's split, Sandes
+et al., IEEE TPDS 2016, section 4) would make each GPU wait a whole band sweep of its left neighbour per
+round of bands; dealing row bands keeps that wait to one chunk's lag.
+
+Only the 16-bit pass (long global pairs) is spread; its 32-bit fallback and the traceback's recomputed
+blocks run on the first GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .structs import SCORE_ARGS, SPREAD16_ARGS
+
+log = logging.getLogger("nwalign")
+
+MAX_TAG_BANDS = 30000  # G x C must stay below the hand-off tags' 2^15 (wave_common.cuh: wave_tag)
+
+
+def chunk_bands(nbands: int, places: int, resident_warps: int) -> int:
+    """Bands per chunk: every place the same number of chunks, each at most a GPU's resident warps (a
+    chunk's bands then all run at once), as few chunks as that allows (each chunk boundary crosses
+    GPUs)."""
+    rounds = -(-nbands // (places * max(1, resident_warps)))
+    chunk = -(-nbands // (places * rounds))
+    return max(1, min(chunk, MAX_TAG_BANDS // places))
+
+
+def local_bands(nbands: int, places: int, chunk: int, place: int) -> int:
+    """How many of the ``nbands`` bands place ``place`` runs (chunk k goes to place k % places)."""
+    chunks = -(-nbands // chunk)
+    mine = range(place, chunks, places)
+    return sum(min(chunk, nbands - k * chunk) for k in mine)
+
+
+def enable_peers(devices) -> bool:
+    """Peer access between every two of ``devices`` (GPU numbers); False where some pair has none."""
+    import cupy
+
+    distinct = sorted(set(devices))
+    for a in distinct:
+        for b in distinct:
+            if a != b and not cupy.cuda.runtime.deviceCanAccessPeer(a, b):
+                return False
+    for a in distinct:
+        with cupy.cuda.Device(a):
+            for b in distinct:
+                if a == b:
+                    continue
+                try:
+                    cupy.cuda.runtime.deviceEnablePeerAccess(b)
+                except cupy.cuda.runtime.CUDARuntimeError as exc:
+                    if "AlreadyEnabled" not in str(exc):
+                        raise
+    return True
+
+
+class SpreadPass:
+    """The 16-bit score pass of a :class:`nwalign.cuda.wavefront.Wavefront` over the GPUs ``places``
+    (GPU numbers; the first is the Wavefront's. A GPU named twice runs two chunks' streams side by side,
+    each on its share of the GPU: what the tests do on one GPU).
+
+    Raises:
+        NwalignError: (from the kernel loader) a kernel that cannot be loaded.
+    """
+
+    def __init__(self, wf, places):
+        import cupy
+
+        self.wf, self.places = wf, list(places)
+        self.share = {d: self.places.count(d) for d in self.places}  # places on each GPU
+        self.chunk: int | None = None  # bands per chunk (None: chunk_bands; tests set a few)
+        self.on = []  # per place: (q, t, S) on its GPU and a stream
+        for d in self.places:
+            with cupy.cuda.Device(d):
+                if d == self.places[0]:
+                    q, t, S = wf.q, wf.t, wf.S
+                else:
+                    q, t, S = cupy.asarray(wf.q), cupy.asarray(wf.t), cupy.asarray(wf.S)
+                self.on.append((q, t, S, cupy.cuda.Stream(non_blocking=True)))
+        log.info("wavefront: the score pass spread over GPUs %s", ",".join(map(str, self.places)))
+
+    def launch(self, r0: int, r1: int, ncols: int, topH, topF, ck_every: int, ckH, ckF) -> bool:
+        """Rows r0+1..r1 over columns 1..ncols from row r0 = (topH, topF) on the first GPU, as
+        ``Wavefront._score_launch(..., packed=True)``: checkpoints into ``ckH``/``ckF`` (first GPU) every
+        ``ck_every`` bands, H(m, n) into the Wavefront's corner. Returns whether a range check failed (the
+        caller recomputes in 32-bit)."""
+        import cupy
+
+        from . import modules
+        from .wavefront import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
+
+        wf, places = self.wf, self.places
+        rows = wf.rows_per_lane
+        nbands = -(-(r1 - r0) // (32 * rows))
+        words = 2 if rows <= 8 else 4
+        shared = SCORE_WARPS * wf.A * 32 * words * 4
+        threads = 32 * SCORE_WARPS
+        name = f"wave_score16_spread<{rows // 2}>"
+        funcs, blocks = [], []
+        for d in places:
+            with cupy.cuda.Device(d):
+                func = modules.function("wave_score16", name, name_expressions=_WAVE_SCORE16_NAMES)
+                if shared > 48 << 10:
+                    func.max_dynamic_shared_size_bytes = shared
+                funcs.append(func)
+                blocks.append(max(1, modules.resident_blocks(func, threads, shared) // self.share[d]))
+        chunk = self.chunk or chunk_bands(nbands, len(places), min(blocks) * SCORE_WARPS)
+        overflow = cupy.zeros(1, dtype=cupy.int32)  # on the first GPU, as the corner and checkpoints
+        hand = [_handoff_row(cupy)(topH[:ncols + 1], topF[:ncols + 1], wf.go, wf.ge)]
+        for d in places[1:]:
+            with cupy.cuda.Device(d):
+                hand.append(cupy.zeros(ncols + 1, dtype=cupy.uint64))  # zeroed words carry no band's tag
+        for d in set(places):  # every buffer ready before any GPU writes into another's
+            cupy.cuda.Device(d).synchronize()
+        for g, d in enumerate(places):
+            q, t, S, stream = self.on[g]
+            count = local_bands(nbands, len(places), chunk, g)
+            if count == 0:
+                continue
+            a = (_ptr(q), _ptr(t), _ptr(S), wf.A, wf.m, wf.n, wf.go, wf.ge, r0, r1, ncols, nbands, _ptr(hand[g]),
+                 _ptr(ckH), _ptr(ckF), ck_every, _ptr(wf.corner), 0, 0, ncols + 1)
+            args = np.array([((np.array([a], dtype=SCORE_ARGS)[0], wf.limit16, _ptr(overflow)),
+                              _ptr(hand[(g + 1) % len(places)]), g, len(places), chunk, count)],
+                            dtype=SPREAD16_ARGS)[0]
+            with cupy.cuda.Device(d), stream:
+                funcs[g]((min(blocks[g], -(-count // SCORE_WARPS)),), (threads,), (args,), shared_mem=shared)
+        for g, d in enumerate(places):
+            self.on[g][3].synchronize()
+        log.debug("wavefront: %d bands in chunks of %d over %d GPUs", nbands, chunk, len(places))
+        return bool(overflow.get()[0])

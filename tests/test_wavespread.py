@@ -1,0 +1,117 @@
+"""One pair's 16-bit score pass spread over GPUs (nwalign/cuda/wavespread.py): the chunk plan on the CPU;
+on a GPU, the pass dealt to two or three "places" on one GPU (each on its share of the SMs), and on every
+GPU of the machine, against the one-GPU pass: the same score, checkpoint rows and alignment."""
+
+import numpy as np
+import pytest
+
+from nwalign.cpu import score_codes
+from nwalign.cuda.wavespread import MAX_TAG_BANDS, chunk_bands, local_bands
+from nwalign.scoring import make_scoring
+
+from helpers import DNA, PROTEIN, mutate, random_seq
+
+
+@pytest.mark.parametrize("nbands, places, warps", [(1, 2, 2112), (79, 2, 2112), (19531, 4, 2112), (19531, 2, 2112),
+                                                   (5000, 3, 100), (7, 4, 1), (10 ** 6, 8, 2112), (3, 1, 4)])
+def test_chunk_plan_covers_every_band_once(nbands, places, warps):
+    chunk = chunk_bands(nbands, places, warps)
+    assert 1 <= chunk <= max(1, warps) and places * chunk <= MAX_TAG_BANDS
+    counts = [local_bands(nbands, places, chunk, g) for g in range(places)]
+    assert sum(counts) == nbands
+    assert chunk <= -(-nbands // places)  # no place takes more than its share in one chunk
+    assert max(counts) - min(counts) <= chunk  # the places' shares differ by less than a chunk
+
+
+def _pair(rng, m, n, letters, rate=0.1):
+    a = random_seq(rng, letters, m)
+    return a, (mutate(rng, a, letters, rate=rate) + random_seq(rng, letters, n))[:n]
+
+
+def _checkpoints(wf, every):
+    cp = wf.cp
+    count = -(-wf.m // (32 * wf.rows_per_lane)) // every
+    ckH = cp.full((count + 1, wf.n + 1), 7, dtype=cp.int32)
+    ckF = cp.full((count + 1, wf.n + 1), 7, dtype=cp.int32)
+    wf.launch(0, wf.m, wf.n, wf.border_row, wf.neg_row, False, False, every, ckH, ckF)
+    return int(wf.corner.get()[0]), ckH[1:, 1:].get(), ckF[1:, 1:].get()
+
+
+def _spread_equals_one_gpu(places, chunks=(None, 1, 3)):
+    import cupy
+    from nwalign.cuda.wavefront import Wavefront
+
+    rng = np.random.default_rng(len(places))
+    for scoring, letters in ((make_scoring("dna"), DNA), (make_scoring("protein"), PROTEIN),
+                             (make_scoring("dna", gap_open=3, gap_extend=3), DNA)):
+        for rows in (8, 16):
+            band = 32 * rows
+            for m, n in ((1, 1), (band - 1, 300), (band + 1, 65), (7 * band + 5, 900), (12 * band, 2000)):
+                a, b = _pair(rng, m, n, letters)
+                q, t = scoring.encode_str(a), scoring.encode_str(b)
+                expected = score_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, 0)
+                reference = _checkpoints(Wavefront(cupy, q, t, scoring, rows, True), 2)
+                for chunk in chunks:
+                    wf = Wavefront(cupy, q, t, scoring, rows, True, spread=places)
+                    assert wf.spread is not None
+                    wf.spread.chunk = chunk
+                    assert wf.score() == expected, (places, rows, m, n, chunk)
+                    got = _checkpoints(wf, 2)
+                    assert got[0] == expected
+                    assert all(np.array_equal(x, y) for x, y in zip(got[1:], reference[1:])), (rows, m, n, chunk)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("places", [(0, 0), (0, 0, 0)])
+def test_spread_pass_on_one_gpu_equals_one_pass(places):
+    """Two or three places on one GPU (chunks of 1 and 3 bands, and the planned chunk): the score and every
+    checkpoint row equal the one-place pass's."""
+    _spread_equals_one_gpu(places)
+
+
+@pytest.mark.gpu
+def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
+    """The linear-space traceback over a spread forward pass: the same alignment as on one GPU."""
+    import cupy
+    from nwalign.cuda import wavefront
+    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+
+    monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
+    monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
+    rng = np.random.default_rng(9)
+    scoring = make_scoring("dna")
+    a, b = _pair(rng, 9000, 9100, DNA, rate=0.05)
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    budget = dirs_bytes(len(q), len(t)) // 3
+    expected = Wavefront(cupy, q, t, scoring, 8, True).align(budget)
+    wf = Wavefront(cupy, q, t, scoring, 8, True, spread=(0, 0))
+    wf.spread.chunk = 2
+    got = wf.align(budget)
+    assert got[:5] == expected[:5] and np.array_equal(got[5], expected[5])
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+def test_spread_pass_over_every_gpu_equals_one_gpu():
+    from nwalign import cuda
+
+    _spread_equals_one_gpu(tuple(cuda.device_numbers()), chunks=(None, 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.parametrize("extra", [["--score-only"], ["--format", "sam"]])
+def test_pair_over_every_gpu_byte_identical(tmp_path, extra):
+    """`pair` of one 300 kb pair (the 16-bit pass) with --devices all writes what --devices 0 writes."""
+    from click.testing import CliRunner
+
+    from nwalign.cli import main
+
+    outs = []
+    for devices in ("0", "all"):
+        out = tmp_path / f"{devices}.out"
+        result = CliRunner().invoke(main, ["pair", "--random", "300k", "--mutate", "0.02", "--seed", "4", *extra,
+                                           "--devices", devices, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and len(outs[0]) > 0
