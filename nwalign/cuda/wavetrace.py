@@ -16,7 +16,11 @@ caller rescores as before (Wavefront.align).
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+log = logging.getLogger("nwalign")
 
 STREAMS = 16  # blocks recomputed side by side at most (a block's window fills about a sixth of an H100)
 
@@ -60,8 +64,10 @@ def trace_ahead(wf, blocks, i: int, j: int, io, ops, widen: int, room: int):
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(min(STREAMS, len(order)))]
     state, nops, stopped, k = 0, 0, 0, 0
     slope = wf.n / wf.m
+    batches = missed = 0
     while k < len(order) and j > 0 and not stopped:
         plans = _plan(wf, order, k, i, j, slope, widen, room)
+        batches += 1
         dirs = []
         for n, (b, top, bottom, lo, hi) in enumerate(plans):
             _, H, F = order[b]
@@ -71,6 +77,7 @@ def trace_ahead(wf, blocks, i: int, j: int, io, ops, widen: int, room: int):
             s.synchronize()
         for n, (b, top, bottom, lo, hi) in enumerate(plans):
             if i != bottom or not lo < j <= hi:  # the path enters this block outside its guessed window
+                missed += 1
                 break
             io.set(np.array([i, j - lo, state, nops, 0], dtype=np.int32))
             wf.trace(dirs[n], top, hi - lo, io, ops)
@@ -79,6 +86,7 @@ def trace_ahead(wf, blocks, i: int, j: int, io, ops, widen: int, room: int):
             if lo and got[1] == 0 and got[0] > top:  # the walk reached the window's left edge
                 if n == 0:
                     return None
+                missed += 1
                 break  # this block again over its exact window
             if i > got[0]:
                 slope = min(4.0 * wf.n / wf.m, max(0.0, (j - (got[1] + lo)) / (i - got[0])))
@@ -88,4 +96,6 @@ def trace_ahead(wf, blocks, i: int, j: int, io, ops, widen: int, room: int):
                 break
         while k < len(order) and order[k][0] >= i:
             k += 1
+    log.info("wavefront traceback: %d blocks recomputed in %d batches, %d guessed windows missed", len(order),
+             batches, missed)
     return i, j, nops

@@ -271,8 +271,14 @@ __global__ void __launch_bounds__(32 * WAVE_WARPS, 16 / WAVE_WARPS) wave_score16
     for (int l = blockIdx.x * WAVE_WARPS + w; l < args.local_bands; l += gridDim.x * WAVE_WARPS) {
         const int k = l / args.chunk, within = l - k * args.chunk;
         const int b = (k * args.gpus + args.gpu) * args.chunk + within;
-        u64 *out = within == args.chunk - 1 ? args.next_row : a.row;
-        score_band16<P, true>(a, args.s.limit16, args.s.overflow, prof + w * a.A * 32 * W, b, threadIdx.x & 31, out);
+        unsigned *mine = prof + w * a.A * 32 * W;
+        // Only a chunk's first band (its words come from another GPU) and last (its words go to one) need
+        // system-scope loads and stores; the others run wave_score16's band as it is.
+        if (within == 0 || within == args.chunk - 1)
+            score_band16<P, true>(a, args.s.limit16, args.s.overflow, mine, b, threadIdx.x & 31,
+                                  within == args.chunk - 1 ? args.next_row : a.row);
+        else
+            score_band16<P, false>(a, args.s.limit16, args.s.overflow, mine, b, threadIdx.x & 31);
     }
 }
 
