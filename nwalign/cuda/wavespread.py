@@ -126,6 +126,7 @@ class SpreadPass:
                 hand.append(cupy.zeros(ncols + 1, dtype=cupy.uint64))  # zeroed words carry no band's tag
         for d in set(places):  # every buffer ready before any GPU writes into another's
             cupy.cuda.Device(d).synchronize()
+        marks = []  # per place: events at its kernel's start and end (the -v timeline)
         for g, d in enumerate(places):
             q, t, S, stream = self.on[g]
             count = local_bands(nbands, len(places), chunk, g)
@@ -137,8 +138,12 @@ class SpreadPass:
                               _ptr(hand[(g + 1) % len(places)]), g, len(places), chunk, count)],
                             dtype=SPREAD16_ARGS)[0]
             with cupy.cuda.Device(d), stream:
+                marks.append((d, cupy.cuda.Event(), cupy.cuda.Event()))
+                marks[-1][1].record()
                 funcs[g]((min(blocks[g], -(-count // SCORE_WARPS)),), (threads,), (args,), shared_mem=shared)
+                marks[-1][2].record()
         for g, d in enumerate(places):
             self.on[g][3].synchronize()
-        log.debug("wavefront: %d bands in chunks of %d over %d GPUs", nbands, chunk, len(places))
+        log.debug("wavefront: %d bands in chunks of %d over %d GPUs: %s", nbands, chunk, len(places),
+                  ", ".join(f"GPU {d} {cupy.cuda.get_elapsed_time(a, b) / 1e3:.3f} s" for d, a, b in marks))
         return bool(overflow.get()[0])
