@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nwalign.cpu import score_codes
-from nwalign.cuda.wavespread import MAX_TAG_BANDS, chunk_bands, local_bands
+from nwalign.cuda.wavespread import CHUNKS_PER_ROUND, MAX_TAG_BANDS, chunk_bands, local_bands
 from nwalign.scoring import make_scoring
 
 from helpers import DNA, PROTEIN, mutate, random_seq
@@ -21,6 +21,8 @@ def test_chunk_plan_covers_every_band_once(nbands, places, warps):
     assert sum(counts) == nbands
     assert chunk <= -(-nbands // places)  # no place takes more than its share in one chunk
     assert max(counts) - min(counts) <= chunk  # the places' shares differ by less than a chunk
+    if nbands >= places * warps and warps >= CHUNKS_PER_ROUND * places:  # a round of warps spans chunks
+        assert chunk * CHUNKS_PER_ROUND * places <= warps
 
 
 def _pair(rng, m, n, letters, rate=0.1):
@@ -92,18 +94,36 @@ def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.multigpu
-def test_spread_pass_over_every_gpu_equals_one_gpu():
+def test_spread_pass_over_every_gpu_equals_one_gpu(monkeypatch):
+    """Every GPU of the machine: the score pass as on one GPU, and the linear-space alignment (its
+    windows recomputed on every GPU) too."""
+    import cupy
     from nwalign import cuda
+    from nwalign.cuda import wavefront
+    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
 
-    _spread_equals_one_gpu(tuple(cuda.device_numbers()), chunks=(None, 2))
+    gpus = tuple(cuda.device_numbers())
+    _spread_equals_one_gpu(gpus, chunks=(None, 2))
+    monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
+    monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
+    rng = np.random.default_rng(10)
+    scoring = make_scoring("dna")
+    a, b = _pair(rng, 20000, 20300, DNA, rate=0.05)
+    q, t = scoring.encode_str(a), scoring.encode_str(b)
+    budget = dirs_bytes(len(q), len(t)) // 3
+    expected = Wavefront(cupy, q, t, scoring, 8, True).align(budget)
+    got = Wavefront(cupy, q, t, scoring, 8, True, spread=gpus).align(budget)
+    assert got[:5] == expected[:5] and np.array_equal(got[5], expected[5])
 
 
 @pytest.mark.gpu
 @pytest.mark.multigpu
-@pytest.mark.parametrize("extra", [["--score-only"], ["--columns", "qseqid,sseqid,score,length,pident,cigar"]])
+@pytest.mark.parametrize("extra", [["--score-only"], ["--columns", "qseqid,sseqid,score,length,pident,cigar"],
+                                   ["--columns", "qseqid,sseqid,score,length,pident,cigar", "--max-memory", "1G"]])
 def test_pair_over_every_gpu_byte_identical(tmp_path, extra):
-    """`pair` of one 300 kb pair (the 16-bit pass) with --devices all writes what --devices 0 writes (the
-    command line in the header aside)."""
+    """`pair` of one 300 kb pair (the 16-bit pass) with --devices all writes what --devices 0 writes: the
+    score, and the alignment with every direction on the GPU or in linear space (its windows recomputed on
+    every GPU)."""
     from nwalign.cli import main
 
     outs = []

@@ -349,7 +349,7 @@ class Wavefront:
             for widen in WINDOW_WIDEN:
                 if dirs_bytes(rows, self._reach(rows, widen)) > budget // 2:
                     break
-                got = trace_ahead(self, blocks, end_i, end_j, io, ops, widen, budget // 2)
+                got = trace_ahead(self, blocks, end_i, end_j, ops, widen, budget // 2)
                 if got is not None:
                     path = self._path(score, got[0], end_i, got[1], end_j, ops, got[2])
                     if self._scores(path[5], score):

@@ -25,10 +25,10 @@ log = logging.getLogger("nwalign")
 STREAMS = 16  # blocks recomputed side by side at most (a block's window fills about a sixth of an H100)
 
 
-def _plan(wf, order, start: int, i: int, j: int, slope: float, widen: int, room: int) -> list:
+def _plan(wf, order, start: int, i: int, j: int, slope: float, widen: int, room: int, most: int) -> list:
     """The blocks order[start:] to recompute now: (index, top, bottom, lo, hi), the first over its exact
     window left of column ``j``, the next ones over guessed windows, as many as ``room`` bytes of directions
-    hold (at least one)."""
+    hold (at least one, at most ``most``)."""
     from .wavefront import dirs_bytes
 
     plans, used, bottom, guess = [], 0, i, float(j)
@@ -43,7 +43,7 @@ def _plan(wf, order, start: int, i: int, j: int, slope: float, widen: int, room:
         if hi <= lo:
             break
         need = dirs_bytes(rows, hi - lo)
-        if plans and (used + need > room or len(plans) >= 4 * STREAMS):
+        if plans and (used + need > room or len(plans) >= most):
             break
         plans.append((k, top, bottom, lo, hi))
         used += need
@@ -54,34 +54,74 @@ def _plan(wf, order, start: int, i: int, j: int, slope: float, widen: int, room:
     return plans
 
 
-def trace_ahead(wf, blocks, i: int, j: int, io, ops, widen: int, room: int):
+class _Helpers:
+    """Where a batch's windows are recomputed and walked: the Wavefront's GPU, and where its score passes
+    are spread, the others too (each with its own copy of the sequences, a walk's state and streams); the
+    walk's columns all go to ``ops`` on the first GPU (peer access)."""
+
+    def __init__(self, wf, blocks: int):
+        cp = wf.cp
+        first = cp.cuda.Device().id
+        views = [(first, wf)] + sorted(getattr(wf.spread, "views", {}).items())
+        self.cp, self.first, self.places = cp, first, []
+        for d, view in views:
+            with cp.cuda.Device(d):
+                streams = [cp.cuda.Stream(non_blocking=True) for _ in range(max(1, min(STREAMS, blocks)))]
+                self.places.append((d, view, cp.zeros(5, dtype=cp.int32), streams))
+
+    def launch(self, n: int, top: int, bottom: int, lo: int, hi: int, H, F):
+        """Recompute a block's window on helper ``n % len``; returns its directions."""
+        cp = self.cp
+        d, view, _, streams = self.places[n % len(self.places)]
+        stream = streams[(n // len(self.places)) % len(streams)]
+        with cp.cuda.Device(d), stream:
+            if d != self.first:  # the window's part of the checkpoint row, copied GPU to GPU
+                H, F = H[lo:hi + 1].copy(), F[lo:hi + 1].copy()
+                lo_row = 0
+            else:
+                lo_row = lo
+            return view.launch(top, bottom, hi - lo, H[lo_row:], F[lo_row:], True, False, lo=lo)[0]
+
+    def synchronize(self) -> None:
+        for _, _, _, streams in self.places:
+            for s in streams:
+                s.synchronize()
+
+    def walk(self, n: int, dirs, top: int, width: int, start, ops) -> list:
+        """Walk a block's directions from ``start`` (i, j, state, nops) on the helper that recomputed it;
+        returns io (i, j, state, nops, stopped)."""
+        cp = self.cp
+        d, view, io, _ = self.places[n % len(self.places)]
+        with cp.cuda.Device(d):
+            io.set(np.array([*start, 0], dtype=np.int32))
+            view.trace(dirs, top, width, io, ops if d == self.first else np.uint64(ops.data.ptr))
+            return [int(v) for v in io.get()]
+
+
+def trace_ahead(wf, blocks, i: int, j: int, ops, widen: int, room: int):
     """Walk the path up from (i, j) through ``blocks`` [(top row, its checkpoint H, F)], each recomputed
-    over a window of columns (see the module's doc); ``room``: bytes of GPU memory for the directions of
-    the blocks recomputed at once. Returns (i, j, columns written to ``ops``), or None when the path
-    reached the left edge of an exact window below its top row (the caller widens the windows)."""
-    cp = wf.cp
+    over a window of columns (see the module's doc), on the Wavefront's GPU and those its score passes are
+    spread over; ``room``: bytes of GPU memory (each GPU's) for the directions of the blocks recomputed at
+    once. Returns (i, j, columns written to ``ops``), or None when the path reached the left edge of an
+    exact window below its top row (the caller widens the windows)."""
     order = [b for b in reversed(blocks) if b[0] < i]
-    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(min(STREAMS, len(order)))]
+    helpers = _Helpers(wf, len(order))
+    room *= len(helpers.places)
     state, nops, stopped, k = 0, 0, 0, 0
     slope = wf.n / wf.m
     batches = missed = 0
     while k < len(order) and j > 0 and not stopped:
-        plans = _plan(wf, order, k, i, j, slope, widen, room)
+        plans = _plan(wf, order, k, i, j, slope, widen, room, 4 * STREAMS * len(helpers.places))
         batches += 1
         dirs = []
         for n, (b, top, bottom, lo, hi) in enumerate(plans):
-            _, H, F = order[b]
-            with streams[n % len(streams)]:
-                dirs.append(wf.launch(top, bottom, hi - lo, H[lo:], F[lo:], True, False, lo=lo)[0])
-        for s in streams:
-            s.synchronize()
+            dirs.append(helpers.launch(n, top, bottom, lo, hi, order[b][1], order[b][2]))
+        helpers.synchronize()
         for n, (b, top, bottom, lo, hi) in enumerate(plans):
             if i != bottom or not lo < j <= hi:  # the path enters this block outside its guessed window
                 missed += 1
                 break
-            io.set(np.array([i, j - lo, state, nops, 0], dtype=np.int32))
-            wf.trace(dirs[n], top, hi - lo, io, ops)
-            got = [int(v) for v in io.get()]
+            got = helpers.walk(n, dirs[n], top, hi - lo, (i, j - lo, state, nops), ops)
             dirs[n] = None
             if lo and got[1] == 0 and got[0] > top:  # the walk reached the window's left edge
                 if n == 0:
