@@ -110,7 +110,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         path, _ = run_kernel(q, t, scoring, not score_only, cuda_options or Options())
         if score_only:
             return Alignment(score=path[0], **base)
-        return alignment_from_path(query, target, scoring, path)
+        return alignment_from_path(query, target, scoring, path, on_gpu=len(path[5]) >= GPU_STATS_FROM)
     if score_only:
         score = _interruptible(len(q) * len(t), _cpu_score, q, t, scoring)
         return Alignment(score=score, **base)
@@ -129,16 +129,28 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     return alignment_from_path(query, target, scoring, path)
 
 
-def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path) -> Alignment:
+GPU_STATS_FROM = 1 << 20  # columns from which a GPU alignment's statistics are computed on the GPU
+
+
+def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path, on_gpu: bool = False) -> Alignment:
     """The complete :class:`~nwalign.results.Alignment` of an engine's path: ``path`` is the tuple
     (score, query_start, query_end, target_start, target_end, ops) that :func:`nwalign.cpu.align_codes`,
     the CUDA pair kernels and :class:`nwalign.cuda.batch.BatchAligner` return (0-based half-open
-    coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse)."""
+    coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse). ``on_gpu``:
+    the column statistics computed by CuPy on the current GPU (a genome-length alignment: a second of NumPy
+    on the host)."""
     score, qs, qe, ts, te, ops = path
+    if on_gpu:
+        import cupy
+
+        stats = column_stats(cupy.asarray(ops), cupy.asarray(query.codes), cupy.asarray(target.codes), qs, ts,
+                             scoring, xp=cupy)
+    else:
+        stats = column_stats(ops, query.codes, target.codes, qs, ts, scoring)
     return Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
                      query_length=len(query.codes), target_length=len(target.codes), query_start=qs,
                      query_end=qe, target_start=ts, target_end=te, ops=ops, query_seq=query.record.seq,
-                     target_seq=target.record.seq, **column_stats(ops, query.codes, target.codes, qs, ts, scoring))
+                     target_seq=target.record.seq, **stats)
 
 
 def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:

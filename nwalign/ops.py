@@ -35,23 +35,23 @@ def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, o
     return score, i, end_i, j, end_j, ops[:nops][::-1].copy()
 
 
-def columns_score(ops: np.ndarray, q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
-                  gap_extend: int) -> int:
+def columns_score(ops, q, t, matrix, gap_open: int, gap_extend: int, xp=np) -> int:
     """Score of the columns ``ops`` (uint8, alignment order) of an alignment starting at the first residue
     of the codes ``q`` and ``t`` (uint8): pairs scored by ``matrix``, a gap run of L columns costing
-    ``gap_open + (L - 1) * gap_extend``. Vectorised (the check of the GPU's windowed tracebacks).
+    ``gap_open + (L - 1) * gap_extend``. Vectorised (the check of the GPU's windowed tracebacks); ``xp``:
+    the arrays' module (NumPy, or CuPy with every array on the GPU).
 
     Raises:
         ValueError: the columns consume more residues than ``q`` or ``t`` holds.
     """
-    ops = np.asarray(ops, dtype=np.uint8)
+    ops = xp.asarray(ops, dtype=xp.uint8)
     pair = ops == OP_MATCH
-    qi = np.cumsum(ops != OP_DEL) - 1
-    ti = np.cumsum(ops != OP_INS) - 1
-    if ops.size and (qi[-1] >= len(q) or ti[-1] >= len(t)):
+    qi = xp.cumsum(ops != OP_DEL) - 1
+    ti = xp.cumsum(ops != OP_INS) - 1
+    if ops.size and (int(qi[-1]) >= len(q) or int(ti[-1]) >= len(t)):
         raise ValueError("alignment columns run past the end of a sequence")
-    total = int(matrix[q[qi[pair]], t[ti[pair]]].astype(np.int64).sum())
+    total = int(matrix[q[qi[pair]], t[ti[pair]]].astype(xp.int64).sum())
     gap = ~pair
-    starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
+    starts = gap & xp.concatenate((xp.ones(1, dtype=bool), ops[1:] != ops[:-1]))
     opens, gaps = int(starts.sum()), int(gap.sum())
     return total - opens * gap_open - (gaps - opens) * gap_extend

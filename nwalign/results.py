@@ -164,36 +164,39 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
 
 
 def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, query_start: int, target_start: int,
-                 scoring) -> dict:
+                 scoring, xp=np) -> dict:
     """What :func:`finish` adds to an alignment of columns ``ops`` starting at (query_start, target_start):
-    ``columns``, ``length``, ``nident``, ``positive``, ``npositive``, ``gaps``, ``gap_opens``."""
-    matrix = scoring.matrix
+    ``columns``, ``length``, ``nident``, ``positive``, ``npositive``, ``gaps``, ``gap_opens`` (NumPy
+    arrays). ``xp``: the module of ``ops`` and the codes (NumPy, or CuPy: a genome-length alignment whose
+    columns are on the GPU)."""
     n = ops.size
-    if n >= _COMPILED_FROM and "numba" in sys.modules:
+    if xp is np and n >= _COMPILED_FROM and "numba" in sys.modules:
         # Genome-length alignments, where Numba is loaded already (never imported for this alone: a GPU
         # search would pay its import): one compiled pass that releases the GIL instead of ~10 NumPy ones.
         from .cpu.columns import alignment_columns
 
         cols, positive, nident, npositive, gaps, opens = alignment_columns(
             np.ascontiguousarray(ops), q_codes, t_codes, query_start, target_start,
-            np.ascontiguousarray(matrix), np.ascontiguousarray(scoring.identical))
+            np.ascontiguousarray(scoring.matrix), np.ascontiguousarray(scoring.identical))
         return dict(columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
                     gaps=int(gaps), gap_opens=int(opens))
-    qi = query_start + np.cumsum(ops != OP_DEL) - 1
-    ti = target_start + np.cumsum(ops != OP_INS) - 1
+    host = getattr(xp, "asnumpy", np.asarray)
+    matrix, identical = xp.asarray(scoring.matrix), xp.asarray(scoring.identical)
+    qi = query_start + xp.cumsum(ops != OP_DEL) - 1
+    ti = target_start + xp.cumsum(ops != OP_INS) - 1
     pair = ops == OP_MATCH
-    cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
+    cols = xp.where(ops == OP_INS, 2, 3).astype(xp.uint8)
     qa = q_codes[qi[pair]]
     ta = t_codes[ti[pair]]
-    same = (qa == ta) & scoring.identical[qa]
-    cols[pair] = np.where(same, 0, 1)
-    positive = np.zeros(n, dtype=bool)
+    same = (qa == ta) & identical[qa]
+    cols[pair] = xp.where(same, 0, 1).astype(xp.uint8)
+    positive = xp.zeros(n, dtype=bool)
     positive[pair] = matrix[qa, ta] > 0
     gap = ~pair
     # A gap run starts where the column type changes to I or D.
-    starts = gap & np.concatenate(([True], ops[1:] != ops[:-1]))
-    return dict(columns=cols, length=n, nident=int(same.sum()), positive=positive, npositive=int(positive.sum()),
-                gaps=int(gap.sum()), gap_opens=int(starts.sum()))
+    starts = gap & xp.concatenate((xp.ones(1, dtype=bool), ops[1:] != ops[:-1]))
+    return dict(columns=host(cols), length=n, nident=int(same.sum()), positive=host(positive),
+                npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
 
 
 def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,

@@ -111,7 +111,7 @@ class SpreadPass:
         import cupy
 
         from . import modules
-        from .wavefront import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
+        from .wavebase import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
 
         wf, places = self.wf, self.places
         rows = wf.rows_per_lane

@@ -29,7 +29,7 @@ def _plan(wf, order, start: int, i: int, j: int, slope: float, widen: int, room:
     """The blocks order[start:] to recompute now: (index, top, bottom, lo, hi), the first over its exact
     window left of column ``j``, the next ones over guessed windows, as many as ``room`` bytes of directions
     hold (at least one, at most ``most``)."""
-    from .wavefront import dirs_bytes
+    from .wavebase import dirs_bytes
 
     plans, used, bottom, guess = [], 0, i, float(j)
     for k in range(start, len(order)):
