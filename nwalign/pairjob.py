@@ -16,6 +16,7 @@ from .engine import DEFAULT_MAX_MEMORY, choose_backend, encode_all, pair_plan
 from .pairorder import chunks
 from .prepare import ScoringRequest, check_spread, local_gpus, read_side
 from .results import Alignment
+from .scaleout import AUTO_MIN_PAIR_CELLS
 from .scoring import Scoring
 from .sequences import unique_records
 from .strands import better_strands, searched_strands, stranded_queries
@@ -97,7 +98,7 @@ class Pairs:
         if not spread:
             device, gpus = local_gpus(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
             if gpus is not None and len(self.plan) == 1:  # one pair: its score passes spread over the GPUs
-                device, gpus, over = gpus[0], None, tuple(gpus)
+                device, gpus, over = gpus[0], None, tuple(gpus) if spreads_one_pair(devices, self.cells(0)) else ()
         self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
             "cpu" if spread else choose_backend(backend)
         options = None
@@ -229,6 +230,13 @@ class AlignTask:
     threads: int
     max_memory: int               # bytes for this task's CPU tracebacks
     options: object = None        # nwalign.cuda.pair.Options (device 0: the worker's GPU) or None
+
+
+def spreads_one_pair(devices, cells: int) -> bool:
+    """Whether a lone pair of ``cells`` DP cells spreads its score pass over the GPUs ``devices`` resolved
+    to (:mod:`nwalign.cuda.wavespread`): GPUs named (``all`` or a list) always, ``auto`` (or None) from
+    :data:`nwalign.scaleout.AUTO_MIN_PAIR_CELLS`."""
+    return devices not in (None, "auto") or cells >= AUTO_MIN_PAIR_CELLS
 
 
 def align_chunk(task: AlignTask) -> list:

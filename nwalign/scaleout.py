@@ -21,7 +21,7 @@ from .errors import NwalignError
 
 log = logging.getLogger("nwalign")
 
-__all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for",
+__all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_PAIR_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "check_versions", "client_for",
            "close_cluster", "close_started", "gpu_cluster", "resolve_devices", "usable", "worker_cached",
            "worker_gpus", "worker_uncache"]
 
@@ -30,6 +30,9 @@ __all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_SEARCH_CELLS", "Owned", "check_gpus", "ch
 # kernels and (search) its copy of the database, a few tenths of a second, made at once on every GPU.
 AUTO_MIN_CELLS = 10**12  # allpairs and pair: about half a second on one GPU
 AUTO_MIN_SEARCH_CELLS = 3 * 10**12  # a search's, estimated from its files' sizes: ~0.6 s on one H100
+# One pair's score pass spread over the GPUs (auto): below this, starting the other GPUs costs about what
+# they save (a 1 Mb pair, 0.34 s of pass, took 1.31 s on one H200 and 1.60 s on two); 3.2 Mb and up.
+AUTO_MIN_PAIR_CELLS = 10**13
 
 
 def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int | None = None,

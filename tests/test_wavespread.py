@@ -25,6 +25,15 @@ def test_chunk_plan_covers_every_band_once(nbands, places, warps):
         assert chunk * CHUNKS_PER_ROUND * places <= warps
 
 
+def test_a_lone_pair_spreads_where_it_pays():
+    from nwalign.pairjob import spreads_one_pair
+    from nwalign.scaleout import AUTO_MIN_PAIR_CELLS
+
+    assert spreads_one_pair("all", 10) and spreads_one_pair("0,1", 10) and spreads_one_pair([0, 1], 10)
+    assert not spreads_one_pair("auto", AUTO_MIN_PAIR_CELLS - 1) and not spreads_one_pair(None, 10 ** 12)
+    assert spreads_one_pair("auto", AUTO_MIN_PAIR_CELLS) and spreads_one_pair(None, 10 ** 14)
+
+
 def _pair(rng, m, n, letters, rate=0.1):
     a = random_seq(rng, letters, m)
     return a, (mutate(rng, a, letters, rate=rate) + random_seq(rng, letters, n))[:n]
