@@ -59,7 +59,7 @@ class Database:
         """Wait for a checksum test left running by ``load_database(..., check_later=True)``.
 
         Raises:
-            NwalignError: the residues' CRC-32 differs from the one written by makedb.
+            NwalignError: the CRC-32 of the residues or the names differs from the one written by makedb.
         """
         check, self.pending_check = self.pending_check, None
         if check is not None:
@@ -316,11 +316,14 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
         header = json.loads(handle.read(size))
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
-        names_raw = handle.read(int(header.get("names_bytes", 0)))
-    count, total = int(header["count"]), int(header["total"])
-    start = 16 + size + len(names_raw)
-    if os.path.getsize(path) != start + 8 * (count + 1) + total:
+    count, total, names_bytes = int(header["count"]), int(header["total"]), int(header.get("names_bytes", 0))
+    start = 16 + size + names_bytes
+    if names_bytes < 0 or os.path.getsize(path) != start + 8 * (count + 1) + total:
         raise ValueError("file size does not match its header")
+    # Memory-mapped, not read: the names of 60 million sequences are gigabytes, and a search decodes only
+    # its hits' (dbnames._Names); the pages it touches are page cache.
+    names_raw = np.memmap(path, dtype=np.uint8, mode="r", offset=16 + size, shape=(names_bytes,)) \
+        if names_bytes else b""
     offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
     body = np.memmap(path, dtype=np.uint8, mode="r", offset=start + 8 * (count + 1), shape=(total,))
     pending = None
@@ -329,9 +332,11 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
         if "header" in crc and _header_crc(header) != crc["header"]:  # files before 0.2 have none
             raise ValueError("checksum of the header differs")
         sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
-        if check_later and not written_here:
-            pending = in_background(lambda: _check_crc(sections[2:], crc))
-        if check_later or written_here:
+        if check_later and not written_here:  # names and residues checked while the search starts
+            later = sections[::2]
+            pending = in_background(lambda: _check_crc(later, crc))
+            sections = sections[1:2]
+        elif written_here:
             sections = sections[:2]
         _check_crc(sections, crc)
         names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used

@@ -50,7 +50,7 @@ class _Names:
         with self._lock:
             if self._kind == "json" and self._lists is None:
                 try:
-                    names = json.loads(self._raw)
+                    names = json.loads(bytes(self._raw))
                     lists = names["ids"], names["descriptions"]
                     if any(not isinstance(x, list) or len(x) != self._count for x in lists):
                         raise ValueError(f"names for {self._count} sequences expected")

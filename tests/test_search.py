@@ -184,6 +184,7 @@ def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
         "magic only": data[:8],
         "residue": flip(residues_at + 1234),
         "id": flip(names_at + 20),
+        "id text": flip(names_at + 8 * (2 * header["count"] + 1) + 3),  # checked beside the scans too
         "offset": flip(offsets_at + 8 * 50 + 1),
         "header": data[:16] + b"[" + data[17:],
         "version 3": data[:4] + b"\x03" + data[5:],
