@@ -29,18 +29,35 @@ BLANK = np.zeros(256, dtype=np.bool_)
 BLANK[np.frombuffer(b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", dtype=np.uint8)] = True
 
 
+_OPEN_ERRORS = {FileNotFoundError: "no such file", IsADirectoryError: "is a directory, not a FASTA file",
+                PermissionError: "permission denied"}
+
+
+def opening_error(path: str, exc: OSError) -> NwalignError:
+    """The one-line error of a sequence file that cannot be opened (``exc``: one of ``OPENING``)."""
+    return NwalignError(f"{path}: {_OPEN_ERRORS[type(exc)]}")
+
+
+OPENING = tuple(_OPEN_ERRORS)  # the errors opening_error words
+
+
+def compressed_error(name: str, exc: Exception) -> NwalignError | None:
+    """The one-line error of a corrupt or truncated compressed file, where ``exc`` (raised while
+    decompressing) says so (zlib, bz2, xz, ISA-L's own type, not imported up front); None for others."""
+    if isinstance(exc, (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError)) or \
+            type(exc).__name__ == "IsalError":
+        return NwalignError(f"{name}: corrupt or truncated compressed file ({exc})")
+    return None
+
+
 def _open(path: str):
     """A binary file object of ``path`` ('-': standard input)."""
     if path == "-":
         return sys.stdin.buffer
     try:
         handle = open(path, "rb")
-    except FileNotFoundError:
-        raise NwalignError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise NwalignError(f"{path}: is a directory, not a FASTA file") from None
-    except PermissionError:
-        raise NwalignError(f"{path}: permission denied") from None
+    except OPENING as exc:
+        raise opening_error(path, exc) from None
     if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
         handle.close()
         raise NwalignError(f"{path}: is a directory, not a FASTA file")
@@ -94,12 +111,11 @@ def _read_into(stream, view: memoryview, name: str) -> int:
             if not n:
                 break
             got += n
-    except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
-    except Exception as exc:  # ISA-L's own error type (python-isal), not imported up front
-        if type(exc).__name__ != "IsalError":
+    except Exception as exc:
+        error = compressed_error(name, exc)
+        if error is None:
             raise
-        raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
+        raise error from None
     return got
 
 

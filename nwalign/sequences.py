@@ -17,6 +17,7 @@ import numpy as np
 
 from . import names
 from .errors import NwalignError
+from .fastastream import OPENING, compressed_error, opening_error
 
 #: Nucleotide letters accepted: ACGT/U and the IUPAC ambiguity codes.
 NUCLEOTIDE_LETTERS = "ACGTURYSWKMBDHVN"
@@ -50,12 +51,8 @@ def _read_bytes(path: str) -> bytes | bytearray:
             del data[got:]
             data += handle.read()  # a file that grew since fstat
             return data
-    except FileNotFoundError:
-        raise NwalignError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise NwalignError(f"{path}: is a directory, not a FASTA file") from None
-    except PermissionError:
-        raise NwalignError(f"{path}: permission denied") from None
+    except OPENING as exc:
+        raise opening_error(path, exc) from None
 
 
 def residues_bound(path: str) -> int | None:
@@ -103,12 +100,11 @@ def _decompress(data: bytes, name: str, max_length: int | None = None) -> bytes:
             data = _inflate(data, lzma.LZMADecompressor, name, limit)
         elif limit is not None and len(data):
             _check_spans(np.frombuffer(data, dtype=np.uint8), 0, True, name, limit)
-    except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
-    except Exception as exc:  # ISA-L's own error type (python-isal), not imported up front
-        if type(exc).__name__ != "IsalError":
+    except Exception as exc:
+        error = compressed_error(name, exc)
+        if error is None:
             raise
-        raise NwalignError(f"{name}: corrupt or truncated compressed file ({exc})") from None
+        raise error from None
     if data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
     if b"\r" in data and b"\n" not in data:
