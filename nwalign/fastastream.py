@@ -221,7 +221,7 @@ class Parsed:
         # residues of record k: the bytes from its header's newline to the next header, less whitespace
         nexts = np.append(starts[1:], buf.size)
         self.seq_len = (nexts - ends) - (np.searchsorted(space, nexts) - np.searchsorted(space, ends))
-        self.hist = _byte_counts(self.residues)
+        self.hist = byte_counts(self.residues)
         self._names(buf[names], ends - starts - 1)
 
     def _names(self, text: np.ndarray, lengths: np.ndarray) -> None:
@@ -278,15 +278,20 @@ def _name_spans(text: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.minimum(first_blank[starts], stops), last[stops - 1] + 1
 
 
-def _byte_counts(data: np.ndarray, piece: int = 1 << 18) -> np.ndarray:
-    """How often each byte value occurs in ``data`` (int64, (256,)): a count of the uint16 pairs
-    (half the elements), piece by piece (NumPy's count converts each piece to 64-bit indices)."""
+def byte_counts(data: np.ndarray, piece: int = 1 << 18, each=None) -> np.ndarray:
+    """How often each value occurs in a uint8 array (int64, shape (256,)). Counted two bytes at a time
+    (a 65,536-bin count of the uint16 view, folded back): half the elements of a byte count, which
+    converts every element to a 64-bit index; ``piece`` pairs at a time, so that memory stays small.
+    ``each(size, count, piece)``: runs ``count(a, b)`` over the pieces and returns their results (a
+    thread pool: :func:`nwalign.database.byte_counts`); by default one after the other (a parse thread
+    starts no threads)."""
     even = data.size // 2 * 2
-    pairs = data[:even].view(np.uint16)
-    table = np.zeros(65536, dtype=np.int64)
-    for a in range(0, pairs.size, piece):
-        table += np.bincount(pairs[a:a + piece], minlength=65536)
-    table = table.reshape(256, 256)
+    pairs = np.ascontiguousarray(data[:even]).view(np.uint16)
+
+    def count(a: int, b: int) -> np.ndarray:
+        return np.bincount(pairs[a:b], minlength=65536)
+    parts = each(pairs.size, count, piece) if each else [count(a, a + piece) for a in range(0, pairs.size, piece)]
+    table = np.sum(parts + [np.zeros(65536, dtype=np.int64)], axis=0).reshape(256, 256)
     counts = table.sum(axis=0) + table.sum(axis=1)
     if data.size % 2:
         counts[data[-1]] += 1
