@@ -15,6 +15,7 @@ import time
 
 from . import names
 from .background import in_background
+from .cpu.streamed import ChunkedScan, streams as cpu_streams
 from .database import Database, load_database
 from .engine import choose_backend, encode_all
 from .errors import NwalignError
@@ -154,6 +155,8 @@ class Search:
             self._lead_on(gpus, upload)
         elif (chosen or choose_backend(backend)) == "cuda":
             self._on_gpu(kernel, device, upload)
+        elif not self._spread and cpu_streams(db.total_length):  # the CPU engine, chunk by chunk
+            self.gpu = ChunkedScan(self._codes, db.offsets, self.scoring, self.threads)
         log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
                  db.count, db.total_length, self.scoring.matrix_name, self.threads)
         self._scaleout = None
@@ -260,7 +263,10 @@ class Search:
 
     @property
     def streamed(self) -> bool:
-        """Whether the database is streamed through the GPU in chunks (:mod:`nwalign.cuda.streamed`)."""
+        """Whether the database is scanned in chunks: streamed through the GPU (:mod:`nwalign.cuda.streamed`)
+        or held a chunk at a time by the CPU engine (:mod:`nwalign.cpu.streamed`)."""
+        if isinstance(self.gpu, ChunkedScan):
+            return True
         from .cuda.streamed import StreamedScan
 
         return isinstance(self.gpu, StreamedScan)

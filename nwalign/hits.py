@@ -29,6 +29,15 @@ class Hit:
     title: str = ""  # the database sequence's FASTA header line (BLAST's stitle)
 
 
+def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``top`` of several lists of candidates (shards', chunks') for one query: (database indices,
+    scores), score descending then index ascending."""
+    idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    sc = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    order = np.lexsort((idx, -sc))[:top]
+    return idx[order], sc[order]
+
+
 def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
     """Indices of the best ``top`` scores (int64): score descending, then database order (ties are stable).
 

@@ -26,7 +26,7 @@ from .cuda.devicedb import DeviceDatabase
 from .cuda.search import ScanSearcher
 from .database import MAGIC2, load_database
 from .errors import NwalignError, workers_lost
-from .hits import top_hits
+from .hits import merge, top_hits
 from .scaleout import thread_cached, worker_cached, worker_uncache
 
 __all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards"]
@@ -186,15 +186,6 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
         best = top_hits(scores, task.top, None)  # ties by shard position = by database index
         out.append((index[best], scores[best]))
     return out
-
-
-def merge(parts: list[tuple[np.ndarray, np.ndarray]], top: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``top`` of the shards' candidates for one query: (indices, scores), score descending then
-    index ascending."""
-    idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    sc = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-    order = np.lexsort((idx, -sc))[:top]
-    return idx[order], sc[order]
 
 
 def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,

@@ -13,7 +13,8 @@ from nwalign import search
 from nwalign.cli import main
 from nwalign.hits import top_hits
 from nwalign.errors import WorkerLost
-from nwalign.shards import merge, shards
+from nwalign.hits import merge
+from nwalign.shards import shards
 
 from conftest import DATA
 

@@ -134,3 +134,33 @@ def test_cupy_memory_limit_streams_from_the_command_line(tied_db, tmp_path):
         outs.append((out.read_bytes(), done.stderr))
     assert outs[0][0] == outs[1][0] and outs[0][0].count(b"\n") == 35
     assert "resident on GPU 0" not in outs[1][1] and "streamed through GPU 0 in" in outs[1][1]
+
+
+def test_cpu_chunks_cover_the_database_in_order():
+    from nwalign.cpu.streamed import chunk_bounds
+
+    offsets = np.concatenate(([0], np.cumsum([5, 300, 7, 7, 7, 1000, 2, 2]))).astype(np.int64)
+    for residues in (1, 10, 14, 21, 400, 10 ** 6):
+        bounds = chunk_bounds(offsets, residues)
+        assert bounds[0][0] == 0 and bounds[-1][1] == 8 and all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+        for first, stop in bounds:  # within the cap, or one sequence longer than it alone
+            assert offsets[stop] - offsets[first] <= residues or stop == first + 1
+    assert chunk_bounds(offsets, 21) == [(0, 1), (1, 2), (2, 5), (5, 6), (6, 8)]
+
+
+def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
+    """On the CPU engine a database past CHUNK_RESIDUES is held a chunk at a time: the same hits as the
+    whole database scanned at once (ties across chunks included) and progress over every chunk's cells."""
+    from nwalign import search
+    from nwalign.cpu import streamed
+    from nwalign.sequences import read_fasta
+
+    queries = read_fasta(OPAL)[:2] + read_fasta(ECOLI)[:3]
+    want = _rows(search(queries, tied_db, top=12, backend="cpu", threads=2))
+    monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 200_000)
+    cells: list = []
+    job = search(queries, tied_db, top=12, backend="cpu", threads=2)
+    assert job.streamed and len(job.gpu.chunks) >= 5
+    assert _rows(job.run(cells.append)) == want and len(want) == 5 * 12
+    assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
+    assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised

@@ -139,7 +139,7 @@ class StreamedScan:
         """For each query (encoded, :class:`nwalign.engine.Encoded`), its best ``top`` candidates over the
         whole database: (database indices int64, scores int64), score descending then index ascending.
         ``progress(cells)`` after each query's scan of a chunk."""
-        from ..shards import merge
+        from ..hits import merge
         from .search import ScanSearcher
 
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
