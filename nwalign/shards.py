@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu.search import cpu_scan
+from .cpu.streamed import ChunkedScan, streams as cpu_streams
 from .cuda.batch import BatchAligner
 from .cuda.devicedb import DeviceDatabase
 from .cuda.search import ScanSearcher
@@ -177,6 +178,9 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
                    for (i, s), batch in zip(out, aligning)]
         return out
     index, sub, offsets = _shard_database(task.database, task.shard, task.shards, sc)
+    if index.size and cpu_streams(int(offsets[-1])):  # Opal's copy of a large shard, a chunk at a time
+        found = ChunkedScan(sub, offsets, sc, task.threads).best(queries, task.top)
+        return [(index[pos], scores) for pos, scores in found]
     out = []
     for q in queries:
         if index.size == 0:

@@ -903,3 +903,29 @@ def read_fasta_seq(path: str) -> str:
     from nwalign.sequences import read_fasta
 
     return read_fasta(path)[0].seq
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_large_shard_is_scanned_a_chunk_at_a_time(tmp_path, monkeypatch, count):
+    """A CPU worker's shard past cpu.streamed.CHUNK_RESIDUES is held a chunk at a time: the shard's best
+    hits (ties included) are those of the shard scanned at once."""
+    from nwalign.cpu import streamed
+    from nwalign.dbbuild import makedb
+    from nwalign.scoring import make_scoring
+    from nwalign.sequences import read_fasta
+    from nwalign.shards import ShardTask, best_of_shard
+
+    recs = read_fasta(SP196)
+    (tmp_path / "t.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in recs) +
+                                   "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::5]))
+    makedb(str(tmp_path / "t.fa"), str(tmp_path / "t.nwdb"))
+    scoring = make_scoring("protein", "local")
+    queries = tuple(scoring.encode_str(r.seq).tobytes() for r in read_fasta(OPAL))
+    for shard in range(count):
+        task = ShardTask(str(tmp_path / "t.nwdb"), shard, count, queries, scoring, 15, 2)
+        want = best_of_shard(task)
+        monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 3000)
+        got = best_of_shard(task)
+        monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 1 << 28)
+        assert [(i.tolist(), s.tolist()) for i, s in got] == [(i.tolist(), s.tolist()) for i, s in want]
+        assert any(len(set(s.tolist())) < len(s) for _, s in want)  # ties are exercised

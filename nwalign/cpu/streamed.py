@@ -66,7 +66,7 @@ class ChunkedScan:
                  residues)
 
     def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each query (:class:`nwalign.engine.Encoded`), its best ``top`` candidates over the whole
+        """For each query (:class:`nwalign.engine.Encoded`, or its uint8 codes), its best ``top`` candidates over the whole
         database: (database indices int64, scores int64), score descending then index ascending.
         ``progress(cells)`` after each query's scan of a chunk."""
         from ..hits import merge, top_hits
@@ -78,11 +78,12 @@ class ChunkedScan:
             codes = np.ascontiguousarray(self.codes[lo:hi])  # this chunk's residues in memory, the others not
             offsets = self.offsets[first:stop + 1] - lo
             for j, q in enumerate(queries):
-                scores = cpu_scan(q.codes, codes, offsets, self.scoring, self.threads)
+                q = getattr(q, "codes", q)
+                scores = cpu_scan(q, codes, offsets, self.scoring, self.threads)
                 found = top_hits(scores, top, None)
                 best[j] = merge([best[j], (found + first, scores[found])], top)
                 if progress:
-                    progress(len(q.codes) * (hi - lo))
+                    progress(len(q) * (hi - lo))
             log.debug("search: chunk %d of %d (%d sequences) scanned by %d queries in %.2f s", k + 1,
                       len(self.chunks), stop - first, len(queries), time.perf_counter() - started)
             del codes
