@@ -42,6 +42,11 @@ class WorkerLost(Exception):
     """Workers kept dying while running one task (Dask's ``KilledWorker``): the run ends (exit status 1)."""
 
 
+class DeviceLost(WorkerLost):
+    """A GPU failed while it ran its part of one job that cannot go on without it (one pair's score pass
+    spread over the GPUs): the run ends (exit status 1)."""
+
+
 def workers_lost(label: str, killed) -> WorkerLost:
     """The error for Dask's ``KilledWorker`` ``killed`` in a ``label`` job: what happened, in one line, without
     blaming the task (a worker short of memory, or killed from outside, looks the same to Dask).

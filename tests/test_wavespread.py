@@ -166,3 +166,40 @@ def test_column_statistics_on_the_gpu_equal_numpys(alphabet):
     for key in want:
         assert np.array_equal(got[key], want[key]), key
         assert not isinstance(got[key], cupy.ndarray)
+
+
+class _Stream:
+    """A stand-in for a CUDA stream: done after ``polls`` queries (never where None), then its error."""
+
+    def __init__(self, polls, error=None):
+        self.polls, self.error, self.synced = polls, error, False
+
+    @property
+    def done(self):
+        if self.polls is None:
+            return False
+        self.polls -= 1
+        return self.polls < 0
+
+    def synchronize(self):
+        self.synced = True
+        if self.error:
+            raise self.error
+
+
+def test_a_gpu_failing_mid_pass_ends_the_wait_at_once():
+    """The spread pass waits for every GPU by polling: a GPU whose kernel failed ends the wait with its
+    error (exit status 1) even while the others spin forever on hand-off words that never come; healthy
+    ones are waited for."""
+    from nwalign.cuda.wavespread import SpreadPass
+    from nwalign.errors import DeviceLost, WorkerLost
+
+    spread = object.__new__(SpreadPass)
+    spread.places = [0, 1, 2]
+    streams = [_Stream(None), _Stream(None), _Stream(3, RuntimeError("cudaErrorIllegalAddress"))]
+    with pytest.raises(DeviceLost, match="GPU 2 failed .*cudaErrorIllegalAddress") as err:
+        spread._wait(streams)
+    assert isinstance(err.value, WorkerLost) and "\n" not in str(err.value)
+    healthy = [_Stream(2), _Stream(0), _Stream(5)]
+    spread._wait(healthy)
+    assert all(s.synced for s in healthy)

@@ -152,8 +152,36 @@ class SpreadPass:
                 marks[-1][1].record()
                 funcs[g]((min(blocks[g], -(-count // SCORE_WARPS)),), (threads,), (args,), shared_mem=shared)
                 marks[-1][2].record()
-        for g, d in enumerate(places):
-            self.on[g][3].synchronize()
+        self._wait([self.on[g][3] for g in range(len(places))])
         log.debug("wavefront: %d bands in chunks of %d over %d GPUs: %s", nbands, chunk, len(places),
                   ", ".join(f"GPU {d} {cupy.cuda.get_elapsed_time(a, b) / 1e3:.3f} s" for d, a, b in marks))
         return bool(overflow.get()[0])
+
+    def _wait(self, streams) -> None:
+        """Wait for every place's kernel. Polled, not waited for in turn: a GPU that fails leaves the
+        others spinning on hand-off words that never come, and waiting for one of those would never end;
+        its error is raised at once instead (the process's exit takes the others' kernels down).
+
+        Raises:
+            DeviceLost: a GPU's kernel failed (its CUDA error named; exit status 1).
+        """
+        import time
+
+        from ..errors import DeviceLost
+
+        pending = list(zip(self.places, streams))
+        while pending:
+            left = []
+            for d, stream in pending:
+                if not stream.done:
+                    left.append((d, stream))
+                    continue
+                try:
+                    stream.synchronize()
+                except Exception as exc:  # a CUDA error: this GPU's part is lost, and the pass with it
+                    raise DeviceLost(f"pair: GPU {d} failed during the score pass spread over GPUs "
+                                       f"{','.join(map(str, self.places))} ({type(exc).__name__}: {exc}); "
+                                       "run it on one GPU (--devices 0)") from None
+            pending = left
+            if pending:
+                time.sleep(0.001)
