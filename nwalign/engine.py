@@ -132,20 +132,21 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
 GPU_STATS_FROM = 1 << 20  # columns from which a GPU alignment's statistics are computed on the GPU
 
 
-def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path, on_gpu: bool = False) -> Alignment:
+def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path, on_gpu: bool = False,
+                        stats: dict | None = None) -> Alignment:
     """The complete :class:`~nwalign.results.Alignment` of an engine's path: ``path`` is the tuple
     (score, query_start, query_end, target_start, target_end, ops) that :func:`nwalign.cpu.align_codes`,
     the CUDA pair kernels and :class:`nwalign.cuda.batch.BatchAligner` return (0-based half-open
     coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse). ``on_gpu``:
     the column statistics computed by CuPy on the current GPU (a genome-length alignment: a second of NumPy
-    on the host)."""
+    on the host); ``stats``: those statistics computed already (:func:`nwalign.results.column_stats_many`)."""
     score, qs, qe, ts, te, ops = path
-    if on_gpu:
+    if stats is None and on_gpu:
         import cupy
 
         stats = column_stats(cupy.asarray(ops), cupy.asarray(query.codes), cupy.asarray(target.codes), qs, ts,
                              scoring, xp=cupy)
-    else:
+    elif stats is None:
         stats = column_stats(ops, query.codes, target.codes, qs, ts, scoring)
     return Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
                      query_length=len(query.codes), target_length=len(target.codes), query_start=qs,

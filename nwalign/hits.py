@@ -11,7 +11,7 @@ import numpy as np
 from .database import Database
 from .engine import Encoded, align_pair, alignment_from_path
 from .errors import NwalignError
-from .results import Alignment
+from .results import Alignment, column_stats_many
 from .scoring import Scoring
 from .sequences import Record
 from .statistics import KarlinAltschul
@@ -76,15 +76,26 @@ def aligned_hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring
     return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
 
 
-def hit_from_path(query: Encoded, db: Database, codes: np.ndarray, k: int, scan_score: int, path, scoring: Scoring,
-                   evalue, bitscore) -> Hit:
-    """A hit from an alignment computed elsewhere (``path``: :func:`nwalign.cpu.align_codes`'s tuple)."""
-    if path[0] != scan_score:  # two engines disagree: never report either
-        raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment scores "
-                           f"{path[0]}, the scan {scan_score}; please report this (use --backend cpu meanwhile)")
-    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
-    return Hit(query.record, k, alignment_from_path(query, target, scoring, path), evalue, bitscore,
-               db.descriptions[k])
+def hits_from_paths(query: Encoded, db: Database, codes: np.ndarray, reported, scores, paths,
+                    scoring: Scoring) -> list[Hit]:
+    """The hits of one query from alignments computed elsewhere (``reported``: (database index, E-value,
+    bit score) as :func:`reported_hits` gives them; ``paths``: their :func:`nwalign.cpu.align_codes`
+    tuples, in that order), their statistics computed together (:func:`nwalign.results.column_stats_many`).
+
+    Raises:
+        NwalignError: an alignment's score is not the scan's (two engines disagree: never reported).
+    """
+    targets = []
+    for (k, _, _), path in zip(reported, paths):
+        if path[0] != int(scores[k]):
+            raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment "
+                               f"scores {path[0]}, the scan {int(scores[k])}; please report this (use --backend "
+                               "cpu meanwhile)")
+        targets.append(codes[db.offsets[k]:db.offsets[k + 1]])
+    stats = column_stats_many(paths, query.codes, targets, scoring)
+    return [Hit(query.record, k, alignment_from_path(query, Encoded(db.record(k), t), scoring, path, stats=st),
+                ev, bits, db.descriptions[k])
+            for (k, ev, bits), path, t, st in zip(reported, paths, targets, stats)]
 
 
 def score_hit(query: Encoded, db: Database, k: int, score: int, scoring: Scoring, evalue, bitscore) -> Hit:

@@ -12,7 +12,7 @@ import numpy as np
 from .cpu.search import cpu_scan
 from .database import Database
 from .engine import Encoded
-from .hits import Hit, aligned_hit, hit_from_path, reported_hits, score_hit
+from .hits import Hit, aligned_hit, hits_from_paths, reported_hits, score_hit
 from .scoring import Scoring
 from .statistics import KarlinAltschul
 
@@ -95,7 +95,6 @@ def collect_hits(q: Encoded, reported, scores, db: Database, codes: np.ndarray, 
         return lambda: hits
     if aligner is not None:
         batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
-        return lambda: [hit_from_path(q, db, codes, k, int(scores[k]), path, scoring, ev, bits)
-                        for (k, ev, bits), path in zip(reported, batch.result())]
+        return lambda: hits_from_paths(q, db, codes, reported, scores, batch.result(), scoring)
     futures = [pool.submit(aligned_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
     return lambda: [f.result() for f in futures]

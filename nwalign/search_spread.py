@@ -17,7 +17,7 @@ from .background import in_background
 from .cuda.devicedb import DeviceDatabase
 from .database import Database, write_database
 from .errors import NwalignError
-from .hits import hit_from_path, reported_hits
+from .hits import hits_from_paths, reported_hits
 from .scaleout import Owned
 from .search_pipeline import collect_hits
 from .sequences import residues_bound
@@ -164,8 +164,8 @@ class ScaleOut(Owned):
                                              idx.tolist())
                         if aligned:  # aligned by the worker (GPU workers, one shard)
                             paths = dict(zip(idx.tolist(), aligned[0]))
-                            hits = [hit_from_path(q, db, job._codes, k, scores[k], paths[k], job.scoring, ev, bits)
-                                    for k, ev, bits in reported]
+                            hits = hits_from_paths(q, db, job._codes, reported, scores,
+                                                   [paths[k] for k, _, _ in reported], job.scoring)
                             collected.append((q, lambda hits=hits: hits))
                             continue
                         collected.append((q, collect_hits(q, reported, scores, db, job._codes, job.scoring, job.align,

@@ -186,3 +186,33 @@ def test_columns_score_equals_rescore():
         assert columns_score(aln.ops, q, t, scoring.matrix, 10, 1) == rescore(aln, q, t, scoring.matrix, 10, 1)
     with pytest.raises(ValueError, match="past the end"):
         columns_score(np.zeros(3, dtype=np.uint8), q[:2], t, scoring.matrix, 10, 1)
+
+
+@pytest.mark.parametrize("alphabet, mode", [("dna", "global"), ("dna", "local"), ("protein", "local"),
+                                            ("protein", "semiglobal")])
+def test_column_stats_of_many_alignments_equal_one_at_a_time(alphabet, mode):
+    """results.column_stats_many (a search's hits of one query together) gives each alignment exactly what
+    column_stats gives it: columns, identities (ambiguity codes never identical), positives, gaps, gap
+    opens (a run never continues into the next alignment), from any start in query and target."""
+    from nwalign.cpu import align_codes
+    from nwalign.results import column_stats, column_stats_many
+
+    rng = np.random.default_rng(3)
+    scoring = make_scoring(alphabet, mode)
+    letters = (DNA + "NRY") if alphabet == "dna" else (PROTEIN + "XB")
+    query = random_seq(rng, letters, 300)
+    q = scoring.encode_str(query)
+    targets, paths = [], []
+    for _ in range(12):
+        piece = query[rng.integers(0, 100):rng.integers(150, 300)]
+        t = scoring.encode_str(random_seq(rng, letters, int(rng.integers(0, 30))) + mutate(rng, piece, letters, 0.15) +
+                               random_seq(rng, letters, int(rng.integers(0, 30))))
+        targets.append(t)
+        paths.append(align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code))
+    many = column_stats_many(paths, q, targets, scoring)
+    assert sum(d["gap_opens"] for d in many) > 0 and sum(d["nident"] for d in many) > 0
+    for path, t, got in zip(paths, targets, many):
+        want = column_stats(path[5], q, t, path[1], path[3], scoring)
+        assert set(got) == set(want)
+        for key in want:
+            assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key
