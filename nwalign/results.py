@@ -234,12 +234,11 @@ def column_stats_many(paths, q_codes: np.ndarray, targets, scoring) -> list[dict
     gap = ~pair
     change = np.concatenate(([True], ops[1:] != ops[:-1]))
     change[first] = True  # a gap run never continues into the next alignment
-    sums = [np.add.reduceat(x.astype(np.int64), first) for x in (same, positive, gap, gap & change)]
-    bounds = first[1:].tolist()
-    return [dict(columns=c, length=int(n), nident=int(i), positive=pos, npositive=int(npos), gaps=int(g),
-                 gap_opens=int(o))
-            for c, pos, n, i, npos, g, o in zip(np.split(cols, bounds), np.split(positive, bounds), lengths,
-                                                *sums)]
+    sums = [np.add.reduceat(x.astype(np.int64), first).tolist() for x in (same, positive, gap, gap & change)]
+    spans = list(zip(first.tolist(), (first + lengths).tolist()))  # slices, not np.split (its overhead: 15 us)
+    return [dict(columns=cols[a:b], length=b - a, nident=i, positive=positive[a:b], npositive=npos, gaps=g,
+                 gap_opens=o)
+            for (a, b), i, npos, g, o in zip(spans, *sums)]
 
 
 def rescore(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, matrix: np.ndarray,
