@@ -236,6 +236,8 @@ class AllPairs:
 
         rows = ScoreRows(self.a, self.b, self.columns) if not needs_traceback(
             self.columns, self.min_identity, self.distances) else None
+        if rows is not None and spread.gpus:
+            rows.warm_up(self.pairs)
 
         def here(tasks, gpu):  # blocks on one of this host's GPUs, in this process
             if rows is not None:  # one stream of batches a GPU, each block formatted in its GPU's thread

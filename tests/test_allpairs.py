@@ -554,3 +554,18 @@ def test_score_rows_compiled_and_joined_write_the_same_text(columns):
     joined = "".join(rows(pairs[k:k + 1000], scores[k:k + 1000]) for k in range(0, 6000, 1000))
     assert compiled == joined and compiled.count("\n") == 6000
     assert compiled.splitlines()[-1].split("\t")[columns.index("score")] == "-9" if "score" in columns else True
+
+
+def test_score_rows_warm_up_loads_the_compiled_loop_for_large_jobs_only():
+    """A job that will use the compiled rows loads it in the background at its start (a small one
+    never imports Numba for it); the loop then writes what Python's joins write."""
+    from nwalign.scorerows import ScoreRows
+
+    encs = [Encoded(Record(f"s{k}", f"s{k}", "ACGT" * (k + 1)), np.zeros(4 * (k + 1), np.uint8)) for k in range(100)]
+    rows = ScoreRows(encs, None, ("qseqid", "sseqid", "score", "qlen", "slen"))
+    assert rows.warm_up(ScoreRows.COMPILED_FROM - 1) is None
+    rows.warm_up(ScoreRows.COMPILED_FROM).result(timeout=120)
+    pairs = np.array([(i, j) for i in range(100) for j in range(i + 1, 100)], dtype=np.int64)
+    scores = np.arange(len(pairs), dtype=np.int64) - 7
+    assert len(pairs) >= ScoreRows.COMPILED_FROM
+    assert rows(pairs, scores) == rows(pairs[:4000], scores[:4000]) + rows(pairs[4000:], scores[4000:])
