@@ -25,6 +25,13 @@ def test_chunk_plan_covers_every_band_once(nbands, places, warps):
         assert chunk * CHUNKS_PER_ROUND * places <= warps
 
 
+def test_peer_access_only_where_a_gpu_writes():
+    from nwalign.cuda.wavespread import peer_pairs
+
+    assert peer_pairs([0, 1, 2, 3]) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 3), (3, 0)]
+    assert peer_pairs([2, 0]) == [(0, 2), (2, 0)] and peer_pairs([0, 0, 0]) == []
+
+
 def test_a_lone_pair_spreads_where_it_pays():
     from nwalign.pairjob import spreads_one_pair
     from nwalign.scaleout import AUTO_MIN_PAIR_CELLS

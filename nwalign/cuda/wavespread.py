@@ -24,7 +24,9 @@ import logging
 
 import numpy as np
 
+from ..background import in_background
 from .structs import SCORE_ARGS, SPREAD16_ARGS
+from .wavebase import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
 
 log = logging.getLogger("nwalign")
 
@@ -50,25 +52,29 @@ def local_bands(nbands: int, places: int, chunk: int, place: int) -> int:
     return sum(min(chunk, nbands - k * chunk) for k in mine)
 
 
-def enable_peers(devices) -> bool:
-    """Peer access between every two of ``devices`` (GPU numbers); False where some pair has none."""
+def peer_pairs(places) -> list[tuple[int, int]]:
+    """(GPU, the peer GPU whose memory it writes) of a pass over ``places``: each place writes the next
+    one's hand-off row, and every place writes the first's checkpoint rows, corner and traceback
+    columns; distinct GPUs only."""
+    wanted = {(places[g], places[(g + 1) % len(places)]) for g in range(len(places))}
+    wanted |= {(d, places[0]) for d in places}
+    return sorted((a, b) for a, b in wanted if a != b)
+
+
+def enable_peers(places) -> bool:
+    """Peer access for :func:`peer_pairs` of ``places`` (GPU numbers); False where some pair has none."""
     import cupy
 
-    distinct = sorted(set(devices))
-    for a in distinct:
-        for b in distinct:
-            if a != b and not cupy.cuda.runtime.deviceCanAccessPeer(a, b):
-                return False
-    for a in distinct:
+    pairs = peer_pairs(list(places))
+    if not all(cupy.cuda.runtime.deviceCanAccessPeer(a, b) for a, b in pairs):
+        return False
+    for a, b in pairs:
         with cupy.cuda.Device(a):
-            for b in distinct:
-                if a == b:
-                    continue
-                try:
-                    cupy.cuda.runtime.deviceEnablePeerAccess(b)
-                except cupy.cuda.runtime.CUDARuntimeError as exc:
-                    if "AlreadyEnabled" not in str(exc):
-                        raise
+            try:
+                cupy.cuda.runtime.deviceEnablePeerAccess(b)
+            except cupy.cuda.runtime.CUDARuntimeError as exc:
+                if "AlreadyEnabled" not in str(exc):
+                    raise
     return True
 
 
@@ -87,21 +93,35 @@ class SpreadPass:
         self.wf, self.places = wf, list(places)
         self.share = {d: self.places.count(d) for d in self.places}  # places on each GPU
         self.chunk: int | None = None  # bands per chunk (None: chunk_bands; tests set a few)
-        self.on = []  # per place: (q, t, S) on its GPU and a stream
+        # Each GPU made ready in a thread of its own (a context not made at start-up: 0.1-0.2 s each).
+        made = [in_background(lambda d=d: self._ready(d)) for d in self.places]
+        self.on = [m.result() for m in made]  # per place: (q, t, S) on its GPU and a stream
         self.views: dict = {}  # the other GPUs: a copy of the Wavefront over their own q, t, S
-        for d in self.places:
-            with cupy.cuda.Device(d):
-                if d == self.places[0]:
-                    q, t, S = wf.q, wf.t, wf.S
-                else:
-                    q, t, S = cupy.asarray(wf.q), cupy.asarray(wf.t), cupy.asarray(wf.S)
-                self.on.append((q, t, S, cupy.cuda.Stream(non_blocking=True)))
-                if d != self.places[0] and d not in self.views:  # the traceback's windows recomputed there
+        for d, (q, t, S, _) in zip(self.places, self.on):
+            if d != self.places[0] and d not in self.views:  # the traceback's windows recomputed there
+                with cupy.cuda.Device(d):
                     view = copy.copy(wf)
                     view.q, view.t, view.S, view.spread = q, t, S, None
                     view.corner = cupy.zeros(1, dtype=cupy.int32)
                     self.views[d] = view
         log.info("wavefront: the score pass spread over GPUs %s", ",".join(map(str, self.places)))
+
+    def _ready(self, d: int) -> tuple:
+        """GPU ``d``'s copy of the sequences and scoring, a stream, and the pass's kernel loaded there."""
+        import cupy
+
+        from . import modules
+
+        wf = self.wf
+        with cupy.cuda.Device(d):
+            if d == self.places[0]:
+                q, t, S = wf.q, wf.t, wf.S
+            else:
+                q, t, S = cupy.asarray(wf.q), cupy.asarray(wf.t), cupy.asarray(wf.S)
+            modules.function("wave_score16", f"wave_score16_spread<{wf.rows_per_lane // 2}>",
+                             name_expressions=_WAVE_SCORE16_NAMES)
+            cupy.cuda.Device(d).synchronize()  # the copies done before another thread's stream reads them
+            return q, t, S, cupy.cuda.Stream(non_blocking=True)
 
     def launch(self, r0: int, r1: int, ncols: int, topH, topF, ck_every: int, ckH, ckF) -> bool:
         """Rows r0+1..r1 over columns 1..ncols from row r0 = (topH, topF) on the first GPU, as
@@ -111,7 +131,6 @@ class SpreadPass:
         import cupy
 
         from . import modules
-        from .wavebase import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
 
         wf, places = self.wf, self.places
         rows = wf.rows_per_lane
