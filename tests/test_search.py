@@ -636,3 +636,34 @@ def test_database_upload_through_staging_buffers(monkeypatch, size):
     monkeypatch.setattr(devicedb, "_CHUNK", 1000)
     host = np.random.default_rng(size).integers(0, 256, size=size, dtype=np.uint8)
     assert np.array_equal(devicedb._upload(cupy, host).get(), host)
+
+
+def test_hits_from_alignments_made_elsewhere_equal_aligned_hits():
+    """hits.hits_from_paths (a GPU batch's alignments turned into hits, their statistics computed together)
+    gives the hits the CPU engine's aligned_hit gives, field by field; a path whose score is not the
+    scan's is never reported."""
+    from nwalign.cpu import align_codes
+    from nwalign.engine import Encoded
+    from nwalign.hits import aligned_hit, hits_from_paths
+
+    scoring = make_scoring("protein", "local")
+    db = load_database(SP196)
+    codes = db.encode(scoring)
+    query = encode_all(read_fasta(OPAL)[:1], scoring, "q")[0]
+    ks = [3, 17, 40, 41, 100, 150]
+    paths = [align_codes(query.codes, codes[db.offsets[k]:db.offsets[k + 1]], scoring.matrix, scoring.gap_open,
+                         scoring.gap_extend, scoring.mode_code) for k in ks]
+    scores = np.zeros(db.count, dtype=np.int64)
+    scores[ks] = [p[0] for p in paths]
+    reported = [(k, 1e-3 * n, 30.0 + n) for n, k in enumerate(ks)]
+    got = hits_from_paths(query, db, codes, reported, scores, paths, scoring)
+    want = [aligned_hit(query, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
+    assert [h.db_index for h in got] == ks and isinstance(query, Encoded)
+    for a, b in zip(got, want):
+        assert (a.evalue, a.bitscore, a.title, a.query) == (b.evalue, b.bitscore, b.title, b.query)
+        for f in dataclasses.fields(a.aln):
+            x, y = getattr(a.aln, f.name), getattr(b.aln, f.name)
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, f.name
+    scores[ks[2]] += 1
+    with pytest.raises(NwalignError, match="internal error"):
+        hits_from_paths(query, db, codes, reported, scores, paths, scoring)
