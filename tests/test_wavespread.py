@@ -87,25 +87,31 @@ def test_spread_pass_on_one_gpu_equals_one_pass(places):
     _spread_equals_one_gpu(places)
 
 
-@pytest.mark.gpu
-def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
-    """The linear-space traceback over a spread forward pass: the same alignment as on one GPU."""
+def _linear_space_equals_one_gpu(monkeypatch, places, m: int, chunk=None):
+    """The linear-space traceback over a pass spread over ``places`` (small windows: many blocks) gives
+    the one-GPU alignment."""
     import cupy
     from nwalign.cuda import wavefront
     from nwalign.cuda.wavefront import Wavefront, dirs_bytes
 
     monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
     monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(m)
     scoring = make_scoring("dna")
-    a, b = _pair(rng, 9000, 9100, DNA, rate=0.05)
+    a, b = _pair(rng, m, m + m // 90, DNA, rate=0.05)
     q, t = scoring.encode_str(a), scoring.encode_str(b)
     budget = dirs_bytes(len(q), len(t)) // 3
     expected = Wavefront(cupy, q, t, scoring, 8, True).align(budget)
-    wf = Wavefront(cupy, q, t, scoring, 8, True, spread=(0, 0))
-    wf.spread.chunk = 2
+    wf = Wavefront(cupy, q, t, scoring, 8, True, spread=places)
+    wf.spread.chunk = chunk
     got = wf.align(budget)
     assert got[:5] == expected[:5] and np.array_equal(got[5], expected[5])
+
+
+@pytest.mark.gpu
+def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
+    """The linear-space traceback over a spread forward pass: the same alignment as on one GPU."""
+    _linear_space_equals_one_gpu(monkeypatch, (0, 0), 9000, chunk=2)
 
 
 @pytest.mark.gpu
@@ -113,23 +119,11 @@ def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
 def test_spread_pass_over_every_gpu_equals_one_gpu(monkeypatch):
     """Every GPU of the machine: the score pass as on one GPU, and the linear-space alignment (its
     windows recomputed on every GPU) too."""
-    import cupy
     from nwalign import cuda
-    from nwalign.cuda import wavefront
-    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
 
     gpus = tuple(cuda.device_numbers())
     _spread_equals_one_gpu(gpus, chunks=(None, 2))
-    monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
-    monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
-    rng = np.random.default_rng(10)
-    scoring = make_scoring("dna")
-    a, b = _pair(rng, 20000, 20300, DNA, rate=0.05)
-    q, t = scoring.encode_str(a), scoring.encode_str(b)
-    budget = dirs_bytes(len(q), len(t)) // 3
-    expected = Wavefront(cupy, q, t, scoring, 8, True).align(budget)
-    got = Wavefront(cupy, q, t, scoring, 8, True, spread=gpus).align(budget)
-    assert got[:5] == expected[:5] and np.array_equal(got[5], expected[5])
+    _linear_space_equals_one_gpu(monkeypatch, gpus, 20000)
 
 
 @pytest.mark.gpu
