@@ -35,7 +35,7 @@ from .bands import OutsideBound, optimal_scores, widest_band
 from .engine import Encoded, alignment_from_path
 from .errors import option_error
 from .scorerows import ScoreRows
-from .pairorder import TILE, pair_batches
+from .pairorder import TILE, pair_batches, pair_count
 from .results import Alignment, Block, PairResult
 from .scoring import Scoring
 
@@ -102,7 +102,7 @@ def score_blocks(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, co
     as :func:`run` fills it."""
     rows = ScoreRows(a, b, columns)
     start = 0 if span is None else span[0]
-    rows.warm_up(span[1] - span[0] if span else len(a) * len(b) if b is not None else len(a) * (len(a) - 1) // 2)
+    rows.warm_up(span[1] - span[0] if span else pair_count(len(a), None if b is None else len(b)))
     for pairs, scores in score_batches(a, b, scoring, stats, backend, kernel, slice_k, block, device, threads, span):
         yield Block(start, start + len(pairs), rows(pairs, scores), None, len(pairs))
         start += len(pairs)

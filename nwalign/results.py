@@ -183,22 +183,28 @@ def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, quer
         return dict(columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
                     gaps=int(gaps), gap_opens=int(opens))
     host = getattr(xp, "asnumpy", np.asarray)
-    matrix, identical = xp.asarray(scoring.matrix), xp.asarray(scoring.identical)
     qi = query_start + xp.cumsum(ops != OP_DEL) - 1
     ti = target_start + xp.cumsum(ops != OP_INS) - 1
-    pair = ops == OP_MATCH
-    cols = xp.where(ops == OP_INS, 2, 3).astype(xp.uint8)
-    qa = q_codes[qi[pair]]
-    ta = t_codes[ti[pair]]
-    same = (qa == ta) & identical[qa]
-    cols[pair] = xp.where(same, 0, 1).astype(xp.uint8)
-    positive = xp.zeros(n, dtype=bool)
-    positive[pair] = matrix[qa, ta] > 0
-    gap = ~pair
+    cols, same, positive, gap = _columns(ops, q_codes, qi, t_codes, ti, scoring, xp)
     # A gap run starts where the column type changes to I or D.
     starts = gap & xp.concatenate((xp.ones(1, dtype=bool), ops[1:] != ops[:-1]))
     return dict(columns=host(cols), length=n, nident=int(same.sum()), positive=host(positive),
                 npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
+
+
+def _columns(ops, q_codes, qi, t_codes, ti, scoring, xp=np) -> tuple:
+    """Per column of ``ops`` (``qi``, ``ti``: the indices of its query and target residue in ``q_codes``,
+    ``t_codes``, read where the column pairs two residues): the column codes (uint8: 0 identity, 1 other
+    pair, 2 I, 3 D), whether it is an identity, whether it scores > 0, whether it is a gap."""
+    pair = ops == OP_MATCH
+    qa, ta = q_codes[qi[pair]], t_codes[ti[pair]]
+    same = xp.zeros(ops.size, dtype=bool)
+    same[pair] = (qa == ta) & xp.asarray(scoring.identical)[qa]
+    cols = xp.where(ops == OP_INS, 2, 3).astype(xp.uint8)
+    cols[pair] = xp.where(same[pair], 0, 1).astype(xp.uint8)
+    positive = xp.zeros(ops.size, dtype=bool)
+    positive[pair] = xp.asarray(scoring.matrix)[qa, ta] > 0
+    return cols, same, positive, ~pair
 
 
 def column_stats_many(paths, q_codes: np.ndarray, targets, scoring) -> list[dict]:
@@ -223,15 +229,7 @@ def column_stats_many(paths, q_codes: np.ndarray, targets, scoring) -> list[dict
     before_t = np.repeat(ti[first] - (ops[first] != OP_INS), lengths)
     qi = qi - before_q - 1 + np.repeat(np.array([p[1] for p in paths], dtype=np.int64), lengths)
     ti = ti - before_t - 1 + np.repeat(np.array([p[3] for p in paths], dtype=np.int64) + t_first, lengths)
-    pair = ops == OP_MATCH
-    qa, ta = q_codes[qi[pair]], t_all[ti[pair]]
-    same = np.zeros(ops.size, dtype=bool)
-    same[pair] = (qa == ta) & scoring.identical[qa]
-    cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
-    cols[pair] = np.where(same[pair], 0, 1).astype(np.uint8)
-    positive = np.zeros(ops.size, dtype=bool)
-    positive[pair] = scoring.matrix[qa, ta] > 0
-    gap = ~pair
+    cols, same, positive, gap = _columns(ops, q_codes, qi, t_all, ti, scoring)
     change = np.concatenate(([True], ops[1:] != ops[:-1]))
     change[first] = True  # a gap run never continues into the next alignment
     sums = [np.add.reduceat(x.astype(np.int64), first).tolist() for x in (same, positive, gap, gap & change)]
