@@ -16,6 +16,7 @@ import numpy as np
 
 from .background import in_background
 from .errors import NwalignError
+from .mapped import each_block
 from .scoring import Scoring, make_scoring
 from . import fastastream
 from .dbnames import _Names, _names_section
@@ -323,7 +324,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
         crc = header["crc32"]
         if "header" in crc and _header_crc(header) != crc["header"]:  # files before 0.2 have none
             raise ValueError("checksum of the header differs")
-        sections = [("names", names_raw), ("offsets", offsets), ("residues", memoryview(body))]
+        sections = [("names", names_raw), ("offsets", offsets), ("residues", body)]
         if check_later and not written_here:  # names and residues checked while the search starts
             later = sections[::2]
             pending = in_background(lambda: _check_crc(later, crc))
@@ -333,7 +334,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
         _check_crc(sections, crc)
         names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used
         ids, descriptions = names.ids, names.descriptions
-        if total and not written_here and int(body.max()) >= len(header["letters"]):
+        if total and not written_here and _max_code(body) >= len(header["letters"]):
             raise ValueError("residue codes outside the letters")
     else:
         ids, descriptions = header["ids"], header["descriptions"]
@@ -360,8 +361,34 @@ def _header_crc(fields: dict) -> int:
 
 def _check_crc(sections, crc: dict) -> None:
     for section, data in sections:
-        if zlib.crc32(data) != crc[section]:
+        if crc32_of(data) != crc[section]:
             raise ValueError(f"checksum of the {section} section differs")
+
+
+def crc32_function():
+    """CRC-32 of bytes, continuing a running value: ISA-L's where python-isal is installed (several
+    times zlib's speed), else zlib's; the same values."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib.crc32
+    return isal_zlib.crc32
+
+
+def crc32_of(data) -> int:
+    """CRC-32 of bytes or of a uint8 array (a memory map read from its file a block at a time,
+    :func:`nwalign.mapped.each_block`: a database's pages do not join this process's memory)."""
+    checksum = crc32_function()
+    if not isinstance(data, np.ndarray):
+        return checksum(data)
+    running = [0]
+    each_block(data.reshape(-1).view(np.uint8), lambda piece: running.__setitem__(0, checksum(piece, running[0])))
+    return running[0]
+
+
+def _max_code(body: np.ndarray) -> int:
+    """The largest byte of a .nwdb's residues (read from the file on up to 8 threads)."""
+    return max(each_block(body, lambda piece: int(piece.max()), min(8, os.cpu_count() or 1)))
 
 
 def encode_database(db: Database, scoring: Scoring) -> np.ndarray:

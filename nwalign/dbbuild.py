@@ -6,7 +6,8 @@ several threads by a compiled loop (:class:`nwalign.fastastream.Parsed`); the re
 descriptions go to scratch files beside the output as they come, and only a few numbers per record stay
 in memory (24 bytes: lengths and an id hash). The letters' order depends on every residue (the default
 alphabet of the kind they make up), so the residues are encoded when the scratch file is copied into the
-database, its checksum taken on the way; the header's room is reserved before its checksums are known
+database (on threads, last pieces first, the scratch file cut behind them: the disk holds them about once),
+and their checksum taken after; the header's room is reserved before its checksums are known
 (:func:`nwalign.database.v2_header`).
 """
 
@@ -21,11 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .database import MAGIC2, Database, _header_crc, database_letters, load_database, v2_header, written_atomically
+from .database import (MAGIC2, Database, _header_crc, crc32_function, database_letters, load_database, v2_header,
+                       written_atomically)
 from .errors import NwalignError
 from .fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
 
 COPY_BYTES = 1 << 22  # residues encoded and written per step
+MAX_THREADS = 16  # threads parsing and encoding, at most
+ENCODE_BYTES = 1 << 20  # residues encoded per step of a thread (NumPy's take holds 8 bytes an index pair)
 
 
 class _Scratch:
@@ -68,9 +72,8 @@ class _Scratch:
         self.hist[ord("a"):ord("z") + 1] = 0
 
 
-def _parse_all(fasta: str, scratch: _Scratch, block_bytes: int, threads: int | None = None) -> None:
+def _parse_all(fasta: str, scratch: _Scratch, block_bytes: int, threads: int) -> None:
     """Every block of ``fasta`` parsed (``threads`` at once, in order into ``scratch``)."""
-    threads = threads or max(1, min(8, os.cpu_count() or 1))
     flying: deque = deque()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for block in record_blocks(fasta, block_bytes):
@@ -98,32 +101,60 @@ def _ids_unique(scratch: _Scratch) -> bool:
                    for a, b in zip(order[same].tolist(), order[same + 1].tolist()))
 
 
-def _crc32():
-    """CRC-32 of bytes, continuing a running value: ISA-L's where python-isal is installed (several
-    times zlib's speed), else zlib's; the same values."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return zlib.crc32
-    return isal_zlib.crc32
-
-
-def _copied(source: str, out, crc: int = 0, lut: bytes | None = None) -> int:
-    """Append file ``source`` to ``out`` (each byte through the 256-byte table ``lut`` where given);
-    returns the CRC-32 of what was written, continuing ``crc``."""
-    checksum = _crc32()
+def _copied(source: str, out, crc: int = 0) -> int:
+    """Append file ``source`` to ``out``; returns the CRC-32 of what was written, continuing ``crc``."""
+    checksum = crc32_function()
     with open(source, "rb") as handle:
         while True:
             piece = handle.read(COPY_BYTES)
             if not piece:
                 return crc
-            if lut is not None:
-                piece = piece.translate(lut)  # ~1 GB/s and no temporary beyond the piece
             crc = checksum(piece, crc)
             out.write(piece)
 
 
-def _write(scratch: _Scratch, out) -> None:
+def _encoded_into(source: str, out, at: int, lut: np.ndarray, threads: int) -> int:
+    """The residues of scratch file ``source`` through the 256-byte table ``lut`` into file ``out`` from
+    byte ``at``, on ``threads`` threads, the last pieces first, the scratch file cut behind them (the disk
+    holds the residues about once, not twice: 17 GB for UniRef50); returns the CRC-32 of what was written
+    (a pass over it once written: the page cache)."""
+    size = os.path.getsize(source)
+    out.flush()
+    target = out.fileno()
+    pairs = np.arange(1 << 16)
+    lut2 = lut[pairs & 255].astype(np.uint16) | lut[pairs >> 8].astype(np.uint16) << 8  # two bytes at a time
+    with open(source, "rb+") as scratch:
+        def one(a: int) -> None:
+            piece = np.frombuffer(os.pread(scratch.fileno(), min(ENCODE_BYTES, size - a), a), dtype=np.uint8)
+            even = piece.size & ~1
+            coded = np.empty(piece.size, dtype=np.uint8)
+            np.take(lut2, piece[:even].view(np.uint16), out=coded[:even].view(np.uint16), mode="clip")  # releases the GIL
+            coded[even:] = lut[piece[even:]]
+            _written(target, coded, at + a)
+        starts = list(range(0, size, ENCODE_BYTES))[::-1]
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for k in range(0, len(starts), 16 * threads):
+                wave = starts[k:k + 16 * threads]
+                list(pool.map(one, wave))
+                scratch.truncate(wave[-1])
+    checksum, crc, a = crc32_function(), 0, 0
+    while a < size:
+        piece = os.pread(target, min(COPY_BYTES, size - a), at + a)
+        if not piece:
+            raise OSError("the database file ended before its residues")
+        crc, a = checksum(piece, crc), a + len(piece)
+    return crc
+
+
+def _written(fd: int, data, at: int) -> None:
+    """All of ``data`` written at byte ``at`` of ``fd``."""
+    view = memoryview(data).cast("B")
+    while view:
+        done = os.pwrite(fd, view, at)
+        view, at = view[done:], at + done
+
+
+def _write(scratch: _Scratch, out, threads: int) -> None:
     """The .nwdb of ``scratch`` into the open file ``out``: the residues first, past the room of the
     header, names and offsets, whose checksums are known only then."""
     count, lengths = scratch.count, scratch.seq_len
@@ -141,10 +172,10 @@ def _write(scratch: _Scratch, out) -> None:
               "counts": {chr(c): int(scratch.hist[c]) for c in np.flatnonzero(scratch.hist)},
               "ids_unique": _ids_unique(scratch), "crc32": {"names": 0, "offsets": 0, "residues": 0, "header": 0}}
     room = len(v2_header(fields))
-    out.seek(len(MAGIC2) + 8 + room + names_bytes + len(pad) + offsets.nbytes)
     upper = np.arange(ord("A"), ord("Z") + 1)
     lut[upper + 32] = lut[upper]  # lower case reads as upper case
-    residues_crc = _copied(scratch.paths[0], out, lut=lut.tobytes())
+    residues_crc = _encoded_into(scratch.paths[0], out, len(MAGIC2) + 8 + room + names_bytes + len(pad) + offsets.nbytes,
+                                 lut, threads)
     out.seek(len(MAGIC2) + 8 + room)
     out.write(index.tobytes())
     names_crc = _copied(scratch.paths[2], out, _copied(scratch.paths[1], out, zlib.crc32(index)))
@@ -162,7 +193,7 @@ def makedb(fasta: str, path: str, block_bytes: int = BLOCK_BYTES, threads: int |
     """Write ``fasta`` (a file or '-': standard input; plain, gzip, bzip2 or xz) as a memory-mappable
     version-2 .nwdb at ``path`` (through a temporary file and an atomic rename); returns the database,
     memory-mapped from the file. Blocks of about ``block_bytes`` of FASTA are parsed on ``threads``
-    threads (default: the cores, up to 8). Memory: about 5 x ``block_bytes`` per thread, and 24 bytes a
+    threads (default: the cores, up to :data:`MAX_THREADS`). Memory: about 5 x ``block_bytes`` per thread, and 24 bytes a
     record; scratch files beside ``path`` hold the residues and names until they are copied in.
 
     Raises:
@@ -170,6 +201,7 @@ def makedb(fasta: str, path: str, block_bytes: int = BLOCK_BYTES, threads: int |
             residues, or a path that cannot be written.
     """
     name = "<stdin>" if fasta == "-" else fasta
+    threads = threads or max(1, min(MAX_THREADS, os.cpu_count() or 1))
     folder = os.path.dirname(os.path.realpath(path))
     try:
         scratch_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".parts", dir=folder)
@@ -182,7 +214,7 @@ def makedb(fasta: str, path: str, block_bytes: int = BLOCK_BYTES, threads: int |
         finally:
             for out in scratch.files:
                 out.close()
-        written_atomically(path, lambda out: _write(scratch, out))
+        written_atomically(path, lambda out: _write(scratch, out, threads))
     except OSError as exc:  # the scratch files (a full disk)
         raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
     finally:

@@ -6,7 +6,7 @@ its own layout, about three times the residues in memory (UniRef50's 17 G residu
 made an Opal database once and scanned by a batch of queries before the next replaces it, and each
 query's best candidates are merged exactly across chunks (score descending, then database index), as
 the GPU's streamed scan does (:mod:`nwalign.cuda.streamed`). The residues themselves are read from the
-memory-mapped ``.nwdb`` (page cache), a chunk at a time.
+``.nwdb`` file a chunk at a time (:mod:`nwalign.mapped`: page cache, not this process's memory).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ..mapped import copy_of
 from .search import cpu_scan
 
 log = logging.getLogger("nwalign")
@@ -75,7 +76,7 @@ class ChunkedScan:
         for k, (first, stop) in enumerate(self.chunks):
             started = time.perf_counter()
             lo, hi = int(self.offsets[first]), int(self.offsets[stop])
-            codes = np.ascontiguousarray(self.codes[lo:hi])  # this chunk's residues in memory, the others not
+            codes = copy_of(self.codes, lo, hi)  # this chunk's residues in memory (read, not mapped), the others not
             offsets = self.offsets[first:stop + 1] - lo
             for j, q in enumerate(queries):
                 q = getattr(q, "codes", q)

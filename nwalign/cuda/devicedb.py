@@ -8,6 +8,7 @@ import logging
 import numpy as np
 
 from ..errors import NwalignError
+from ..mapped import RangeReader, copy_of
 from . import modules
 from .device import pinned_empty, require
 
@@ -98,7 +99,9 @@ def length_order(offsets: np.ndarray):
     lengths = np.diff(np.asarray(offsets, dtype=np.int64))
     if lengths.size == 0 or lengths.min() < 1:
         raise NwalignError("scan: every database sequence needs at least one residue")
-    order = np.argsort(-lengths, kind="stable")
+    # NumPy's stable sort of 16-bit keys is a radix sort: 50 M lengths 2.7x faster than as int64
+    keys = (65535 - lengths).astype(np.uint16) if lengths.max() < 65536 else -lengths
+    order = np.argsort(keys, kind="stable")
     rank = np.empty(order.size, dtype=np.int32)
     rank[order] = np.arange(order.size, dtype=np.int32)
     return order, rank, lengths[order]
@@ -109,16 +112,15 @@ _STAGES = 4        # pinned staging buffers, filled by as many threads
 
 
 def _upload(cp, host: np.ndarray):
-    """``host`` (uint8, 1-D; a memory map is fine) on the GPU, copied through :data:`_STAGES` pinned
-    buffers of :data:`_CHUNK` bytes, each filled by a thread of its own (NumPy's copy releases the GIL)
-    while the GPU takes the ones filled before: the driver's own staging of pageable memory ran at ~1 GB/s,
-    and one thread filling two buffers at ~2-3 GB/s."""
+    """``host`` (uint8, 1-D; a memory map is read from its file, :mod:`nwalign.mapped`) on the GPU,
+    copied through :data:`_STAGES` pinned buffers of :data:`_CHUNK` bytes, each filled by a thread of its
+    own (reads and NumPy's copy release the GIL) while the GPU takes the ones filled before: the driver's
+    own staging of pageable memory ran at ~1 GB/s, and one thread filling two buffers at ~2-3 GB/s."""
     from concurrent.futures import ThreadPoolExecutor
-
 
     out = cp.empty(host.size, dtype=cp.uint8)
     if host.size <= _CHUNK:
-        out.set(np.ascontiguousarray(host))
+        out.set(copy_of(host))
         return out
     stream = cp.cuda.Stream(non_blocking=True)
     chunks = -(-host.size // _CHUNK)
@@ -129,10 +131,10 @@ def _upload(cp, host: np.ndarray):
             emptied.synchronize()  # the buffer's previous copy to the GPU has left it
         a = k * _CHUNK
         b = min(a + _CHUNK, host.size)
-        np.copyto(buf[:b - a], host[a:b])
+        reader.read(a, b, buf)
         return b - a
 
-    with ThreadPoolExecutor(max_workers=len(stage)) as pool:
+    with RangeReader(host) as reader, ThreadPoolExecutor(max_workers=len(stage)) as pool:
         filling = {k: pool.submit(fill, k, stage[k], None) for k in range(len(stage))}
         for k in range(chunks):
             size = filling.pop(k).result()

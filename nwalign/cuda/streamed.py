@@ -20,23 +20,33 @@ import numpy as np
 
 from ..errors import NwalignError
 from ..hits import top_hits
+from .scanplan import PROFILE_CHUNK_RESIDUES
 
 log = logging.getLogger("nwalign")
 
 # GPU memory of a database on the GPU (nwalign.cuda.devicedb, nwalign.cuda.search): its residues once,
 # and once more while they are uploaded and sorted; offsets, order and two queries' score buffers per
-# sequence; and where a query is longer than one profile pass, boundary rows of 8 bytes a residue.
+# sequence; and where a query is longer than one profile pass, boundary rows of 8 bytes a residue for at
+# most PROFILE_CHUNK_RESIDUES residues at a time (sw_profile's passes run over such pieces).
 BYTES_PER_SEQUENCE = 44
 BOUNDARY_BYTES = 8
 RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
 MIN_CHUNK_RESIDUES = 1 << 16
 
 
+def chunk_bytes(residues, count, long: bool = True):
+    """GPU memory (bytes; :data:`RESERVE` aside) of ``residues`` residues of ``count`` sequences on the GPU
+    at their peak: while uploaded (the residues twice) or while scanned (once, with the boundary rows of
+    ``long`` queries); NumPy arrays give arrays."""
+    bound = BOUNDARY_BYTES * np.minimum(residues, PROFILE_CHUNK_RESIDUES) if long else 0
+    return np.maximum(2 * residues, residues + bound) + BYTES_PER_SEQUENCE * count
+
+
 def resident_bytes(residues: int, count: int, long_queries: bool = True) -> int:
     """GPU memory a search over a resident database of ``residues`` residues and ``count`` sequences
-    needs at its peak (bytes; an estimate on the safe side); ``long_queries``: a query takes more than
+    needs at its peak (bytes, an estimate on the safe side); ``long_queries``: a query takes more than
     one profile pass (:func:`nwalign.cuda.scanplan.profile_config`)."""
-    return (2 + (BOUNDARY_BYTES if long_queries else 0)) * residues + BYTES_PER_SEQUENCE * count + RESERVE
+    return int(chunk_bytes(residues, count, long_queries)) + RESERVE
 
 
 def long_queries(lengths) -> bool:
@@ -48,30 +58,37 @@ def long_queries(lengths) -> bool:
 
 def chunks(offsets: np.ndarray, budget: int, long: bool = True) -> list[tuple[int, int]]:
     """Consecutive (first, stop) sequence ranges covering the database, each small enough to fit in
-    ``budget`` bytes both while it is uploaded (its residues twice) and while it is scanned (its residues,
-    and boundary rows for ``long`` queries), with its offsets and score buffers (a sequence longer than
-    that is a chunk of its own). One chunk is on the GPU at a time: an upload takes a few percent of the
-    chunk's scans, and a second chunk in memory would cost a fifth of the chunk's size.
+    ``budget`` bytes (:func:`chunk_bytes`; a sequence longer than that is a chunk of its own), as few as
+    that allows and of even sizes (a small last chunk would be scanned by launches too short to fill the
+    GPU). One chunk is on the GPU at a time: an upload takes a few percent of the chunk's scans, and a
+    second chunk in memory would cost a fifth of the chunk's size.
 
     Raises:
         NwalignError: a budget that does not leave room for a chunk of :data:`MIN_CHUNK_RESIDUES`.
     """
     offsets = np.asarray(offsets, dtype=np.int64)
-    per_residue = max(2, 1 + (BOUNDARY_BYTES if long else 0))
     room = budget * 15 // 16 - RESERVE  # a sixteenth for the pool's rounding and what is not counted
-    if room < per_residue * MIN_CHUNK_RESIDUES:
-        least = (RESERVE + per_residue * MIN_CHUNK_RESIDUES) * 16 / 15
+    if room < chunk_bytes(MIN_CHUNK_RESIDUES, 1, long):
+        least = (RESERVE + chunk_bytes(MIN_CHUNK_RESIDUES, 1, long)) * 16 / 15
         raise NwalignError(f"scan: {budget / 2**20:.0f} MiB of GPU memory leave no room for a chunk of the "
                            f"database (at least {least / 2**20:.0f} MiB): allow more, or use --backend cpu")
-    cost = per_residue * offsets[1:] + BYTES_PER_SEQUENCE * np.arange(1, offsets.size, dtype=np.int64)
-    out, first, base = [], 0, 0
-    count = offsets.size - 1
+    def fits(first: int, stop: int) -> bool:
+        return chunk_bytes(int(offsets[stop] - offsets[first]), stop - first, long) <= room
+
+    greedy, first, count = [], 0, offsets.size - 1
     while first < count:
-        stop = max(int(np.searchsorted(cost, base + room, side="right")), first + 1)
-        out.append((first, stop))
-        base = int(cost[stop - 1])
-        first = stop
-    return out
+        lo, hi = first + 1, count  # the furthest stop that fits (the need grows with it), at least one sequence
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(first, mid) else (lo, mid - 1)
+        greedy.append((first, lo))
+        first = lo
+    k = len(greedy)
+    cuts = np.searchsorted(offsets, offsets[-1] * np.arange(1, k) // k)  # as many chunks, of even residues
+    even = list(zip([0, *cuts.tolist()], [*cuts.tolist(), count]))
+    if all(a < b and fits(a, b) for a, b in even):
+        return even
+    return greedy
 
 
 def budget_of(cupy, limit: int | None) -> tuple[int, str]:

@@ -1,0 +1,98 @@
+"""Reading a memory-mapped array (a ``.nwdb``'s residues) through its file: ``os.preadv`` into the
+caller's buffer instead of touching the mapping, so that a pass over a database of many gigabytes does not
+make its pages part of this process's resident set (they stay in the page cache, shared), and runs
+without a page fault per 4 KiB. Arrays that are no memory map are copied as they are."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+BLOCK = 1 << 24  # bytes per read of a pass over an array
+
+
+def file_span(array: np.ndarray) -> tuple[str, int] | None:
+    """(path, byte offset in the file) of element 0 of ``array`` where it is a contiguous view of a
+    ``numpy.memmap`` (any slice of one, or a plain ndarray over one), else None."""
+    mapped = array
+    while mapped is not None and not isinstance(mapped, np.memmap):
+        mapped = mapped.base
+    if mapped is None or getattr(mapped, "filename", None) is None or not array.flags.c_contiguous:
+        return None
+    mm = getattr(mapped, "_mmap", None)
+    if not isinstance(mm, mmap.mmap):
+        return None
+    base = np.frombuffer(mm, dtype=np.uint8).ctypes.data  # where the mapping starts in memory
+    first = mapped.offset - mapped.offset % mmap.ALLOCATIONGRANULARITY  # and in the file
+    return os.fspath(mapped.filename), array.ctypes.data - base + first
+
+
+class RangeReader:
+    """``read(lo, hi, out)``: ``array[lo:hi]`` into ``out[:hi - lo]`` (uint8 arrays), from the file where
+    ``array`` is memory-mapped (:func:`file_span`), else by a copy. Thread-safe (positioned reads);
+    close it (or use it as a context manager) to close the file."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        span = file_span(array)
+        self.fd, self.at = (os.open(span[0], os.O_RDONLY), span[1]) if span else (None, 0)
+
+    def read(self, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
+        """``out[:hi - lo]``, filled (``out`` must be C-contiguous uint8)."""
+        view = out[:hi - lo]
+        if self.fd is None:
+            np.copyto(view, self.array[lo:hi])
+            return view
+        buf, pos = memoryview(view).cast("B"), self.at + lo
+        while buf:
+            done = os.preadv(self.fd, [buf], pos)
+            if done <= 0:
+                raise OSError(f"the file ended {hi - lo - len(buf)} bytes into a read of {hi - lo}")
+            buf, pos = buf[done:], pos + done
+        return view
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "RangeReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def copy_of(array: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    """A new array (uint8) holding ``array[lo:hi]``, read as :class:`RangeReader` does."""
+    hi = array.size if hi is None else hi
+    out = np.empty(hi - lo, dtype=np.uint8)
+    with RangeReader(array) as reader:
+        reader.read(lo, hi, out)
+    return out
+
+
+def each_block(array: np.ndarray, fn, threads: int = 1, block: int = BLOCK) -> list:
+    """``fn(piece)`` of each consecutive piece of ``array`` (uint8; ``block`` bytes, the last shorter),
+    read as :class:`RangeReader` does into a buffer of each thread; the results in order. With one
+    thread the pieces come in order (a running checksum may be taken)."""
+    size = array.size
+    starts = range(0, size, block)
+    with RangeReader(array) as reader:
+        if threads <= 1 or len(starts) <= 1:
+            buf = np.empty(min(block, size), dtype=np.uint8)
+            return [fn(reader.read(a, min(a + block, size), buf)) for a in starts]
+        import threading
+
+        local = threading.local()
+
+        def one(a: int):
+            if not hasattr(local, "buf"):
+                local.buf = np.empty(block, dtype=np.uint8)
+            return fn(reader.read(a, min(a + block, size), local.buf))
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(one, starts))
