@@ -234,7 +234,7 @@ class Aligner:
             from .cuda.search import ScanSearcher
 
             self._searchers[key] = (ScanSearcher(codes, offsets, self.scoring, self.device), codes, offsets)
-        return self._searchers[key][0].scores(np.asarray(query, dtype=np.uint8))
+        return self._searchers[key][0].scores(np.asarray(query, dtype=np.uint8)).astype(np.int64)
 
 
 BLOCK_BATCHES = 3  # batches per block of a spread all-pairs job at least (block_batch)

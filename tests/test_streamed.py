@@ -52,9 +52,13 @@ def test_chunks_cover_the_database_in_order_and_fit_the_budget():
         assert parts[0][0] == 0 and parts[-1][1] == 5000 and all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
         for a, b in parts:
             residues = int(offsets[b] - offsets[a])
-            scanned = (1 + (streamed.BOUNDARY_BYTES if long else 0)) * residues
+            scanned = residues + (streamed.BOUNDARY_BYTES * (residues + 16384) if long else 0)
             need = max(scanned, 2 * residues) + streamed.BYTES_PER_SEQUENCE * (b - a)
+            assert need == streamed.chunk_bytes(residues, b - a, long)
             assert need <= budget - streamed.RESERVE or b - a == 1
+        plain = np.concatenate(([0], np.cumsum(np.delete(lengths, 1234))))  # without the long one
+        sizes = np.diff(plain[np.array([a for a, _ in streamed.chunks(plain, budget, long)] + [5000 - 1])])
+        assert sizes.size >= 2 and sizes.max() < 1.01 * sizes.min()  # even chunks, no small last one
         assert len(parts) >= 2 and ((1234, 1235) in parts or not long)  # too long for a chunk of others
     assert len(streamed.chunks(offsets, budget, True)) > len(streamed.chunks(offsets, budget, False))
     whole = streamed.chunks(offsets, streamed.resident_bytes(int(offsets[-1]), 5000) * 2)

@@ -46,9 +46,13 @@ class DeviceDatabase:
         log.debug("scan: database sorted by length")
         cp = require(device)
         try:
-            self.d_order = cp.asarray(self.order.astype(np.int32))
-            self.d_off = cp.asarray(np.concatenate(([0], np.cumsum(self.sorted_lengths))).astype(np.int64))
-            self.d_res = _sorted_residues(cp, codes, offsets, self.order, self.d_off)
+            # no host copies of the per-sequence arrays (50 M sequences: 400 MB each): converted on the GPU
+            order64 = cp.asarray(self.order)
+            self.d_order = order64.astype(cp.int32)
+            self.d_off = cp.zeros(self.count + 1, dtype=cp.int64)
+            cp.cumsum(cp.asarray(self.sorted_lengths), out=self.d_off[1:])
+            self.d_res = _sorted_residues(cp, codes, offsets, order64, self.d_off)
+            del order64
         except cp.cuda.memory.OutOfMemoryError:
             free, total = cp.cuda.runtime.memGetInfo()
             raise DoesNotFit(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
@@ -146,13 +150,13 @@ def _upload(cp, host: np.ndarray):
     return out
 
 
-def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, order: np.ndarray, d_off):
-    """The residues uploaded once, then copied on the GPU into length order (no host-side copy)."""
+def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, d_order, d_off):
+    """The residues uploaded once, then copied on the GPU into length order (no host-side copy);
+    ``d_order``: the length order on the GPU (int64)."""
     d_codes = _upload(cp, np.asarray(codes, dtype=np.uint8))
     d_src = cp.asarray(offsets)
-    d_order = cp.asarray(order.astype(np.int64))
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
-    count = order.size
+    count = d_order.size
     func = modules.kernel("sw_search", "sw_gather")
     func(((count + 7) // 8,), (256,), (d_codes, d_src, d_order, d_off, out, np.int64(count)))
     # Done before any scan reads it: the scans run on other (non-blocking) streams, perhaps of another thread.

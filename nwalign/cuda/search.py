@@ -23,6 +23,7 @@ log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
 SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
+PROFILE_LANES = 2  # streams (and boundary-row regions) over which sw_profile's pieces are dealt
 
 
 class GswSearcher:
@@ -142,7 +143,10 @@ class ScanSearcher:
             int(scoring.matrix.min()) > -8000
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
-        self.profile_stream = cp.cuda.Stream(non_blocking=True)
+        # sw_profile's pieces of the database alternate between two lanes (a stream and a region of the
+        # boundary rows each): one piece's launch fills the GPU while the other's drains (a 40 M-residue
+        # chunk of a streamed database: 4,011 GCUPS one launch at a time, 4,693 two at once on an H100).
+        self.profile_streams = [cp.cuda.Stream(non_blocking=True) for _ in range(PROFILE_LANES)]
         # Host-to-GPU copies go on a stream with nothing queued, so that they never wait for scans in
         # flight; scores are scattered and copied back on `main`.
         self.upload, self.main = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
@@ -190,8 +194,10 @@ class ScanSearcher:
             if self.plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
         #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
-        self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, PROFILE_CHUNK_RESIDUES)
-        words = max((residues for _, _, _, residues in self.profile_chunks), default=0)
+        profile_residues = int(self.sorted_lengths[self.profile_first:].sum())
+        piece = min(PROFILE_CHUNK_RESIDUES, -(-profile_residues // PROFILE_LANES))  # a piece for each lane at least
+        self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, max(piece, 1))
+        words = PROFILE_LANES * max((residues for _, _, _, residues in self.profile_chunks), default=0)
         if self._bound is not None and self._bound.size < words:
             self._bound = None
         if not self._buffers or self._buffers[0][0].size < self.count:
@@ -217,10 +223,11 @@ class ScanSearcher:
             self._plans[m] = parts
         return self._plans[m]
 
-    def _launch_profile(self, query: np.ndarray, stream, d_scores, counters):
-        """sw_profile.cu over the sequences from ``profile_first`` on, chunk by chunk
-        (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`) on ``stream``;
-        returns the scratch to keep alive. ``counters``: zeroed int32, one per launch."""
+    def _launch_profile(self, query: np.ndarray, lanes, d_scores, counters):
+        """sw_profile.cu over the sequences from ``profile_first`` on, piece by piece
+        (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`), the pieces
+        dealt to the streams ``lanes`` in turn (each with its region of the boundary rows); returns the
+        scratch to keep alive. ``counters``: zeroed int32, one per launch."""
         cp = self.cp
         if self.profile_first == self.count:
             return None
@@ -232,18 +239,21 @@ class ScanSearcher:
         q[:m] = query
         # [pass][letter][row of the tile]: (S(q_i, b) + go) & 0xffff
         prof = self._profile_table[q].reshape(passes, tile, A1).transpose(0, 2, 1)
-        with stream:
+        with lanes[0]:
             d_prof = cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
             d_scores[self.profile_first:].fill(0)
+            ready = lanes[0].record()
+        for lane in lanes[1:]:
+            lane.wait_event(ready)
         if passes > 1 and self._bound is None:
-            words = max(residues for _, _, _, residues in self.profile_chunks)
+            words = PROFILE_LANES * max(residues for _, _, _, residues in self.profile_chunks)
             try:
                 self._bound = cp.empty(words, dtype=cp.uint64)
             except cp.cuda.memory.OutOfMemoryError:
                 raise NwalignError(f"scan: no GPU memory for the boundary rows of a query longer than {tile} "
                                    f"residues ({8 * words / 2**30:.1f} GiB): split the database, or use "
                                    "--backend cpu") from None
-        bound = self._bound if passes > 1 else d_prof
+        region = self._bound.size // len(lanes) if passes > 1 else 0
         func = _profile_kernel(G, R)
         threads = 256
         shared = profile_shared_bytes(G, R, A1, threads)
@@ -251,15 +261,17 @@ class ScanSearcher:
             func.max_dynamic_shared_size_bytes = shared
         resident = modules.resident_blocks(func, threads, shared)
         launch = 0
-        for first, count, base, _ in self.profile_chunks:
+        for k, (first, count, base, _) in enumerate(self.profile_chunks):
             pairs = (count + 1) // 2
             blocks = min((pairs * G + threads - 1) // threads, resident)
             res = self.d_res[base:]
+            lane = k % len(lanes)
+            bound = self._bound[lane * region:] if passes > 1 else d_prof
             for p in range(passes):
                 args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
                                   self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr,
                                   d_scores.data.ptr, counters[launch:].data.ptr)], dtype=_SP_ARGS)[0]
-                with stream:
+                with lanes[lane]:
                     func((blocks,), (threads,), (args,), shared_mem=shared)
                 launch += 1
         return d_prof
@@ -329,11 +341,13 @@ class ScanSearcher:
             # one work counter per launch (the last: recomputation), then sw_profile's, one per pass
             ticket.counters = cp.zeros(len(parts) + 1 + self.profile_launches(int(query.size)), dtype=cp.int32)
             start = self.upload.record()
-        if self.profile_first < self.count:  # on a stream of its own, beside the longer sequences' ranges
-            self.profile_stream.wait_event(start)
-            ticket.keep.append(self._launch_profile(query, self.profile_stream, slot.d_scores,
+        if self.profile_first < self.count:  # on streams of their own, beside the longer sequences' ranges
+            for lane in self.profile_streams:
+                lane.wait_event(start)
+            ticket.keep.append(self._launch_profile(query, self.profile_streams, slot.d_scores,
                                                     ticket.counters[len(parts) + 1:]))
-            ticket.main.wait_event(self.profile_stream.record())
+            for lane in self.profile_streams:
+                ticket.main.wait_event(lane.record())
         for k, part in enumerate(parts):  # longest first, over the streams
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
@@ -346,8 +360,9 @@ class ScanSearcher:
         return ticket
 
     def result(self, ticket: "_Ticket") -> np.ndarray:
-        """The scores of a submitted query (int64, shape (count,), database order); those that may have
-        left the int16 range are recomputed in 32-bit first."""
+        """The scores of a submitted query (int32, shape (count,), database order: half the host memory of
+        int64, 200 MB a query for 50 M sequences); those that may have left the int16 range are recomputed
+        in 32-bit first."""
         started = time.perf_counter()
         slot, query = ticket.slot, ticket.query
         parts = self.partitions(int(query.size))
@@ -362,7 +377,7 @@ class ScanSearcher:
                 ticket.keep.append(self._launch(self.wide_part, query, ticket.qrows, ticket.main, slot.d_scores,
                                                 True, d_list, int(again.size), ticket.counters[len(parts):]))
                 got = self._wait(slot, self._copy_back(slot, ticket.main))
-        out = got.astype(np.int64)
+        out = got.copy()  # the slot's pinned buffer takes the next query
         slot.busy = False
         self.cells += int(query.size) * self.residues
         self.scan_seconds += time.perf_counter() - started
@@ -370,7 +385,7 @@ class ScanSearcher:
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Best local score of ``query`` (uint8 codes, length >= 1) against every database sequence
-        (int64, shape (count,), database order): :meth:`submit`, then :meth:`result`."""
+        (int32, shape (count,), database order): :meth:`submit`, then :meth:`result`."""
         return self.result(self.submit(query))
 
     def _copy_back(self, slot: "_Slot", stream):

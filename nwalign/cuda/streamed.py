@@ -20,14 +20,15 @@ import numpy as np
 
 from ..errors import NwalignError
 from ..hits import top_hits
-from .scanplan import PROFILE_CHUNK_RESIDUES
+from .scanplan import PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN
+from .search import PROFILE_LANES
 
 log = logging.getLogger("nwalign")
 
 # GPU memory of a database on the GPU (nwalign.cuda.devicedb, nwalign.cuda.search): its residues once,
 # and once more while they are uploaded and sorted; offsets, order and two queries' score buffers per
 # sequence; and where a query is longer than one profile pass, boundary rows of 8 bytes a residue for at
-# most PROFILE_CHUNK_RESIDUES residues at a time (sw_profile's passes run over such pieces).
+# most PROFILE_CHUNK_RESIDUES residues a lane (sw_profile's passes run over such pieces, two at once).
 BYTES_PER_SEQUENCE = 44
 BOUNDARY_BYTES = 8
 RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
@@ -38,7 +39,9 @@ def chunk_bytes(residues, count, long: bool = True):
     """GPU memory (bytes; :data:`RESERVE` aside) of ``residues`` residues of ``count`` sequences on the GPU
     at their peak: while uploaded (the residues twice) or while scanned (once, with the boundary rows of
     ``long`` queries); NumPy arrays give arrays."""
-    bound = BOUNDARY_BYTES * np.minimum(residues, PROFILE_CHUNK_RESIDUES) if long else 0
+    # a region for each profile lane, as large as the largest piece (pieces are cut between pairs of sequences)
+    bound = BOUNDARY_BYTES * np.minimum(residues + PROFILE_LANES * 2 * PROFILE_MAX_LEN,
+                                        PROFILE_LANES * PROFILE_CHUNK_RESIDUES) if long else 0
     return np.maximum(2 * residues, residues + bound) + BYTES_PER_SEQUENCE * count
 
 
