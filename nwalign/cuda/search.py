@@ -223,11 +223,23 @@ class ScanSearcher:
             self._plans[m] = parts
         return self._plans[m]
 
-    def _launch_profile(self, query: np.ndarray, lanes, d_scores, counters):
+    def _profile_rows(self, query: np.ndarray):
+        """The query profile of sw_profile.cu on the GPU (uint32 [pass][letter][row of the tile]:
+        (S(q_i, b) + go) & 0xffff), copied on the current stream: call it on :attr:`upload`, whose queue is
+        empty (a copy from pageable memory waits for its stream's work: on a lane it would hold the host
+        until the last query's launches ended, one query in flight)."""
+        m = int(query.size)
+        G, R, passes = profile_config(m)
+        q = np.full(passes * G * R, self.A, dtype=np.int64)
+        q[:m] = query
+        prof = self._profile_table[q].reshape(passes, G * R, self.A + 1).transpose(0, 2, 1)
+        return self.cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
+
+    def _launch_profile(self, query: np.ndarray, lanes, d_scores, counters, d_prof):
         """sw_profile.cu over the sequences from ``profile_first`` on, piece by piece
         (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`), the pieces
         dealt to the streams ``lanes`` in turn (each with its region of the boundary rows); returns the
-        scratch to keep alive. ``counters``: zeroed int32, one per launch."""
+        scratch to keep alive. ``counters``: zeroed int32, one per launch; ``d_prof``: :meth:`_profile_rows`."""
         cp = self.cp
         if self.profile_first == self.count:
             return None
@@ -235,12 +247,7 @@ class ScanSearcher:
         G, R, passes = profile_config(m)
         tile = G * R
         A1 = self.A + 1
-        q = np.full(passes * tile, self.A, dtype=np.int64)
-        q[:m] = query
-        # [pass][letter][row of the tile]: (S(q_i, b) + go) & 0xffff
-        prof = self._profile_table[q].reshape(passes, tile, A1).transpose(0, 2, 1)
         with lanes[0]:
-            d_prof = cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
             d_scores[self.profile_first:].fill(0)
             ready = lanes[0].record()
         for lane in lanes[1:]:
@@ -340,12 +347,13 @@ class ScanSearcher:
             ticket.qrows = {wide: self._qrow(query, wide) for wide in (False, True)}
             # one work counter per launch (the last: recomputation), then sw_profile's, one per pass
             ticket.counters = cp.zeros(len(parts) + 1 + self.profile_launches(int(query.size)), dtype=cp.int32)
+            d_prof = self._profile_rows(query) if self.profile_first < self.count else None
             start = self.upload.record()
         if self.profile_first < self.count:  # on streams of their own, beside the longer sequences' ranges
             for lane in self.profile_streams:
                 lane.wait_event(start)
             ticket.keep.append(self._launch_profile(query, self.profile_streams, slot.d_scores,
-                                                    ticket.counters[len(parts) + 1:]))
+                                                    ticket.counters[len(parts) + 1:], d_prof))
             for lane in self.profile_streams:
                 ticket.main.wait_event(lane.record())
         for k, part in enumerate(parts):  # longest first, over the streams
