@@ -30,8 +30,9 @@ class DeviceDatabase:
         order: :func:`length_order` of ``offsets`` when already computed (a search starts it while CuPy
             is imported).
 
-    Attributes: ``order`` (int64 (count,): file index of each position in length order), ``rank`` (int32
-    (count,): position of each file index), ``sorted_lengths``, ``residues``, ``count``, and on the GPU
+    Attributes: ``order`` (int32 (count,): file index of each position in length order), ``rank`` (int32
+    (count,): position of each file index; made on first use), ``sorted_lengths`` (int32), ``residues``,
+    ``count``, and on the GPU
     ``d_res`` (uint8 residues in length order), ``d_off`` (int64 offsets into it), ``d_order`` (int32).
 
     Raises:
@@ -40,15 +41,16 @@ class DeviceDatabase:
 
     def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0, order=None):
         offsets = np.asarray(offsets, dtype=np.int64)
-        self.order, self.rank, self.sorted_lengths = order if order is not None else length_order(offsets)
+        self.order, self.sorted_lengths = order if order is not None else length_order(offsets)
+        self._rank = None
         self.count, self.device = int(self.order.size), device
         self.residues = int(self.sorted_lengths.sum())
         log.debug("scan: database sorted by length")
         cp = require(device)
         try:
             # no host copies of the per-sequence arrays (50 M sequences: 400 MB each): converted on the GPU
-            order64 = cp.asarray(self.order)
-            self.d_order = order64.astype(cp.int32)
+            self.d_order = cp.asarray(self.order)
+            order64 = self.d_order.astype(cp.int64)
             self.d_off = cp.zeros(self.count + 1, dtype=cp.int64)
             cp.cumsum(cp.asarray(self.sorted_lengths), out=self.d_off[1:])
             self.d_res = _sorted_residues(cp, codes, offsets, order64, self.d_off)
@@ -59,6 +61,16 @@ class DeviceDatabase:
                              f"fit in GPU {device}'s memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free; "
                                "the upload needs about twice its size): split it, or use --backend cpu") from None
         log.debug("scan: database uploaded")
+
+    @property
+    def rank(self) -> np.ndarray:
+        """int32 (count,): the position in length order of each file index (made on first use: 200 MB
+        for 50 M sequences, wanted only where scores are recomputed in 32-bit)."""
+        if self._rank is None:
+            rank = np.empty(self.count, dtype=np.int32)
+            rank[self.order] = np.arange(self.count, dtype=np.int32)
+            self._rank = rank
+        return self._rank
 
     def replica(self, device: int) -> "DeviceDatabase":
         """The same database on GPU ``device``, copied from this GPU's copy (GPU to GPU, over NVLink or
@@ -93,22 +105,25 @@ def _peer_copy(cp, array):
 
 
 def length_order(offsets: np.ndarray):
-    """(order, rank, sorted_lengths) of a database in the scan's order, decreasing length (stable): order
-    int64 (count,) the file index at each position, rank int32 (count,) the position of each file index,
-    sorted_lengths int64 (count,). Host work only (no CuPy).
+    """(order, sorted_lengths) of a database in the scan's order, decreasing length (stable): order int32
+    (count,) the file index at each position, sorted_lengths int32 (count,). Host work only (no CuPy);
+    4-byte integers, as a database of 50 M sequences holds these while it is searched.
 
     Raises:
-        NwalignError: an empty database or an empty sequence.
+        NwalignError: an empty database, an empty sequence, or one of 2**31 residues or more.
     """
     lengths = np.diff(np.asarray(offsets, dtype=np.int64))
     if lengths.size == 0 or lengths.min() < 1:
         raise NwalignError("scan: every database sequence needs at least one residue")
+    longest = int(lengths.max())
+    if longest >= 2**31 or lengths.size >= 2**31:
+        raise NwalignError(f"scan: a database sequence of {longest:,} residues (the GPU scan takes up to 2**31 - 1)")
+    lengths = lengths.astype(np.int32)
     # NumPy's stable sort of 16-bit keys is a radix sort: 50 M lengths 2.7x faster than as int64
-    keys = (65535 - lengths).astype(np.uint16) if lengths.max() < 65536 else -lengths
-    order = np.argsort(keys, kind="stable")
-    rank = np.empty(order.size, dtype=np.int32)
-    rank[order] = np.arange(order.size, dtype=np.int32)
-    return order, rank, lengths[order]
+    keys = (65535 - lengths).astype(np.uint16) if longest < 65536 else -lengths
+    order = np.argsort(keys, kind="stable").astype(np.int32)
+    del keys
+    return order, lengths[order]
 
 
 _CHUNK = 16 << 20  # bytes per staged copy of the database upload

@@ -143,9 +143,9 @@ class ScanSearcher:
             int(scoring.matrix.min()) > -8000
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
-        # sw_profile's pieces of the database alternate between two lanes (a stream and a region of the
-        # boundary rows each): one piece's launch fills the GPU while the other's drains (a 40 M-residue
-        # chunk of a streamed database: 4,011 GCUPS one launch at a time, 4,693 two at once on an H100).
+        # Successive queries' sw_profile launches alternate between two lanes (a stream and a region of
+        # the boundary rows each): one query's launch fills the GPU while the other's drains (a 40 M-residue
+        # chunk of a streamed database on an H100: 3,998 GCUPS one query at a time, 4,877 two at once).
         self.profile_streams = [cp.cuda.Stream(non_blocking=True) for _ in range(PROFILE_LANES)]
         # Host-to-GPU copies go on a stream with nothing queued, so that they never wait for scans in
         # flight; scores are scattered and copied back on `main`.
@@ -186,11 +186,11 @@ class ScanSearcher:
             raise RuntimeError("scan: the database swapped while a query is in flight")
         # The database on the GPU in length order.
         self.db = db
-        self.order, self.rank, self.sorted_lengths, self.residues = db.order, db.rank, db.sorted_lengths, db.residues
+        self.order, self.sorted_lengths, self.residues = db.order, db.sorted_lengths, db.residues
         self.d_order, self.d_off, self.d_res = db.d_order, db.d_off, db.d_res
         self.count = db.count
         self._plans = {}
-        self.profile_first = int(np.searchsorted(-self.sorted_lengths, -PROFILE_MAX_LEN, side="left")) \
+        self.profile_first = int(np.count_nonzero(self.sorted_lengths > PROFILE_MAX_LEN)) \
             if self.plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
         #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
@@ -235,11 +235,11 @@ class ScanSearcher:
         prof = self._profile_table[q].reshape(passes, G * R, self.A + 1).transpose(0, 2, 1)
         return self.cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
 
-    def _launch_profile(self, query: np.ndarray, lanes, d_scores, counters, d_prof):
+    def _launch_profile(self, query: np.ndarray, lane: int, d_scores, counters, d_prof):
         """sw_profile.cu over the sequences from ``profile_first`` on, piece by piece
-        (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`), the pieces
-        dealt to the streams ``lanes`` in turn (each with its region of the boundary rows); returns the
-        scratch to keep alive. ``counters``: zeroed int32, one per launch; ``d_prof``: :meth:`_profile_rows`."""
+        (:attr:`profile_chunks`), one launch per tile of the query (:func:`profile_config`), on profile
+        lane ``lane`` (its stream and region of the boundary rows); returns the scratch to keep alive.
+        ``counters``: zeroed int32, one per launch; ``d_prof``: :meth:`_profile_rows`."""
         cp = self.cp
         if self.profile_first == self.count:
             return None
@@ -247,11 +247,9 @@ class ScanSearcher:
         G, R, passes = profile_config(m)
         tile = G * R
         A1 = self.A + 1
-        with lanes[0]:
+        stream = self.profile_streams[lane]
+        with stream:
             d_scores[self.profile_first:].fill(0)
-            ready = lanes[0].record()
-        for lane in lanes[1:]:
-            lane.wait_event(ready)
         if passes > 1 and self._bound is None:
             words = PROFILE_LANES * max(residues for _, _, _, residues in self.profile_chunks)
             try:
@@ -260,7 +258,7 @@ class ScanSearcher:
                 raise NwalignError(f"scan: no GPU memory for the boundary rows of a query longer than {tile} "
                                    f"residues ({8 * words / 2**30:.1f} GiB): split the database, or use "
                                    "--backend cpu") from None
-        region = self._bound.size // len(lanes) if passes > 1 else 0
+        bound = self._bound[lane * (self._bound.size // PROFILE_LANES):] if passes > 1 else d_prof
         func = _profile_kernel(G, R)
         threads = 256
         shared = profile_shared_bytes(G, R, A1, threads)
@@ -268,17 +266,15 @@ class ScanSearcher:
             func.max_dynamic_shared_size_bytes = shared
         resident = modules.resident_blocks(func, threads, shared)
         launch = 0
-        for k, (first, count, base, _) in enumerate(self.profile_chunks):
+        for first, count, base, _ in self.profile_chunks:
             pairs = (count + 1) // 2
             blocks = min((pairs * G + threads - 1) // threads, resident)
             res = self.d_res[base:]
-            lane = k % len(lanes)
-            bound = self._bound[lane * region:] if passes > 1 else d_prof
             for p in range(passes):
                 args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
                                   self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr,
                                   d_scores.data.ptr, counters[launch:].data.ptr)], dtype=_SP_ARGS)[0]
-                with lanes[lane]:
+                with stream:
                     func((blocks,), (threads,), (args,), shared_mem=shared)
                 launch += 1
         return d_prof
@@ -350,12 +346,11 @@ class ScanSearcher:
             d_prof = self._profile_rows(query) if self.profile_first < self.count else None
             start = self.upload.record()
         if self.profile_first < self.count:  # on streams of their own, beside the longer sequences' ranges
-            for lane in self.profile_streams:
-                lane.wait_event(start)
-            ticket.keep.append(self._launch_profile(query, self.profile_streams, slot.d_scores,
-                                                    ticket.counters[len(parts) + 1:], d_prof))
-            for lane in self.profile_streams:
-                ticket.main.wait_event(lane.record())
+            lane = (self._submitted - 1) % len(self.profile_streams)
+            self.profile_streams[lane].wait_event(start)
+            ticket.keep.append(self._launch_profile(query, lane, slot.d_scores, ticket.counters[len(parts) + 1:],
+                                                    d_prof))
+            ticket.main.wait_event(self.profile_streams[lane].record())
         for k, part in enumerate(parts):  # longest first, over the streams
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
@@ -380,7 +375,7 @@ class ScanSearcher:
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
                 with self.upload:
-                    d_list = self.cp.asarray(self.rank[again])
+                    d_list = self.cp.asarray(self.db.rank[again])
                     ticket.main.wait_event(self.upload.record())
                 ticket.keep.append(self._launch(self.wide_part, query, ticket.qrows, ticket.main, slot.d_scores,
                                                 True, d_list, int(again.size), ticket.counters[len(parts):]))
