@@ -75,7 +75,9 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
             if progress:
                 progress(len(q.codes) * db.total_length)
             reported = reported_hits(q, scores, db, stats, top, max_evalue, min_score)
-            aligning.append((q, collect_hits(q, reported, scores, db, codes, scoring, align, aligner, pool)))
+            picked = {k: int(scores[k]) for k, _, _ in reported}  # not every score: 50 M sequences, 200 MB a query
+            del scores
+            aligning.append((q, collect_hits(q, reported, picked, db, codes, scoring, align, aligner, pool)))
             if not depth:
                 fill()
             while len(aligning) > keep:

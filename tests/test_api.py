@@ -268,15 +268,21 @@ def test_database_checksum_left_running_is_verified_before_use(tmp_path):
 
 
 def test_log_times_on_request(capsys, monkeypatch):
-    """NWALIGN_LOG_TIMES=1 with -v: milliseconds on every line, and the finer steps; without it, plain -v."""
+    """NWALIGN_LOG_TIMES=1 with -v: milliseconds (and on Linux the resident set size, now and at its peak)
+    on every line, and the finer steps; without it, plain -v."""
+    import re
+
+    timed = re.compile(r"nwalign: +\d+ ms(, RSS \d+\.\d\d GiB \(peak \d+\.\d\d\))?: ")
     monkeypatch.setenv("NWALIGN_LOG_TIMES", "1")
     assert main(["search", OPAL, SP196, "--top", "1", "--backend", "cpu", "-v", "-o", os.devnull]) == 0
     lines = capsys.readouterr().err.splitlines()
-    assert lines and all(" ms: " in line for line in lines if line.startswith("nwalign: "))
+    assert lines and all(timed.match(line) for line in lines if line.startswith("nwalign: "))
     assert any("search: database loaded" in line for line in lines)
+    if os.path.exists("/proc/self/status"):
+        assert all(", RSS " in line for line in lines if line.startswith("nwalign: "))
     monkeypatch.setenv("NWALIGN_LOG_TIMES", "0")
     assert main(["search", OPAL, SP196, "--top", "1", "--backend", "cpu", "-v", "-o", os.devnull]) == 0
-    assert not any(" ms: " in line for line in capsys.readouterr().err.splitlines())
+    assert not any(timed.match(line) for line in capsys.readouterr().err.splitlines())
 
 
 def test_nwdb_names_read_when_first_used(tmp_path, capsys):

@@ -90,12 +90,28 @@ def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     return cols
 
 
+class _TimedFormatter(logging.Formatter):
+    """Milliseconds since start-up and, where Linux's /proc says, the resident set size now and at its
+    peak, before each message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        memory = ""
+        try:
+            with open("/proc/self/status") as status:
+                kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in status)
+                      if k in ("VmRSS", "VmHWM")}
+            memory = f", RSS {kb['VmRSS'] / 2**20:.2f} GiB (peak {kb['VmHWM'] / 2**20:.2f})"
+        except (OSError, KeyError, ValueError):
+            pass
+        return f"nwalign: {record.relativeCreated:6.0f} ms{memory}: {record.getMessage()}"
+
+
 def setup_logging(verbose: bool, quiet: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    # NWALIGN_LOG_TIMES=1 with -v: milliseconds since start-up on every line, and the finer debug steps.
+    # NWALIGN_LOG_TIMES=1 with -v: milliseconds since start-up (and memory) on every line, and the finer
+    # debug steps.
     timed = verbose and os.environ.get("NWALIGN_LOG_TIMES", "") not in ("", "0")
-    handler.setFormatter(logging.Formatter("nwalign: %(relativeCreated)6.0f ms: %(message)s" if timed
-                                           else "nwalign: %(message)s"))
+    handler.setFormatter(_TimedFormatter() if timed else logging.Formatter("nwalign: %(message)s"))
     log.handlers[:] = [handler]
     log.setLevel(logging.ERROR if quiet else logging.DEBUG if timed else logging.INFO if verbose else logging.WARNING)
     log.propagate = False
