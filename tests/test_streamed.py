@@ -168,3 +168,19 @@ def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
     assert _rows(job.run(cells.append)) == want and len(want) == 5 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
+
+
+@pytest.mark.parametrize("longest", [35_000, 100_000])  # 16-bit radix keys, and the int64 sort beyond
+def test_length_order_is_stable_decreasing_and_four_bytes(longest):
+    from nwalign.cuda.devicedb import length_order
+
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 50, 20_000)
+    lengths[[5, 700]] = longest
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    order, sorted_lengths = length_order(offsets)
+    assert order.dtype == np.int32 and sorted_lengths.dtype == np.int32
+    assert np.array_equal(order, np.argsort(-lengths, kind="stable"))
+    assert np.array_equal(sorted_lengths, lengths[order]) and sorted_lengths[:2].tolist() == [longest] * 2
+    with pytest.raises(NwalignError, match="at least one residue"):
+        length_order(np.array([0, 3, 3, 5]))
