@@ -16,7 +16,7 @@ import numpy as np
 
 from .background import in_background
 from .errors import NwalignError
-from .mapped import each_block
+from .mapped import BLOCK, Recoded, each_block
 from .scoring import Scoring, make_scoring
 from . import fastastream
 from .dbnames import _Names, _names_section
@@ -391,10 +391,16 @@ def _max_code(body: np.ndarray) -> int:
     return max(each_block(body, lambda piece: int(piece.max()), min(8, os.cpu_count() or 1)))
 
 
-def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
+#: A .nwdb of more residues than this whose letters are not the scoring's alphabet is encoded where read
+#: (:class:`nwalign.mapped.Recoded`), not copied whole.
+RECODED_FROM = 1 << 28
+
+
+def encode_database(db: Database, scoring: Scoring):
     """All residues as the scoring's codes (uint8, shape (total,)), either case; a bad letter is reported
     with its record and position. A version-2 .nwdb written in the scoring's alphabet order is used as it
-    is (memory-mapped, no copy).
+    is (memory-mapped, no copy); one of more than :data:`RECODED_FROM` residues in another order (letters
+    beyond the alphabet, such as UniProt's U and O) as a :class:`nwalign.mapped.Recoded` over its codes.
 
     Raises:
         NwalignError: a letter outside the scoring alphabet.
@@ -405,17 +411,35 @@ def encode_database(db: Database, scoring: Scoring) -> np.ndarray:
         lut = np.full(256, 255, dtype=np.uint8)
         letters = db._letter_bytes()
         lut[:letters.size] = scoring.encode_bytes(letters)
+        if db.total_length > RECODED_FROM and not _bad_letter(db, lut):
+            return Recoded(db.codes, lut)  # translated where read: no copy of every residue
         source = db.codes
     else:
         lut = scoring.encode_bytes(np.arange(256, dtype=np.uint8))
         lower = np.arange(ord("a"), ord("z") + 1)
         lut[lower] = lut[lower - 32]  # lower case reads as upper case
         source = db.residues
-    codes = _take_chunked(lut, np.asarray(source))
-    if codes.size and int(codes.max()) == 255:  # a letter outside the alphabet (the max: one pass, no copy)
-        pos = int(np.flatnonzero(codes == 255)[0])
+    codes = Recoded(source, lut) if db.total_length > RECODED_FROM else _take_chunked(lut, np.asarray(source))
+    pos = _first_unscored(codes)
+    if pos >= 0:
         k = int(np.searchsorted(db.offsets, pos, side="right") - 1)
         letter = chr(db.residues[pos]) if db.residues is not None else db.letters[int(db.codes[pos])]
         raise NwalignError(f"{db.source}: record {db.ids[k]}: letter {letter!r} at position "
                            f"{pos - int(db.offsets[k]) + 1} is not in the alphabet of {scoring.matrix_name}")
     return codes
+
+
+def _bad_letter(db: Database, lut: np.ndarray) -> bool:
+    """Whether a version-2 database holds a letter ``lut`` cannot score (from its letter counts)."""
+    counts = db.letter_counts()
+    present = [db.letters.index(chr(c)) for c in np.flatnonzero(counts) if chr(c) in db.letters]
+    return any(lut[code] == 255 for code in present)
+
+
+def _first_unscored(codes) -> int:
+    """Where the first code 255 (a letter outside the alphabet) is, -1: none (a pass in blocks)."""
+    if isinstance(codes, np.ndarray):
+        return int(np.argmax(codes == 255)) if codes.size and int(codes.max()) == 255 else -1
+    hits = each_block(codes, lambda piece: int(np.argmax(piece == 255)) if int(piece.max()) == 255 else -1)
+    found = [k for k, at in enumerate(hits) if at >= 0]
+    return found[0] * BLOCK + hits[found[0]] if found else -1

@@ -73,3 +73,21 @@ def test_a_pass_through_the_file_leaves_the_pages_out_of_the_resident_set(tmp_pa
     assert int(np.asarray(mm).max()) == 255  # touching the map: its pages join the resident set
     through_map = _rss_file_kb() - before - through_file
     assert through_file < 8 << 10 and through_map > 32 << 10, (through_file, through_map)
+
+
+def test_recoded_arrays_are_translated_wherever_read(mapped):
+    from nwalign.mapped import Recoded, window
+
+    data, mm, _ = mapped
+    table = np.arange(256, dtype=np.uint8)[::-1].copy()
+    for base in (mm, data):  # from the file, and from memory
+        rec = Recoded(base, table)
+        assert rec.size == len(rec) == data.size and rec.shape == (data.size,) and rec.dtype == np.uint8
+        assert np.array_equal(np.asarray(rec), table[data])
+        assert np.array_equal(copy_of(rec, 70000, 1 << 21), table[data[70000:1 << 21]])
+        assert np.array_equal(rec[5:900], table[data[5:900]]) and int(rec[7]) == int(table[data[7]])
+        part = window(rec, 1000, 3 << 20)
+        assert isinstance(part, Recoded) and np.array_equal(copy_of(part), table[data[1000:3 << 20]])
+        assert [int(p.max()) for p in each_block(rec, lambda p: p.copy(), block=1 << 20)] == \
+            [int(table[data[a:a + (1 << 20)]].max()) for a in range(0, data.size, 1 << 20)]
+    assert window(data, 3, 9) is not None and np.array_equal(window(data, 3, 9), data[3:9])

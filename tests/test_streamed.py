@@ -184,3 +184,76 @@ def test_length_order_is_stable_decreasing_and_four_bytes(longest):
     assert np.array_equal(sorted_lengths, lengths[order]) and sorted_lengths[:2].tolist() == [longest] * 2
     with pytest.raises(NwalignError, match="at least one residue"):
         length_order(np.array([0, 3, 3, 5]))
+
+
+@pytest.fixture(scope="module")
+def extended_db(tmp_path_factory):
+    """A .nwdb of E. coli proteins with UniProt's U and O among their letters (beyond BLOSUM62's
+    alphabet: scored as X), so that its codes are not the scoring's."""
+    from nwalign.dbbuild import makedb
+    from nwalign.sequences import read_fasta
+
+    folder = tmp_path_factory.mktemp("extended")
+    with open(folder / "ext.fa", "w") as out:
+        for k, r in enumerate(read_fasta(ECOLI)[:400]):
+            seq = list(r.seq)
+            for i in range(k % 7, len(seq), 37):
+                seq[i] = "UO"[(i + k) % 2]
+            out.write(f">{r.id}\n{''.join(seq)}\n")
+    db = makedb(str(folder / "ext.fa"), str(folder / "ext.nwdb"))
+    assert db.letters.endswith("OU")
+    return str(folder / "ext.nwdb")
+
+
+def _recoded_everywhere(monkeypatch):
+    from nwalign import database
+
+    monkeypatch.setattr(database, "RECODED_FROM", 0)
+
+
+def test_letters_beyond_the_alphabet_are_encoded_where_read_on_the_cpu(extended_db, monkeypatch):
+    """A .nwdb whose letters extend the scoring's alphabet, past RECODED_FROM residues: searched through
+    codes translated where read (no copy of the database), in chunks on the CPU engine, with the hits
+    of the translated copy."""
+    from nwalign import search
+    from nwalign.cpu import streamed
+    from nwalign.mapped import Recoded
+
+    want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
+    _recoded_everywhere(monkeypatch)
+    monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 30_000)
+    job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2)
+    assert isinstance(job._codes, Recoded) and job.streamed and len(job.gpu.chunks) >= 4
+    assert _rows(job) == want and len(want) == 5 * 9
+
+
+def test_a_letter_the_scoring_cannot_score_is_found_in_recoded_codes(extended_db, monkeypatch):
+    from nwalign.database import encode_database, load_database
+    from nwalign.scoring import make_scoring
+
+    db = load_database(extended_db)
+    dna = make_scoring("dna", "local")
+    with pytest.raises(NwalignError) as whole:
+        encode_database(db, dna)
+    _recoded_everywhere(monkeypatch)
+    with pytest.raises(NwalignError) as lazy:
+        encode_database(db, dna)
+    assert str(lazy.value) == str(whole.value) and "is not in the alphabet" in str(lazy.value)
+
+
+@pytest.mark.gpu
+def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_db, monkeypatch):
+    """The same database on the GPU through translated codes: uploaded whole and streamed in chunks,
+    the CPU engine's hits."""
+    from nwalign import search
+    from nwalign.cuda import streamed
+    from nwalign.mapped import Recoded
+
+    want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
+    _recoded_everywhere(monkeypatch)
+    job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0")
+    assert isinstance(job._codes, Recoded) and not job.streamed and _rows(job) == want
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0", gpu_memory="3M")
+    assert job.streamed and len(job.gpu.chunks) >= 2 and _rows(job) == want

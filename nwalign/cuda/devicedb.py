@@ -8,7 +8,7 @@ import logging
 import numpy as np
 
 from ..errors import NwalignError
-from ..mapped import RangeReader, copy_of
+from ..mapped import RangeReader, Recoded, copy_of
 from . import modules
 from .device import pinned_empty, require
 
@@ -24,7 +24,8 @@ class DeviceDatabase:
     first, and the two sequences of a group have close lengths), uploaded once for every query.
 
     Arguments:
-        codes: residue codes (uint8, all sequences concatenated, in file order).
+        codes: residue codes (uint8, all sequences concatenated, in file order; or a
+            :class:`nwalign.mapped.Recoded`).
         offsets: int64 (count + 1,) sequence boundaries in ``codes``.
         device: CUDA device index.
         order: :func:`length_order` of ``offsets`` when already computed (a search starts it while CuPy
@@ -131,7 +132,8 @@ _STAGES = 4        # pinned staging buffers, filled by as many threads
 
 
 def _upload(cp, host: np.ndarray):
-    """``host`` (uint8, 1-D; a memory map is read from its file, :mod:`nwalign.mapped`) on the GPU,
+    """``host`` (uint8, 1-D; a memory map is read from its file, a :class:`nwalign.mapped.Recoded`
+    translated on the way: :mod:`nwalign.mapped`) on the GPU,
     copied through :data:`_STAGES` pinned buffers of :data:`_CHUNK` bytes, each filled by a thread of its
     own (reads and NumPy's copy release the GIL) while the GPU takes the ones filled before: the driver's
     own staging of pageable memory ran at ~1 GB/s, and one thread filling two buffers at ~2-3 GB/s."""
@@ -177,7 +179,7 @@ def _to_gpu(cp, host: np.ndarray):
 def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, d_order, d_off):
     """The residues uploaded once, then copied on the GPU into length order (no host-side copy);
     ``d_order``: the length order on the GPU (int64)."""
-    d_codes = _upload(cp, np.asarray(codes, dtype=np.uint8))
+    d_codes = _upload(cp, codes if isinstance(codes, Recoded) else np.asarray(codes, dtype=np.uint8))
     d_src = _to_gpu(cp, offsets)
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
     count = d_order.size

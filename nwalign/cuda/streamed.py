@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import NwalignError
 from ..hits import top_hits
+from ..mapped import window
 from .scanplan import PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN
 from .search import PROFILE_LANES
 
@@ -151,7 +152,7 @@ class StreamedScan:
         _free_cached()
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
-        return DeviceDatabase(np.asarray(self.codes[lo:hi]), self.offsets[a:b + 1] - lo, self.device)
+        return DeviceDatabase(window(self.codes, lo, hi), self.offsets[a:b + 1] - lo, self.device)
 
     SLOTS = 4  # queries in flight on a chunk: its scans are shorter than a resident database's
 
