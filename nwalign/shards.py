@@ -15,6 +15,7 @@ are those of a one-process search, whatever the number of shards or workers, and
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -23,12 +24,17 @@ import numpy as np
 from .cpu.search import cpu_scan
 from .cpu.streamed import ChunkedScan, streams as cpu_streams
 from .cuda.batch import BatchAligner
-from .cuda.devicedb import DeviceDatabase
+from .cuda.device import require
+from .cuda.devicedb import DeviceDatabase, DoesNotFit
 from .cuda.search import ScanSearcher
+from .cuda import streamed as gpu_streamed
 from .database import MAGIC2, load_database
 from .errors import NwalignError, workers_lost
 from .hits import merge, top_hits
+from .mapped import copy_of
 from .scaleout import thread_cached, worker_cached, worker_uncache
+
+log = logging.getLogger("nwalign")
 
 __all__ = ["ShardTask", "best_of_shard", "gather_shards", "merge", "preload_database", "shards", "submit_shards"]
 
@@ -73,9 +79,26 @@ def _load_shard(path: str, shard: int, count: int, scoring):
     index = shards(lengths, count)[shard]
     member = np.zeros(lengths.size, dtype=bool)
     member[index] = True
-    sub = np.asarray(codes)[np.repeat(member, lengths)]  # the shard's residues in database order
     offsets = np.concatenate(([0], np.cumsum(lengths[index]))).astype(np.int64)
-    return index, sub, offsets
+    return index, _members(codes, np.asarray(db.offsets), member, int(offsets[-1])), offsets
+
+
+def _members(codes, offsets: np.ndarray, member: np.ndarray, total: int, block: int = 1 << 20) -> np.ndarray:
+    """The residues (uint8, ``total`` of them) of the sequences where ``member`` is True, in database
+    order, read a block of ``block`` sequences at a time from the file (nwalign.mapped): no mask over
+    every residue of the database (UniRef50: 17 GB) and none of its pages in this process."""
+    out = np.empty(total, dtype=np.uint8)
+    at = 0
+    lengths = np.diff(offsets)
+    for a in range(0, member.size, block):
+        b = min(a + block, member.size)
+        if not member[a:b].any():
+            continue
+        piece = copy_of(codes, int(offsets[a]), int(offsets[b]))
+        kept = piece[np.repeat(member[a:b], lengths[a:b])]
+        out[at:at + kept.size] = kept
+        at += kept.size
+    return out
 
 
 def _shard_database(path: str, shard: int, count: int, scoring):
@@ -122,13 +145,21 @@ def _shard_searcher(task: ShardTask):
         if task.shards != 1 or _worker_database(task.database).letters != sc.alphabet:
             uploaded = None
         if uploaded is None and index.size:
-            uploaded = DeviceDatabase(sub, offsets, 0)
+            try:
+                uploaded = DeviceDatabase(sub, offsets, 0)
+            except (DoesNotFit, MemoryError) as exc:  # streamed through the GPU in chunks instead
+                log.info("search: shard %d does not fit on this worker's GPU (%s)", task.shard, exc)
         return index, uploaded, sub, offsets
 
     index, uploaded, sub, offsets = worker_cached(key, on_gpu)
 
     def make():
-        return ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded) if index.size else None
+        if not index.size:
+            return None
+        if uploaded is None:  # a shard larger than the GPU's memory
+            # half the GPU's free memory: a GPU worker runs two tasks at a time, each with its own scan
+            return gpu_streamed.StreamedScan(sub, offsets, sc, 0, gpu_streamed.budget_of(require(0), None)[0] // 2)
+        return ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded)
 
     return index, thread_cached(key, make), sub, offsets
 
@@ -160,6 +191,8 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
             return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) + (([],) if task.align else ())
                     for _ in queries]
         aligner = _worker_aligner(sc) if task.align else None
+        if isinstance(searcher, gpu_streamed.StreamedScan):
+            return _streamed_shard(searcher, queries, task, index, sub, offsets, aligner)
         flying = [(q, searcher.submit(q)) for q in queries[:searcher.slots]]
         out, aligning, left = [], [], iter(queries[searcher.slots:])
         while flying:
@@ -190,6 +223,19 @@ def best_of_shard(task: ShardTask) -> list[tuple]:
         best = top_hits(scores, task.top, None)  # ties by shard position = by database index
         out.append((index[best], scores[best]))
     return out
+
+
+def _streamed_shard(scan, queries, task: ShardTask, index, sub, offsets, aligner) -> list[tuple]:
+    """:func:`best_of_shard`'s results for a shard streamed through the worker's GPU in chunks (the
+    queries over each chunk in turn), aligned afterwards where asked."""
+    found = scan.best(queries, task.top)
+    out = [(index[pos], np.asarray(scores, dtype=np.int64)) for pos, scores in found]
+    if aligner is None:
+        return out
+    batches = [aligner.submit([(q, sub[offsets[k]:offsets[k + 1]]) for k in pos.tolist()]) if pos.size else None
+               for q, (pos, _) in zip(queries, found)]
+    return [(i, s, [] if batch is None else [path[:5] + (np.array(path[5]),) for path in batch.result()])
+            for (i, s), batch in zip(out, batches)]
 
 
 def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,

@@ -929,3 +929,22 @@ def test_a_large_shard_is_scanned_a_chunk_at_a_time(tmp_path, monkeypatch, count
         monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 1 << 28)
         assert [(i.tolist(), s.tolist()) for i, s in got] == [(i.tolist(), s.tolist()) for i, s in want]
         assert any(len(set(s.tolist())) < len(s) for _, s in want)  # ties are exercised
+
+
+def test_a_shard_is_read_a_block_of_sequences_at_a_time(tmp_path):
+    """A shard's residues gathered a block of sequences at a time from the file equal the mask over every
+    residue (the old way, a mask as large as the database)."""
+    from nwalign.shards import _members
+
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 60, 5000)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    data = rng.integers(0, 25, int(offsets[-1]), dtype=np.uint8)
+    (tmp_path / "codes").write_bytes(data.tobytes())
+    mapped = np.memmap(tmp_path / "codes", dtype=np.uint8, mode="r")
+    for index in shards(lengths, 3) + [np.zeros(0, dtype=np.int64)]:
+        member = np.zeros(lengths.size, dtype=bool)
+        member[index] = True
+        want = data[np.repeat(member, lengths)]
+        for block in (7, 1000, 1 << 20):
+            assert np.array_equal(_members(mapped, offsets, member, want.size, block), want)

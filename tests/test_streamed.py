@@ -257,3 +257,32 @@ def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_d
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0", gpu_memory="3M")
     assert job.streamed and len(job.gpu.chunks) >= 2 and _rows(job) == want
+
+
+@pytest.mark.gpu
+def test_a_gpu_worker_streams_a_shard_larger_than_its_gpu(tied_db, monkeypatch):
+    """A Dask GPU worker's shard whose upload runs out of GPU memory is streamed through the GPU in
+    chunks: the same best hits and alignments as the shard resident (run in this process)."""
+    from nwalign import scaleout
+    from nwalign.scoring import make_scoring
+    from nwalign.sequences import read_fasta
+    from nwalign.shards import ShardTask, best_of_shard
+
+    sc = make_scoring("protein", "local", search=True)
+    queries = tuple(sc.encode_bytes(np.frombuffer(r.seq.encode(), np.uint8)).tobytes() for r in read_fasta(OPAL))
+    task = ShardTask(tied_db, 0, 1, queries, sc, 8, backend="cuda", align=True)
+
+    def fresh(monkeypatch):  # no database, searcher or aligner kept from an earlier task
+        monkeypatch.setattr(scaleout, "_CACHE", {})
+        monkeypatch.setattr(scaleout, "_THREAD", __import__("threading").local())
+
+    fresh(monkeypatch)
+    want = best_of_shard(task)
+    fresh(monkeypatch)
+    whole_upload_fails(monkeypatch, 8 << 20)
+    got = best_of_shard(task)
+    assert len(got) == len(want) == 5
+    for (i, s, paths), (wi, ws, wpaths) in zip(got, want):
+        assert np.array_equal(i, wi) and np.array_equal(s, ws) and i.size == 8
+        assert [p[:5] for p in paths] == [p[:5] for p in wpaths]
+        assert all(np.array_equal(p[5], w[5]) for p, w in zip(paths, wpaths))
