@@ -151,10 +151,10 @@ def window(array, lo: int, hi: int):
     return array.window(lo, hi) if isinstance(array, Recoded) else array[lo:hi]
 
 
-def translate(table: np.ndarray, data: np.ndarray) -> None:
-    """``data[:] = table[data]`` in place (uint8), a megabyte at a time (NumPy indexes through an intp
-    copy of the index: 8 bytes an element)."""
+def translate(table: np.ndarray, data: np.ndarray, out: np.ndarray | None = None) -> None:
+    """``out[:] = table[data]`` (uint8; ``out`` defaults to ``data``: in place), a megabyte at a time
+    (NumPy indexes through an intp copy of the index: 8 bytes an element)."""
+    out = data if out is None else out
     step = 1 << 20
     for a in range(0, data.size, step):
-        piece = data[a:a + step]
-        piece[:] = table[piece]
+        np.take(table, data[a:a + step], out=out[a:a + step])  # NumPy copies where out overlaps the index

@@ -23,7 +23,7 @@ log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
 SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
-PROFILE_LANES = 2  # streams (and boundary-row regions) over which sw_profile's pieces are dealt
+PROFILE_LANES = 2  # streams, each with its region of boundary rows, that successive queries' sw_profile launches take in turn
 
 
 class GswSearcher:
@@ -192,13 +192,14 @@ class ScanSearcher:
         self._plans = {}
         self.profile_first = int(np.count_nonzero(self.sorted_lengths > PROFILE_MAX_LEN)) \
             if self.plan == "profile" and self.packed16 and self.hopper else self.count
-        #: (first, count, first residue, residues) of each chunk of plan profile's sequences: a multi-pass
-        #: query's boundary rows (8 bytes per residue of a chunk) are kept for one chunk at a time.
+        #: (first, count, first residue, residues) of each piece of plan profile's sequences: a multi-pass
+        #: query's boundary rows (8 bytes per residue of a piece) are kept for one piece at a time, in its lane.
         profile_residues = int(self.sorted_lengths[self.profile_first:].sum())
-        piece = min(PROFILE_CHUNK_RESIDUES, -(-profile_residues // PROFILE_LANES))  # a piece for each lane at least
+        piece = min(PROFILE_CHUNK_RESIDUES, -(-profile_residues // PROFILE_LANES))  # no larger than a lane's share
         self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, max(piece, 1))
-        words = PROFILE_LANES * max((residues for _, _, _, residues in self.profile_chunks), default=0)
-        if self._bound is not None and self._bound.size < words:
+        #: uint64 words of the boundary rows: a region as large as the largest piece for each lane
+        self.bound_words = PROFILE_LANES * max((residues for _, _, _, residues in self.profile_chunks), default=0)
+        if self._bound is not None and self._bound.size < self.bound_words:
             self._bound = None
         if not self._buffers or self._buffers[0][0].size < self.count:
             cp = self.cp
@@ -251,12 +252,11 @@ class ScanSearcher:
         with stream:
             d_scores[self.profile_first:].fill(0)
         if passes > 1 and self._bound is None:
-            words = PROFILE_LANES * max(residues for _, _, _, residues in self.profile_chunks)
             try:
-                self._bound = cp.empty(words, dtype=cp.uint64)
+                self._bound = cp.empty(self.bound_words, dtype=cp.uint64)
             except cp.cuda.memory.OutOfMemoryError:
                 raise NwalignError(f"scan: no GPU memory for the boundary rows of a query longer than {tile} "
-                                   f"residues ({8 * words / 2**30:.1f} GiB): split the database, or use "
+                                   f"residues ({8 * self.bound_words / 2**30:.1f} GiB): split the database, or use "
                                    "--backend cpu") from None
         bound = self._bound[lane * (self._bound.size // PROFILE_LANES):] if passes > 1 else d_prof
         func = _profile_kernel(G, R)
