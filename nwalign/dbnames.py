@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import NwalignError
+from .mapped import RangeReader
 
 
 def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
@@ -41,6 +42,9 @@ class _Names:
         self._lists = None  # json: the two lists
         self._starts = None  # indexed: where each of the 2 * count names starts in self._text, and the end
         self._lock = threading.Lock()
+        # A mapped section is read one name at a time through its file: touching the mapping made the
+        # page cache's large folios around each hit's name part of the resident set (megabytes a hit).
+        self._reader = RangeReader(raw) if isinstance(raw, np.ndarray) and kind == "indexed" else None
         self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
 
     def _damaged(self, why) -> NwalignError:
@@ -73,10 +77,18 @@ class _Names:
         if not -self._count <= k < self._count:
             raise IndexError("sequence index out of range")
         at = which * self._count + k % self._count
-        start, stop = int(self._starts[at]), int(self._starts[at + 1])
-        if start > stop:
+        if self._reader is None or self._reader.fd is None:
+            start, stop = int(self._starts[at]), int(self._starts[at + 1])
+        else:
+            start, stop = (int(x) for x in self._read(8 * at, 16).view(np.int64))
+        if start > stop or stop > len(self._text):
             raise self._damaged(f"names for {self._count} sequences expected")
-        return self._decode(start, stop)
+        if self._reader is None or self._reader.fd is None:
+            return self._decode(start, stop)
+        return self._decode_bytes(self._read(8 * (2 * self._count + 1) + start, stop - start).tobytes())
+
+    def _read(self, at: int, size: int) -> np.ndarray:
+        return self._reader.read(at, at + size, np.empty(size, dtype=np.uint8))
 
     def all(self, which: int) -> list[str]:
         self._index()
@@ -93,8 +105,11 @@ class _Names:
         return [self._decode(a, b) for a, b in zip(starts[:-1], starts[1:])]
 
     def _decode(self, start: int, stop: int) -> str:
+        return self._decode_bytes(self._text[start:stop])
+
+    def _decode_bytes(self, raw) -> str:
         try:
-            return str(self._text[start:stop], "utf-8")
+            return str(raw, "utf-8")
         except UnicodeDecodeError as exc:
             raise self._damaged(exc) from None
 

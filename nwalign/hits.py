@@ -72,7 +72,7 @@ def top_hits(scores: np.ndarray, top: int, min_score: int | None) -> np.ndarray:
 
 
 def aligned_hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:
-    target = Encoded(db.record(k), codes[db.offsets[k]:db.offsets[k + 1]])
+    target = Encoded(db.record(k), db.codes_of(k, codes))
     return Hit(query.record, k, align_pair(query, target, scoring), evalue, bitscore, db.descriptions[k])
 
 
@@ -91,7 +91,7 @@ def hits_from_paths(query: Encoded, db: Database, codes: np.ndarray, reported, s
             raise NwalignError(f"internal error: query {query.record.id} against {db.ids[k]}: the alignment "
                                f"scores {path[0]}, the scan {int(scores[k])}; please report this (use --backend "
                                "cpu meanwhile)")
-        targets.append(codes[db.offsets[k]:db.offsets[k + 1]])
+        targets.append(db.codes_of(k, codes))
     stats = column_stats_many(paths, query.codes, targets, scoring)
     return [Hit(query.record, k, alignment_from_path(query, Encoded(db.record(k), t), scoring, path, stats=st),
                 ev, bits, db.descriptions[k])

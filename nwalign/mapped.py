@@ -18,9 +18,9 @@ def file_span(array: np.ndarray) -> tuple[str, int] | None:
     """(path, byte offset in the file) of element 0 of ``array`` where it is a contiguous view of a
     ``numpy.memmap`` (any slice of one, or a plain ndarray over one), else None."""
     mapped = array
-    while mapped is not None and not isinstance(mapped, np.memmap):
-        mapped = mapped.base
-    if mapped is None or getattr(mapped, "filename", None) is None or not array.flags.c_contiguous:
+    while isinstance(mapped, np.ndarray) and not isinstance(mapped, np.memmap):
+        mapped = mapped.base  # (a view's base; an ndarray over bytes ends at the bytes)
+    if not isinstance(mapped, np.memmap) or getattr(mapped, "filename", None) is None or not array.flags.c_contiguous:
         return None
     mm = getattr(mapped, "_mmap", None)
     if not isinstance(mm, mmap.mmap):
@@ -38,6 +38,8 @@ class RangeReader:
     def __init__(self, array):
         self.table = array.table if isinstance(array, Recoded) else None
         self.array = array.base if isinstance(array, Recoded) else array
+        if not isinstance(self.array, np.ndarray):  # bytes
+            self.array = np.frombuffer(self.array, dtype=np.uint8)
         span = file_span(self.array)
         self.fd, self.at = (os.open(span[0], os.O_RDONLY), span[1]) if span else (None, 0)
 
@@ -58,9 +60,12 @@ class RangeReader:
         return view
 
     def close(self) -> None:
-        if self.fd is not None:
+        if getattr(self, "fd", None) is not None:  # (None too where __init__ failed)
             os.close(self.fd)
             self.fd = None
+
+    def __del__(self) -> None:  # a reader kept by a database (its names) closes with it
+        self.close()
 
     def __enter__(self) -> "RangeReader":
         return self

@@ -96,7 +96,7 @@ def collect_hits(q: Encoded, reported, scores, db: Database, codes: np.ndarray, 
         hits = [score_hit(q, db, k, int(scores[k]), scoring, ev, bits) for k, ev, bits in reported]
         return lambda: hits
     if aligner is not None:
-        batch = aligner.submit([(q.codes, codes[db.offsets[k]:db.offsets[k + 1]]) for k, _, _ in reported])
+        batch = aligner.submit([(q.codes, db.codes_of(k, codes)) for k, _, _ in reported])
         return lambda: hits_from_paths(q, db, codes, reported, scores, batch.result(), scoring)
     futures = [pool.submit(aligned_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
     return lambda: [f.result() for f in futures]
