@@ -255,7 +255,10 @@ def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_d
     assert isinstance(job._codes, Recoded) and not job.streamed and _rows(job) == want
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
-    job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0", gpu_memory="3M")
+    db = job.database  # four fifths of what it needs resident: two chunks
+    long = streamed.long_queries(q.codes.size for q in job._encoded)
+    need = streamed.resident_bytes(db.total_length, db.count, long)
+    job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0", gpu_memory=need * 4 // 5)
     assert job.streamed and len(job.gpu.chunks) >= 2 and _rows(job) == want
 
 

@@ -157,12 +157,13 @@ class StreamedScan:
     SLOTS = 4  # queries in flight on a chunk: its scans are shorter than a resident database's
 
     def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each query (encoded, :class:`nwalign.engine.Encoded`), its best ``top`` candidates over the
+        """For each query (:class:`nwalign.engine.Encoded`, or its uint8 codes), its best ``top`` candidates over the
         whole database: (database indices int64, scores int64), score descending then index ascending.
         ``progress(cells)`` after each query's scan of a chunk."""
         from ..hits import merge
         from .search import ScanSearcher
 
+        queries = [getattr(q, "codes", q) for q in queries]
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
         begun = time.perf_counter()
         searcher = None
@@ -180,7 +181,7 @@ class StreamedScan:
                 found = top_hits(scores, top, None)
                 best[j] = merge([best[j], (found + first, scores[found])], top)
                 if progress:
-                    progress(len(queries[j].codes) * searcher.residues)
+                    progress(len(queries[j]) * searcher.residues)
             log.debug("scan: chunk %d of %d (%d sequences) scanned by %d queries in %.2f s", k + 1, len(self.chunks),
                       searcher.count, len(queries), time.perf_counter() - started)
         if searcher is not None:
@@ -199,7 +200,8 @@ def _free_cached() -> None:
 
 
 def _scan_all(searcher, queries):
-    """Each query's scores over the searcher's sequences, in order, ``slots`` queries in flight."""
+    """Each query's scores (``queries``: uint8 codes) over the searcher's sequences, in order, ``slots``
+    queries in flight."""
     from collections import deque
 
     flying: deque = deque()
@@ -209,7 +211,7 @@ def _scan_all(searcher, queries):
             q = next(todo, None)
             if q is None:
                 break
-            flying.append(searcher.submit(q.codes))
+            flying.append(searcher.submit(q))
         if not flying:
             return
         yield searcher.result(flying.popleft())
