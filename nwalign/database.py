@@ -16,11 +16,10 @@ import numpy as np
 
 from .background import in_background
 from .errors import NwalignError
-from .mapped import BLOCK, Recoded, each_block
+from .mapped import BLOCK, RangeReader, Recoded, each_block
 from .scoring import Scoring, make_scoring
-from . import fastastream
+from . import fastastream, mapped
 from .dbnames import _Names, _names_section
-from .mapped import RangeReader
 from .sequences import NUCLEOTIDE_LETTERS, Record, _chunks, as_records, kind_of, read_fasta_arrays
 
 MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
@@ -99,11 +98,13 @@ class Database:
     def codes_of(self, k: int, codes=None) -> np.ndarray:
         """Sequence ``k``'s part of ``codes`` (default :attr:`codes`; or the codes a search encoded from
         them, uint8 shape (total,), or a :class:`nwalign.mapped.Recoded`) as a new uint8 array. A memory-mapped
-        array is read through its file (:class:`nwalign.mapped.RangeReader`): touching the mapping at each
-        hit made the page cache's large folios around it part of the resident set, about 50 MB a query of
-        UniRef50's."""
+        array over :data:`nwalign.mapped.PIECES_THROUGH_MAP` bytes is read through its file
+        (:class:`nwalign.mapped.RangeReader`): touching the mapping at each hit made the page cache's large
+        folios around it part of the resident set, about 50 MB a query of UniRef50's."""
         codes = self.codes if codes is None else codes
         a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        if isinstance(codes, np.ndarray) and codes.nbytes <= mapped.PIECES_THROUGH_MAP:
+            return np.array(codes[a:b], dtype=np.uint8)
         kept = self._readers.get(id(codes))
         if kept is None or kept[0] is not codes:
             kept = self._readers[id(codes)] = (codes, RangeReader(codes))

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import NwalignError
+from . import mapped
 from .mapped import RangeReader
 
 
@@ -44,7 +45,8 @@ class _Names:
         self._lock = threading.Lock()
         # A mapped section is read one name at a time through its file: touching the mapping made the
         # page cache's large folios around each hit's name part of the resident set (megabytes a hit).
-        self._reader = RangeReader(raw) if isinstance(raw, np.ndarray) and kind == "indexed" else None
+        self._reader = RangeReader(raw) if isinstance(raw, np.ndarray) and kind == "indexed" and \
+            raw.nbytes > mapped.PIECES_THROUGH_MAP else None
         self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
 
     def _damaged(self, why) -> NwalignError:

@@ -12,6 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 BLOCK = 1 << 24  # bytes per read of a pass over an array
+# Arrays up to this size are read piecemeal (a hit's residues or names) through their map: what they add to
+# the resident set is bounded by their size, and a read of the file costs a system call.
+PIECES_THROUGH_MAP = 64 << 20
 
 
 def file_span(array: np.ndarray) -> tuple[str, int] | None:

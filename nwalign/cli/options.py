@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sys
+import time
 
 import click
 
@@ -90,9 +91,26 @@ def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     return cols
 
 
+def _started_before_logging() -> float:
+    """Seconds from the process's start (Linux's /proc, to 10 ms) to the logging module's import, where
+    -v's times count from otherwise; 0.0 where unknown."""
+    try:
+        with open("/proc/self/stat") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22: start time, clock ticks after boot
+        with open("/proc/uptime") as uptime:
+            booted = time.time() - float(uptime.read().split()[0])
+        return max(0.0, logging._startTime - booted - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 class _TimedFormatter(logging.Formatter):
-    """Milliseconds since start-up and, where Linux's /proc says, the resident set size now and at its
-    peak, before each message."""
+    """Milliseconds since the process started and, where Linux's /proc says, the resident set size now
+    and at its peak, before each message."""
+
+    def __init__(self):
+        super().__init__()
+        self.before = 1e3 * _started_before_logging()
 
     def format(self, record: logging.LogRecord) -> str:
         memory = ""
@@ -103,7 +121,7 @@ class _TimedFormatter(logging.Formatter):
             memory = f", RSS {kb['VmRSS'] / 2**20:.2f} GiB (peak {kb['VmHWM'] / 2**20:.2f})"
         except (OSError, KeyError, ValueError):
             pass
-        return f"nwalign: {record.relativeCreated:6.0f} ms{memory}: {record.getMessage()}"
+        return f"nwalign: {self.before + record.relativeCreated:6.0f} ms{memory}: {record.getMessage()}"
 
 
 def setup_logging(verbose: bool, quiet: bool) -> None:
