@@ -51,11 +51,8 @@ class DeviceDatabase:
         try:
             # no host copies of the per-sequence arrays (50 M sequences: 400 MB each): converted on the GPU
             self.d_order = _to_gpu(cp, self.order)
-            order64 = self.d_order.astype(cp.int64)
-            self.d_off = cp.zeros(self.count + 1, dtype=cp.int64)
-            cp.cumsum(_to_gpu(cp, self.sorted_lengths), out=self.d_off[1:])
-            self.d_res = _sorted_residues(cp, codes, offsets, order64, self.d_off)
-            del order64
+            self.d_off = _offsets_on_gpu(cp, self.sorted_lengths)
+            self.d_res = _sorted_residues(cp, codes, offsets, self.d_order, self.d_off)
         except cp.cuda.memory.OutOfMemoryError:
             free, total = cp.cuda.runtime.memGetInfo()
             raise DoesNotFit(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
@@ -176,9 +173,25 @@ def _to_gpu(cp, host: np.ndarray):
     return out
 
 
+def _offsets_on_gpu(cp, lengths: np.ndarray, block: int = 1 << 22):
+    """Offsets (int64, shape (count + 1,)) of sequences of ``lengths`` on the GPU: the prefix sums are taken
+    on the host a block at a time (host memory stays bounded), not by CuPy's cumsum, whose kernel each process
+    generates and loads at its first use (tens of ms of a small search's start)."""
+    out = cp.empty(lengths.size + 1, dtype=cp.int64)
+    out[:1].set(np.zeros(1, dtype=np.int64))
+    buf, carry = np.empty(min(block, lengths.size), dtype=np.int64), 0
+    for a in range(0, lengths.size, block):
+        part = buf[:min(block, lengths.size - a)]
+        np.cumsum(lengths[a:a + part.size], dtype=np.int64, out=part)
+        part += carry
+        out[a + 1:a + 1 + part.size].set(part)
+        carry = int(part[-1])
+    return out
+
+
 def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, d_order, d_off):
     """The residues uploaded once, then copied on the GPU into length order (no host-side copy);
-    ``d_order``: the length order on the GPU (int64)."""
+    ``d_order``: the length order on the GPU (int32)."""
     d_codes = _upload(cp, codes if isinstance(codes, Recoded) else np.asarray(codes, dtype=np.uint8))
     d_src = _to_gpu(cp, offsets)
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)

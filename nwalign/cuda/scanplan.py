@@ -137,8 +137,8 @@ def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
 
 def kernel_names(hopper: bool = True) -> list[str]:
     """Mangled names of the scan kernels the default plan may launch on a GPU with (``hopper``) or
-    without DPX instructions, and the gather kernel: for :func:`nwalign.cuda.warm_up`."""
-    return [_mangled(*c) for c in _configs(hopper)] + ["sw_gather"]
+    without DPX instructions, and the gather and scatter kernels: for :func:`nwalign.cuda.warm_up`."""
+    return [_mangled(*c) for c in _configs(hopper)] + ["sw_gather", "sw_scatter_scores"]
 
 
 def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):

@@ -395,7 +395,9 @@ class ScanSearcher:
         """Scatter a slot's scores into database order on the GPU, then one copy to its pinned buffer;
         returns the event that marks the copy done."""
         with stream:
-            slot.d_out[self.d_order] = slot.d_scores
+            n = slot.d_scores.size
+            scatter = modules.kernel("sw_search", "sw_scatter_scores")
+            scatter(((n + 255) // 256,), (256,), (slot.d_scores, self.d_order, slot.d_out, np.int64(n)))
             copy_to_host_async(slot.d_out, slot.h_out, stream)
             return stream.record()
 

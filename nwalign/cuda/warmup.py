@@ -64,13 +64,5 @@ def warm_up_search(device: int = 0):
                     names["sw_profile"] = profile_kernel_names()
                 return names
 
-            def scatter(cupy):
-                # The scan's scores go back to database order by a CuPy scatter (int32 scores, int32
-                # indices), whose kernel CuPy loads at first use: ~30 ms off the first query's path.
-                out = cupy.empty(2, dtype=cupy.int32)
-                out[cupy.zeros(2, dtype=cupy.int32)] = cupy.zeros(2, dtype=cupy.int32)
-                cupy.cuda.Device().synchronize()
-                logging.getLogger("nwalign").debug("cuda: the scores' scatter kernel loaded")
-
-            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "sw_profile", "batch_align"), kernels, scatter)
+            _SEARCH_WARM_UPS[device] = warm_up(device, ("sw_search", "sw_profile", "batch_align"), kernels)
     return _SEARCH_WARM_UPS[device]

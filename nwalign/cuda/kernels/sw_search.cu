@@ -307,10 +307,17 @@ SW_ONE(true, 32, 14, true)
 
 // The database in length order: sequence s of the output is sequence order[s] of the input. One warp
 // per sequence, 8 per block.
-extern "C" __global__ void sw_gather(const u8 *src, const long long *src_off, const long long *order,
+extern "C" __global__ void sw_gather(const u8 *src, const long long *src_off, const int *order,
                                      const long long *dst_off, u8 *dst, long long count) {
     const long long s = (long long)blockIdx.x * 8 + threadIdx.x / 32;
     if (s >= count) return;
     const long long from = src_off[order[s]], to = dst_off[s], n = dst_off[s + 1] - to;
     for (long long k = threadIdx.x % 32; k < n; k += 32) dst[to + k] = src[from + k];
+}
+
+// The scan's scores back to database order: out[order[s]] = scores[s]. Here rather than CuPy's scatter,
+// whose kernel each process generates and loads at its first use (~50 ms of a small search's start).
+extern "C" __global__ void sw_scatter_scores(const int *scores, const int *order, int *out, long long count) {
+    const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < count) out[order[s]] = scores[s];
 }
