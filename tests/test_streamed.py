@@ -67,6 +67,29 @@ def test_chunks_cover_the_database_in_order_and_fit_the_budget():
         streamed.chunks(offsets, streamed.RESERVE + 1000)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_boundary_rows_of_pairs_do_not_overlap_and_fit_half_the_residues(seed):
+    """sw_profile.cu keeps a pair's n0 boundary entries from (o0 + Lmax - n0) / 2 of its piece (lengths
+    decreasing): the pairs' entries never overlap and end within scanplan.bound_words, half the residues."""
+    from nwalign.cuda.devicedb import length_order
+    from nwalign.cuda.scanplan import _chunks, bound_words
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, [8, 60, 4096][seed % 3], size=int(rng.integers(1, 3000)))
+    if seed == 5:
+        lengths[:] = 7  # all equal
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    _, ordered = length_order(offsets)
+    for first, count, start, residues in _chunks(ordered, 0, int(rng.integers(50, 20000))):
+        part = ordered[first:first + count].astype(np.int64)
+        o0 = np.concatenate(([0], np.cumsum(part)))[:-1:2]
+        n0 = part[::2]
+        slots = (o0 + part[0] - n0) >> 1
+        assert slots[0] == 0 and np.all(slots[1:] >= slots[:-1] + n0[:-1])
+        assert slots[-1] + n0[-1] <= bound_words(residues, int(part[0]))
+        assert bound_words(residues, int(part[0])) <= residues // 2 + int(part[0]) // 2 + 2
+
+
 def test_gpu_memory_is_checked_before_any_input_is_read(tmp_path):
     from nwalign import search
 

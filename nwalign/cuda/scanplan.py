@@ -15,8 +15,15 @@ PLANS = ("auto", "wider", "wide", "single", "cost", "profile")
 #: Plan ``profile``: database sequences up to this length take sw_profile.cu (longer ones would hold one
 #: group of the persistent grid for longer than the average group's whole share of the launch).
 PROFILE_MAX_LEN = 4096
-#: Residues per chunk of plan profile's sequences (bounds the boundary rows at 8 bytes a residue: 2 GiB).
+#: Residues per chunk of plan profile's sequences (bounds the boundary rows at 4 bytes a residue: 1 GiB).
 PROFILE_CHUNK_RESIDUES = 1 << 28
+
+
+def bound_words(residues: int, longest: int) -> int:
+    """uint64 words of sw_profile.cu's boundary rows for a piece of ``residues`` residues whose longest
+    (first) sequence has ``longest``: a pair of lengths n0 >= n1 keeps n0 words from (o0 + longest - n0) / 2,
+    the last ending by (residues + longest) / 2."""
+    return (residues + longest) // 2 + 1
 
 
 def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple[int, int, int, int]]:

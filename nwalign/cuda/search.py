@@ -16,7 +16,7 @@ from .devicedb import DeviceDatabase
 from .structs import SP_ARGS as _SP_ARGS
 from .structs import SW_ARGS as _ARGS
 from .scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN,
-                       PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, _kernel, _Part, _partitions, _profile_kernel,
+                       PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, bound_words, _kernel, _Part, _partitions, _profile_kernel,
                        _score_table, _scores_plus_go, _table_words, profile_config, profile_shared_bytes)
 
 log = logging.getLogger("nwalign")
@@ -193,12 +193,14 @@ class ScanSearcher:
         self.profile_first = int(np.count_nonzero(self.sorted_lengths > PROFILE_MAX_LEN)) \
             if self.plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each piece of plan profile's sequences: a multi-pass
-        #: query's boundary rows (8 bytes per residue of a piece) are kept for one piece at a time, in its lane.
+        #: query's boundary rows (4 bytes per residue of a piece) are kept for one piece at a time, in its lane.
         profile_residues = int(self.sorted_lengths[self.profile_first:].sum())
         piece = min(PROFILE_CHUNK_RESIDUES, -(-profile_residues // PROFILE_LANES))  # no larger than a lane's share
         self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, max(piece, 1))
-        #: uint64 words of the boundary rows: a region as large as the largest piece for each lane
-        self.bound_words = PROFILE_LANES * max((residues for _, _, _, residues in self.profile_chunks), default=0)
+        #: uint64 words of the boundary rows: a region for each lane, as the largest piece needs (sw_profile.cu:
+        #: half its residues and half its longest sequence)
+        self.bound_words = PROFILE_LANES * max((bound_words(residues, int(self.sorted_lengths[first]))
+                                                for first, _, _, residues in self.profile_chunks), default=0)
         if self._bound is not None and self._bound.size < self.bound_words:
             self._bound = None
         if not self._buffers or self._buffers[0][0].size < self.count:

@@ -12,8 +12,11 @@
 // 16-byte chunks, so that the eight threads of a quarter-warp always read eight different bank quads.
 //
 // Queries longer than one tile take one launch per tile (a pass); between passes the tile's last row
-// (G and the vertical gap per column) of every pair goes through `bound`, at the pair's own residue
-// offset, read by thread 0 one pass later and overwritten G - 1 steps after that read.
+// (G and the vertical gap per column, 8 bytes for the pair's two sequences) of every pair goes through
+// `bound`, read by thread 0 one pass later and overwritten G - 1 steps after that read. A pair of lengths
+// n0 >= n1 at residue offset o0 of the range (longest first, of length Lmax) keeps its n0 entries from
+// (o0 + Lmax - n0) / 2: the next pair's start is at least n0 further on, because n1 >= the next pair's
+// n0, and the last ends by (residues + Lmax) / 2, so the rows take 4 bytes a residue, not 8.
 //
 // A group does not drain between pairs: each thread moves on to the group's next pair as soon as it has
 // finished its columns of the last one (thread g starts g steps late, as a first pair of g columns that
@@ -38,7 +41,7 @@ struct SpArgs {
     const unsigned *profile;  // the pass's tile: A1 rows of G x R words, (S(q_i, b) + go) & 0xffff
     int A1, pad, go, ge;
     int read_bound, write_bound;  // passes after the first read the row above; all but the last write it
-    uint2 *bound;             // per pair, from its residue offset o0: (G, vertical gap) of the tile's last row
+    uint2 *bound;             // per pair, from (o0 + Lmax - n0) / 2: (G, vertical gap) of the tile's last row
     int *scores;              // best score of sequence s at scores[s] (length order), by atomicMax
     int *next;                // work counter (zero at launch), in pairs
 };
@@ -89,6 +92,7 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     const unsigned full = 0xffffffffu;
     const int g = threadIdx.x % G;
     const long long base = a.off[a.first];
+    const int lmax = (int)(a.off[a.first + 1] - base);  // the range's longest sequence: its first
     int pending = 0;
     if (g == 0) {
         ring[0] = sp_item(a, atomicAdd(a.next, 1), base);
@@ -139,7 +143,8 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     auto fetch = [&]() {
         b0 = j < it.n0 ? __ldg(a.res + it.o0 + j) : a.pad;
         b1 = j < it.n1 ? __ldg(a.res + it.o0 + it.n0 + j) : a.pad;
-        if (g == 0 && a.read_bound) bnd = j < it.n0 ? a.bound[it.o0 + j] : make_uint2(neg_go, neg_go);
+        if (g == 0 && a.read_bound)
+            bnd = j < it.n0 ? a.bound[((it.o0 + lmax - it.n0) >> 1) + j] : make_uint2(neg_go, neg_go);
     };
     if (L == 0) advance();
     fetch();
@@ -170,7 +175,8 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
                 else pair = t;
             }
         }
-        if (g == G - 1 && a.write_bound && x >= 0 && j < it.n0) a.bound[it.o0 + j] = make_uint2(Gr[R - 1], e);
+        if (g == G - 1 && a.write_bound && x >= 0 && j < it.n0)
+            a.bound[((it.o0 + lmax - it.n0) >> 1) + j] = make_uint2(Gr[R - 1], e);
         diag_in = in_g;
         in_g = __shfl_up_sync(full, Gr[R - 1], 1, G);
         in_e = __shfl_up_sync(full, e, 1, G);
