@@ -115,7 +115,7 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     cells: list = []
-    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="5M", devices="0")
+    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
     assert _rows(job.run(cells.append)) == want and len(want) == 25 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
