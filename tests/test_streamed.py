@@ -52,7 +52,7 @@ def test_chunks_cover_the_database_in_order_and_fit_the_budget():
         assert parts[0][0] == 0 and parts[-1][1] == 5000 and all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
         for a, b in parts:
             residues = int(offsets[b] - offsets[a])
-            scanned = residues + (streamed.BOUNDARY_BYTES * (residues + 16384) if long else 0)
+            scanned = residues + (streamed.BOUNDARY_BYTES * streamed.PROFILE_LANES * (residues + 8192) if long else 0)
             need = max(scanned, 2 * residues) + streamed.BYTES_PER_SEQUENCE * (b - a)
             assert need == streamed.chunk_bytes(residues, b - a, long)
             assert need <= budget - streamed.RESERVE or b - a == 1

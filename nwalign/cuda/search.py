@@ -194,8 +194,9 @@ class ScanSearcher:
             if self.plan == "profile" and self.packed16 and self.hopper else self.count
         #: (first, count, first residue, residues) of each piece of plan profile's sequences: a multi-pass
         #: query's boundary rows (4 bytes per residue of a piece) are kept for one piece at a time, in its lane.
+        #: Pieces are as large as PROFILE_CHUNK_RESIDUES allows: each is a launch's fill and drain.
         profile_residues = int(self.sorted_lengths[self.profile_first:].sum())
-        piece = min(PROFILE_CHUNK_RESIDUES, -(-profile_residues // PROFILE_LANES))  # no larger than a lane's share
+        piece = min(PROFILE_CHUNK_RESIDUES, profile_residues)
         self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, max(piece, 1))
         #: uint64 words of the boundary rows: a region for each lane, as the largest piece needs (sw_profile.cu:
         #: half its residues and half its longest sequence)

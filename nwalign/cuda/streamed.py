@@ -29,8 +29,8 @@ log = logging.getLogger("nwalign")
 # GPU memory of a database on the GPU (nwalign.cuda.devicedb, nwalign.cuda.search): its residues once,
 # and once more while they are uploaded and sorted; offsets, order and two queries' score buffers per
 # sequence; and where a query is longer than one profile pass, boundary rows of 4 bytes a residue (and
-# half the longest sequence) for at most PROFILE_CHUNK_RESIDUES residues a lane (sw_profile's passes run
-# over such pieces, two at once; scanplan.bound_words).
+# half the longest sequence) in each lane, for at most PROFILE_CHUNK_RESIDUES residues (sw_profile's
+# passes run over such pieces, two queries at once; scanplan.bound_words).
 BYTES_PER_SEQUENCE = 44
 BOUNDARY_BYTES = 4
 RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
@@ -42,8 +42,8 @@ def chunk_bytes(residues, count, long: bool = True):
     at their peak: while uploaded (the residues twice) or while scanned (once, with the boundary rows of
     ``long`` queries); NumPy arrays give arrays."""
     # a region for each profile lane, as large as the largest piece (pieces are cut between pairs of sequences)
-    bound = BOUNDARY_BYTES * np.minimum(residues + PROFILE_LANES * 2 * PROFILE_MAX_LEN,
-                                        PROFILE_LANES * (PROFILE_CHUNK_RESIDUES + 2 * PROFILE_MAX_LEN)) if long else 0
+    bound = BOUNDARY_BYTES * PROFILE_LANES * np.minimum(residues + 2 * PROFILE_MAX_LEN,
+                                                        PROFILE_CHUNK_RESIDUES + 2 * PROFILE_MAX_LEN) if long else 0
     return np.maximum(2 * residues, residues + bound) + BYTES_PER_SEQUENCE * count
 
 
