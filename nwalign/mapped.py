@@ -70,6 +70,9 @@ class RangeReader:
     def __del__(self) -> None:  # a reader kept by a database (its names) closes with it
         self.close()
 
+    def __reduce__(self):  # another process opens the file itself (a descriptor means nothing there)
+        return RangeReader, (self.array if self.table is None else Recoded(self.array, self.table),)
+
     def __enter__(self) -> "RangeReader":
         return self
 

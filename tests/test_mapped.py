@@ -121,3 +121,15 @@ def test_a_databases_hits_are_read_through_its_file(tmp_path, monkeypatch):
         assert np.asarray(db.codes[db.offsets[k]:db.offsets[k + 1]]).max() < 20
     through_map = _rss_file_kb() - before - through_file
     assert through_file < 256 and through_map > 1024, (through_file, through_map)
+
+
+def test_a_pickled_reader_carries_no_file_descriptor(mapped):
+    """A descriptor means nothing in another process: a pickled reader is made again from its array."""
+    import pickle
+
+    data, mm, _ = mapped
+    with RangeReader(mm) as reader:
+        copy = pickle.loads(pickle.dumps(reader))
+        assert copy.fd != reader.fd
+        assert np.array_equal(copy.read(10, 5000, np.empty(4990, dtype=np.uint8)), data[10:5000])
+        copy.close()
