@@ -47,6 +47,8 @@ class _Names:
         # page cache's large folios around each hit's name part of the resident set (megabytes a hit).
         self._reader = RangeReader(raw) if isinstance(raw, np.ndarray) and kind == "indexed" and \
             raw.nbytes > mapped.PIECES_THROUGH_MAP else None
+        if self._reader is not None and self._reader.fd is None:  # not a memory map: read it in place
+            self._reader = None
         self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
 
     def _damaged(self, why) -> NwalignError:
@@ -79,13 +81,13 @@ class _Names:
         if not -self._count <= k < self._count:
             raise IndexError("sequence index out of range")
         at = which * self._count + k % self._count
-        if self._reader is None or self._reader.fd is None:
+        if self._reader is None:
             start, stop = int(self._starts[at]), int(self._starts[at + 1])
         else:
             start, stop = (int(x) for x in self._read(8 * at, 16).view(np.int64))
         if start > stop or stop > len(self._text):
             raise self._damaged(f"names for {self._count} sequences expected")
-        if self._reader is None or self._reader.fd is None:
+        if self._reader is None:
             return self._decode(start, stop)
         return self._decode_bytes(self._read(8 * (2 * self._count + 1) + start, stop - start).tobytes())
 

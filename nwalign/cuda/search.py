@@ -16,14 +16,15 @@ from .devicedb import DeviceDatabase
 from .structs import SP_ARGS as _SP_ARGS
 from .structs import SW_ARGS as _ARGS
 from .scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN,
-                       PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, bound_words, _kernel, _Part, _partitions, _profile_kernel,
-                       _score_table, _scores_plus_go, _table_words, profile_config, profile_shared_bytes)
+                       PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, _kernel, _Part, _partitions, _profile_kernel,
+                       _score_table, _scores_plus_go, _table_words, bound_words, profile_config,
+                       profile_shared_bytes)
 
 log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
 _TEMP_BYTES = 2 << 30  # cap on the temporary columns of one batch
 SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
-PROFILE_LANES = 2  # streams, each with its region of boundary rows, that successive queries' sw_profile launches take in turn
+PROFILE_LANES = 2  # streams, each with its region of boundary rows, taken in turn by successive queries
 
 
 class GswSearcher:
