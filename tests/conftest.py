@@ -106,10 +106,10 @@ def whole_upload_fails(monkeypatch, budget: int) -> None:
 
     real = devicedb.DeviceDatabase.__init__
 
-    def small_only(self, codes, offsets, device=0, order=None):
+    def small_only(self, codes, offsets, device=0, order=None, staged=None):
         if len(offsets) > 4000:  # the whole database, not a chunk
             raise devicedb.DoesNotFit("test: the database does not fit")
-        real(self, codes, offsets, device, order)
+        real(self, codes, offsets, device, order, staged)
 
     monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)

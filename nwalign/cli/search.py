@@ -101,5 +101,12 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
         writer.end()
     log.debug("search: output written")
     log.info("search: done in %.2f s%s", time.perf_counter() - started,
-             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans: {gpu.cells / max(gpu.scan_seconds, 1e-9) / 1e9:,.0f} "
-             f"GCUPS; {gpu.recomputed} scores recomputed in 32-bit)" if hasattr(gpu, "scan_seconds") else "")
+             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans{_stalled(gpu)}: "
+             f"{gpu.cells / max(gpu.scan_seconds, 1e-9) / 1e9:,.0f} GCUPS; {gpu.recomputed} scores recomputed in "
+             "32-bit)" if hasattr(gpu, "scan_seconds") else "")
+
+
+def _stalled(gpu) -> str:
+    """For ``-v``: the part of a streamed scan's time its chunks' uploads stood it still."""
+    stalled = getattr(gpu, "upload_seconds", 0.0)
+    return f", {stalled:.2f} s of it uploading chunks" if stalled else ""

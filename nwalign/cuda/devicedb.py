@@ -8,7 +8,7 @@ import logging
 import numpy as np
 
 from ..errors import NwalignError
-from ..mapped import RangeReader, Recoded, copy_of
+from ..mapped import RangeReader, Recoded, copy_of, window
 from . import modules
 from .device import pinned_empty, require
 
@@ -30,6 +30,8 @@ class DeviceDatabase:
         device: CUDA device index.
         order: :func:`length_order` of ``offsets`` when already computed (a search starts it while CuPy
             is imported).
+        staged: the first ``staged.size`` residues of ``codes`` already read into page-locked memory (uint8;
+            a streamed database reads the next chunk's while the current one is scanned).
 
     Attributes: ``order`` (int32 (count,): file index of each position in length order), ``rank`` (int32
     (count,): position of each file index; made on first use), ``sorted_lengths`` (int32), ``residues``,
@@ -40,7 +42,7 @@ class DeviceDatabase:
         NwalignError: no usable GPU, an empty database sequence, or a database larger than the GPU's free memory.
     """
 
-    def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0, order=None):
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, device: int = 0, order=None, staged=None):
         offsets = np.asarray(offsets, dtype=np.int64)
         self.order, self.sorted_lengths = order if order is not None else length_order(offsets)
         self._rank = None
@@ -52,7 +54,7 @@ class DeviceDatabase:
             # no host copies of the per-sequence arrays (50 M sequences: 400 MB each): converted on the GPU
             self.d_order = _to_gpu(cp, self.order)
             self.d_off = _offsets_on_gpu(cp, self.sorted_lengths)
-            self.d_res = _sorted_residues(cp, codes, offsets, self.d_order, self.d_off)
+            self.d_res = _sorted_residues(cp, codes, offsets, self.d_order, self.d_off, staged)
         except cp.cuda.memory.OutOfMemoryError:
             free, total = cp.cuda.runtime.memGetInfo()
             raise DoesNotFit(f"scan: the database ({self.residues:,} residues, {self.count:,} sequences) does not "
@@ -128,19 +130,32 @@ _CHUNK = 16 << 20  # bytes per staged copy of the database upload
 _STAGES = 4        # pinned staging buffers, filled by as many threads
 
 
-def _upload(cp, host: np.ndarray):
+def _upload(cp, host: np.ndarray, staged=None):
     """``host`` (uint8, 1-D; a memory map is read from its file, a :class:`nwalign.mapped.Recoded`
-    translated on the way: :mod:`nwalign.mapped`) on the GPU,
-    copied through :data:`_STAGES` pinned buffers of :data:`_CHUNK` bytes, each filled by a thread of its
-    own (reads and NumPy's copy release the GIL) while the GPU takes the ones filled before: the driver's
-    own staging of pageable memory ran at ~1 GB/s, and one thread filling two buffers at ~2-3 GB/s."""
+    translated on the way: :mod:`nwalign.mapped`) on the GPU, its first ``staged.size`` bytes from
+    ``staged`` (page-locked, already read), the rest copied through :data:`_STAGES` pinned buffers of
+    :data:`_CHUNK` bytes, each filled by a thread of its own (reads and NumPy's copy release the GIL)
+    while the GPU takes the ones filled before: the driver's own staging of pageable memory ran at
+    ~1 GB/s, and one thread filling two buffers at ~2-3 GB/s. Returns once the copies are done."""
+    out = cp.empty(host.size, dtype=cp.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    done = 0 if staged is None else int(staged.size)
+    if done:
+        out[:done].set(staged, stream=stream)
+    rest = window(host, done, host.size)
+    if rest.size <= _CHUNK:
+        if rest.size:
+            out[done:].set(copy_of(rest), stream=stream)
+    else:
+        _through_stages(out[done:], rest, stream)
+    stream.synchronize()
+    return out
+
+
+def _through_stages(out, host, stream) -> None:
+    """``host`` copied into ``out`` (on the GPU) on ``stream`` through the pinned stages of :func:`_upload`."""
     from concurrent.futures import ThreadPoolExecutor
 
-    out = cp.empty(host.size, dtype=cp.uint8)
-    if host.size <= _CHUNK:
-        out.set(copy_of(host))
-        return out
-    stream = cp.cuda.Stream(non_blocking=True)
     chunks = -(-host.size // _CHUNK)
     stage = [pinned_empty((_CHUNK,), np.uint8) for _ in range(min(_STAGES, chunks))]
 
@@ -161,7 +176,6 @@ def _upload(cp, host: np.ndarray):
             if k + len(stage) < chunks:
                 filling[k + len(stage)] = pool.submit(fill, k + len(stage), buf, stream.record())
         stream.synchronize()
-    return out
 
 
 def _to_gpu(cp, host: np.ndarray):
@@ -189,10 +203,10 @@ def _offsets_on_gpu(cp, lengths: np.ndarray, block: int = 1 << 22):
     return out
 
 
-def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, d_order, d_off):
-    """The residues uploaded once, then copied on the GPU into length order (no host-side copy);
-    ``d_order``: the length order on the GPU (int32)."""
-    d_codes = _upload(cp, codes if isinstance(codes, Recoded) else np.asarray(codes, dtype=np.uint8))
+def _sorted_residues(cp, codes: np.ndarray, offsets: np.ndarray, d_order, d_off, staged=None):
+    """The residues uploaded once (the first ``staged.size`` from ``staged``: :func:`_upload`), then copied
+    on the GPU into length order (no host-side copy); ``d_order``: the length order on the GPU (int32)."""
+    d_codes = _upload(cp, codes if isinstance(codes, Recoded) else np.asarray(codes, dtype=np.uint8), staged)
     d_src = _to_gpu(cp, offsets)
     out = cp.empty(int(offsets[-1]), dtype=cp.uint8)
     count = d_order.size

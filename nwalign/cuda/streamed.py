@@ -35,6 +35,7 @@ BYTES_PER_SEQUENCE = 44
 BOUNDARY_BYTES = 4
 RESERVE = 64 << 20  # kernels' scratch, the queries' rows and profiles, the hits' aligner, CuPy's pool slack
 MIN_CHUNK_RESIDUES = 1 << 16
+READ_AHEAD_BYTES = 256 << 20  # page-locked host memory for the next chunk's first residues (_ReadAhead)
 
 
 def chunk_bytes(residues, count, long: bool = True):
@@ -124,7 +125,7 @@ class StreamedScan:
         long: a query may take more than one profile pass (:func:`long_queries`).
 
     Attributes: ``chunks`` ((first, stop) sequence ranges), ``cells`` and ``scan_seconds`` (summed over
-    the scans), ``residues``.
+    the scans: :meth:`best`), ``upload_seconds`` (the part of it the scans stood still for uploads), ``residues``.
 
     Raises:
         NwalignError: a budget too small for any chunk.
@@ -137,7 +138,7 @@ class StreamedScan:
         self.chunks = chunks(self.offsets, budget, long)
         self.residues = int(self.offsets[-1])
         self.cells = self.recomputed = 0
-        self.scan_seconds = 0.0
+        self.scan_seconds = self.upload_seconds = 0.0
 
     def describe(self, m: int = 0) -> str:
         """One line for ``-v``: the chunks and the memory they fit in (``m``: unused, as the resident
@@ -146,50 +147,113 @@ class StreamedScan:
         return (f"the database is streamed through GPU {self.device} in {len(self.chunks)} chunks of up to "
                 f"{largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
 
-    def _upload(self, k: int):
-        """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`)."""
+    def _upload(self, k: int, ahead: "_ReadAhead | None" = None):
+        """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`), from what ``ahead`` has
+        read of it where it has."""
         from .devicedb import DeviceDatabase
 
         _free_cached()
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
-        return DeviceDatabase(window(self.codes, lo, hi), self.offsets[a:b + 1] - lo, self.device)
+        order, staged = ahead.take(k) if ahead is not None else (None, None)
+        return DeviceDatabase(window(self.codes, lo, hi), self.offsets[a:b + 1] - lo, self.device, order=order,
+                              staged=staged)
 
     SLOTS = 4  # queries in flight on a chunk: its scans are shorter than a resident database's
 
     def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each query (:class:`nwalign.engine.Encoded`, or its uint8 codes), its best ``top`` candidates over the
         whole database: (database indices int64, scores int64), score descending then index ascending.
-        ``progress(cells)`` after each query's scan of a chunk."""
+        ``progress(cells)`` after each query's scan of a chunk.
+
+        :attr:`scan_seconds` gains the time the host waited for the scans and the uploads of the chunks
+        after the first (the scans stand still meanwhile); the first chunk's upload is the resident
+        database's upload, counted as that one is (not)."""
         from ..hits import merge
         from .search import ScanSearcher
 
         queries = [getattr(q, "codes", q) for q in queries]
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
-        begun = time.perf_counter()
-        searcher = None
-        for k, (first, _) in enumerate(self.chunks):
-            if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
-                # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
-                searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
-                                        uploaded=self._upload(k))
-            else:
-                searcher.release()  # the last chunk and its boundary rows go back to the pool first
-                searcher.swap(self._upload(k))
-            _free_cached()
-            started = time.perf_counter()
-            for j, scores in enumerate(_scan_all(searcher, queries)):
-                found = top_hits(scores, top, None)
-                best[j] = merge([best[j], (found + first, scores[found])], top)
-                if progress:
-                    progress(len(queries[j]) * searcher.residues)
-            log.debug("scan: chunk %d of %d (%d sequences) scanned by %d queries in %.2f s", k + 1, len(self.chunks),
-                      searcher.count, len(queries), time.perf_counter() - started)
+        searcher, ahead = None, _ReadAhead(self) if len(self.chunks) > 1 else None
+        begun, stalled = time.perf_counter(), 0.0
+        try:
+            for k, (first, _) in enumerate(self.chunks):
+                started = time.perf_counter()
+                if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
+                    # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
+                    searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
+                                            uploaded=self._upload(k, ahead))
+                else:
+                    searcher.release()  # the last chunk and its boundary rows go back to the pool first
+                    searcher.swap(self._upload(k, ahead))
+                    stalled += time.perf_counter() - started
+                _free_cached()
+                if ahead is not None and k + 1 < len(self.chunks):
+                    ahead.start(k + 1)  # read while this chunk is scanned
+                uploaded = time.perf_counter()
+                for j, scores in enumerate(_scan_all(searcher, queries)):
+                    found = top_hits(scores, top, None)
+                    best[j] = merge([best[j], (found + first, scores[found])], top)
+                    if progress:
+                        progress(len(queries[j]) * searcher.residues)
+                log.debug("scan: chunk %d of %d (%d sequences) uploaded in %.1f ms, scanned by %d queries in %.2f s",
+                          k + 1, len(self.chunks), searcher.count, 1e3 * (uploaded - started), len(queries),
+                          time.perf_counter() - uploaded)
+        finally:
+            if ahead is not None:
+                ahead.close()
         if searcher is not None:
             self.cells += searcher.cells
             self.recomputed += searcher.recomputed
-        self.scan_seconds += time.perf_counter() - begun  # the uploads included
+            self.scan_seconds += searcher.scan_seconds + stalled
+        self.upload_seconds += stalled
+        log.debug("scan: %d chunks in %.2f s, %.0f ms of it uploading the chunks after the first", len(self.chunks),
+                  time.perf_counter() - begun, 1e3 * stalled)
         return best
+
+
+class _ReadAhead:
+    """The next chunk's length order and first residues (page-locked memory, up to :data:`READ_AHEAD_BYTES`),
+    read by a thread while the current chunk is scanned: its upload, while every scan stands still, then
+    takes a copy to the GPU and the sort there, not a read of the file."""
+
+    def __init__(self, scan: StreamedScan):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .device import pinned_empty
+
+        self.scan = scan
+        largest = max(int(scan.offsets[b] - scan.offsets[a]) for a, b in scan.chunks)
+        self.buf = pinned_empty((min(READ_AHEAD_BYTES, largest),), np.uint8)
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pending = None
+
+    def start(self, k: int) -> None:
+        """Begin reading chunk ``k`` (the buffer's last contents must be on the GPU already)."""
+        self.pending = (k, self.pool.submit(self._read, k))
+
+    def _read(self, k: int):
+        from ..mapped import RangeReader
+        from .devicedb import length_order
+
+        a, b = self.scan.chunks[k]
+        lo, hi = int(self.scan.offsets[a]), int(self.scan.offsets[b])
+        order = length_order(self.scan.offsets[a:b + 1] - lo)
+        n = min(hi - lo, self.buf.size)
+        with RangeReader(window(self.scan.codes, lo, hi)) as reader:
+            reader.read(0, n, self.buf)
+        return order, self.buf[:n]
+
+    def take(self, k: int):
+        """(length order, staged residues) of chunk ``k``, or (None, None) where it was not read ahead."""
+        if self.pending is None or self.pending[0] != k:
+            return None, None
+        k, future = self.pending
+        self.pending = None
+        return future.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
 
 
 def _free_cached() -> None:
