@@ -3,7 +3,9 @@
 # sequence Swiss-Prot-like .nwdb on one GPU (--devices 0), top 10, resident (the GPU's free memory) and with the GPU memory
 # capped at a quarter of what the resident search needs (CUPY_GPU_MEMORY_LIMIT, then --gpu-memory),
 # RUNS times each, warm. Prints each run's wall time, the scans' GCUPS (-v's "done" line) and whether
-# the output equals the resident run's.
+# the output equals the resident run's; then the scan alone, resident against streamed on the same clock
+# (benchmarks/gpu_scan_streamed.py: -v's figure for a resident search leaves out the GPU time spent while
+# the host aligns and writes hits).
 #   [RUNS=2] [FRACTION=4] bash benchmarks/gpu_search_streamed.sh [OUTDIR]
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # usage: the comment lines above
     echo "usage: bash $0 [ARGS]"; sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0
@@ -41,4 +43,6 @@ for run in $(seq ${RUNS:-2}); do
         grep -o "done in.*" $W/$how.log; [ $rc = 0 ] || tail -n 3 $W/$how.log
     done
 done
+echo "-- the scan alone"
+python3 benchmarks/gpu_scan_streamed.py $DB $Q --fraction ${FRACTION:-4} --runs ${RUNS:-2}
 } 2>&1 | tee "$OUTDIR/streamed.txt"

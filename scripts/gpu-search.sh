@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine for the search work: install the carried wheels, run the GPU tests, then the
-# search benchmarks (20 queries x 570,000 proteins per query, DNA, end to end). Logs under $OUT.
+# search benchmarks (20 queries x 570,000 proteins per query, DNA, end to end, streamed). Logs under $OUT.
 # Usage: bash scripts/gpu-search.sh [tests|alltests|bench|e2e|all]
 #   tests: the search GPU tests; alltests: every GPU test; bench: kernel, DNA and end-to-end benchmarks;
 #   e2e: the end-to-end benchmark alone; all: tests and bench.
@@ -29,5 +29,9 @@ fi
 if [ "$WHAT" = e2e ] || [ "$WHAT" = bench ] || [ "$WHAT" = all ] || [ "$WHAT" = alltests ]; then
     bash benchmarks/gpu_search_e2e.sh "$OUT" > /dev/null 2>&1 || status=1
     grep -v "^nwalign: \(backend\|search: 20\)" "$OUT/e2e.txt"
+fi
+if [ "$WHAT" = bench ] || [ "$WHAT" = all ] || [ "$WHAT" = alltests ]; then
+    bash benchmarks/gpu_search_streamed.sh "$OUT" > /dev/null 2>&1 || status=1
+    tail -n 12 "$OUT/streamed.txt"
 fi
 exit $status
