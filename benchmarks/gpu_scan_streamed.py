@@ -5,7 +5,8 @@ streamed scan), timed from the first query's submission to the last query's cand
 - resident: the whole database uploaded before the clock starts (a search uploads it while it reads its
   queries), nwalign.cuda.search.ScanSearcher as `nwalign search` makes it;
 - streamed: nwalign.cuda.streamed.StreamedScan with the GPU memory capped at 1/FRACTION of what the
-  resident search needs, every chunk's upload inside the clock (the first one too).
+  resident search needs, made just before the clock starts (it begins reading the first chunk ahead, as
+  a search makes it while it prepares), every chunk's upload inside the clock (the first one too).
 
 Prints each run's seconds and GCUPS, the streamed runs' share of the resident GCUPS (median against
 median) and whether both found the same candidates.
@@ -65,12 +66,12 @@ def main() -> None:
     found = {}
     for run in range(1, args.runs + 1):
         for how in rates:
+            scan = StreamedScan(codes, offsets, sc, 0, budget, long) if how == "streamed" else None
             started = time.perf_counter()
             if how == "resident":
                 best = resident_best(resident, queries, args.top)
                 said = ""
             else:
-                scan = StreamedScan(codes, offsets, sc, 0, budget, long)
                 best = scan.best(queries, args.top)
                 said = f", {len(scan.chunks)} chunks, {scan.upload_seconds * 1e3:.0f} ms of uploads between them"
             seconds = time.perf_counter() - started

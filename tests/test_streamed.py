@@ -126,8 +126,9 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
 @pytest.mark.parametrize("ahead", [1, 5000, 1 << 28])
 def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database(tied_db, monkeypatch, ahead):
     """The next chunk read ahead while one is scanned, whole or its first ``ahead`` residues (the rest
-    through the upload's staged copies, made small here to take several): the resident database's hits."""
-    from nwalign import search
+    through the upload's staged copies, made small here to take several), over batches of two queries
+    (the first chunk read ahead for the first batch only): the resident database's hits."""
+    from nwalign import dbsearch, search
     from nwalign.cuda import devicedb, streamed
 
     want = _rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", devices="0"))
@@ -135,6 +136,7 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     monkeypatch.setattr(streamed, "READ_AHEAD_BYTES", ahead)
     monkeypatch.setattr(devicedb, "_CHUNK", 1 << 12)
+    monkeypatch.setattr(dbsearch.Search, "STREAM_BATCH", 2)
     job = search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
     assert _rows(job) == want and len(want) == 30

@@ -139,6 +139,8 @@ class StreamedScan:
         self.residues = int(self.offsets[-1])
         self.cells = self.recomputed = 0
         self.scan_seconds = self.upload_seconds = 0.0
+        self._ahead = _ReadAhead(self)
+        self._ahead.start(0)  # the first chunk read while the search prepares (as a resident database uploads)
 
     def describe(self, m: int = 0) -> str:
         """One line for ``-v``: the chunks and the memory they fit in (``m``: unused, as the resident
@@ -147,7 +149,7 @@ class StreamedScan:
         return (f"the database is streamed through GPU {self.device} in {len(self.chunks)} chunks of up to "
                 f"{largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
 
-    def _upload(self, k: int, ahead: "_ReadAhead | None" = None):
+    def _upload(self, k: int, ahead: "_ReadAhead"):
         """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`), from what ``ahead`` has
         read of it where it has."""
         from .devicedb import DeviceDatabase
@@ -155,7 +157,7 @@ class StreamedScan:
         _free_cached()
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
-        order, staged = ahead.take(k) if ahead is not None else (None, None)
+        order, staged = ahead.take(k)
         return DeviceDatabase(window(self.codes, lo, hi), self.offsets[a:b + 1] - lo, self.device, order=order,
                               staged=staged)
 
@@ -174,34 +176,30 @@ class StreamedScan:
 
         queries = [getattr(q, "codes", q) for q in queries]
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
-        searcher, ahead = None, _ReadAhead(self) if len(self.chunks) > 1 else None
+        searcher, ahead = None, self._ahead
         begun, stalled = time.perf_counter(), 0.0
-        try:
-            for k, (first, _) in enumerate(self.chunks):
-                started = time.perf_counter()
-                if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
-                    # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
-                    searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
-                                            uploaded=self._upload(k, ahead))
-                else:
-                    searcher.release()  # the last chunk and its boundary rows go back to the pool first
-                    searcher.swap(self._upload(k, ahead))
-                    stalled += time.perf_counter() - started
-                _free_cached()
-                if ahead is not None and k + 1 < len(self.chunks):
-                    ahead.start(k + 1)  # read while this chunk is scanned
-                uploaded = time.perf_counter()
-                for j, scores in enumerate(_scan_all(searcher, queries)):
-                    found = top_hits(scores, top, None)
-                    best[j] = merge([best[j], (found + first, scores[found])], top)
-                    if progress:
-                        progress(len(queries[j]) * searcher.residues)
-                log.debug("scan: chunk %d of %d (%d sequences) uploaded in %.1f ms, scanned by %d queries in %.2f s",
-                          k + 1, len(self.chunks), searcher.count, 1e3 * (uploaded - started), len(queries),
-                          time.perf_counter() - uploaded)
-        finally:
-            if ahead is not None:
-                ahead.close()
+        for k, (first, _) in enumerate(self.chunks):
+            started = time.perf_counter()
+            if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
+                # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
+                searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
+                                        uploaded=self._upload(k, ahead))
+            else:
+                searcher.release()  # the last chunk and its boundary rows go back to the pool first
+                searcher.swap(self._upload(k, ahead))
+                stalled += time.perf_counter() - started
+            _free_cached()
+            if k + 1 < len(self.chunks):
+                ahead.start(k + 1)  # read while this chunk is scanned
+            uploaded = time.perf_counter()
+            for j, scores in enumerate(_scan_all(searcher, queries)):
+                found = top_hits(scores, top, None)
+                best[j] = merge([best[j], (found + first, scores[found])], top)
+                if progress:
+                    progress(len(queries[j]) * searcher.residues)
+            log.debug("scan: chunk %d of %d (%d sequences) uploaded in %.1f ms, scanned by %d queries in %.2f s",
+                      k + 1, len(self.chunks), searcher.count, 1e3 * (uploaded - started), len(queries),
+                      time.perf_counter() - uploaded)
         if searcher is not None:
             self.cells += searcher.cells
             self.recomputed += searcher.recomputed
@@ -214,8 +212,9 @@ class StreamedScan:
 
 class _ReadAhead:
     """The next chunk's length order and first residues (page-locked memory, up to :data:`READ_AHEAD_BYTES`),
-    read by a thread while the current chunk is scanned: its upload, while every scan stands still, then
-    takes a copy to the GPU and the sort there, not a read of the file."""
+    read by a thread while the current chunk is scanned (the first chunk while the search prepares): its
+    upload, while every scan stands still, then takes a copy to the GPU and the sort there, not a read of
+    the file."""
 
     def __init__(self, scan: StreamedScan):
         from concurrent.futures import ThreadPoolExecutor
@@ -251,9 +250,6 @@ class _ReadAhead:
         k, future = self.pending
         self.pending = None
         return future.result()
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True)
 
 
 def _free_cached() -> None:
