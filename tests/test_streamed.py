@@ -144,6 +144,36 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
 
 
 @pytest.mark.gpu
+def test_a_streamed_scans_reading_thread_ends_with_it(tied_db, monkeypatch):
+    """The thread that reads chunks ahead ends once its scan is let go (a Dask worker makes a scan per
+    shard), after the scan gave the hits of every chunk."""
+    import gc
+    import threading
+    import time
+
+    from nwalign.cuda import streamed
+    from nwalign.database import load_database
+    from nwalign.scoring import make_scoring
+    from nwalign.sequences import read_fasta
+
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    db, sc = load_database(tied_db), make_scoring("protein", "local", search=True)
+    queries = [sc.encode(r) for r in read_fasta(OPAL)]
+    before = set(threading.enumerate())
+    scan = streamed.StreamedScan(db.encode(sc), db.offsets, sc, 0, 3 << 20)
+    found = scan.best(queries, 4)
+    assert len(scan.chunks) >= 4 and [f[0].size for f in found] == [4] * len(queries)
+    assert len(set(threading.enumerate()) - before) == 1
+    del scan
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(threading.enumerate()) - before
+
+
+@pytest.mark.gpu
 def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
     """The whole database's upload runs out of GPU memory: the search streams it, with the same hits."""
     import logging

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 
 import numpy as np
 
@@ -225,6 +226,7 @@ class _ReadAhead:
         largest = max(int(scan.offsets[b] - scan.offsets[a]) for a, b in scan.chunks)
         self.buf = pinned_empty((min(READ_AHEAD_BYTES, largest),), np.uint8)
         self.pool = ThreadPoolExecutor(max_workers=1)
+        weakref.finalize(self, self.pool.shutdown, False)  # its thread ends with the scan (a worker makes many)
         self.pending = None
 
     def start(self, k: int) -> None:
