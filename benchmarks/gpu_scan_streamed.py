@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from nwalign.cuda.search import ScanSearcher
-from nwalign.cuda.streamed import StreamedScan, long_queries, resident_bytes
+from nwalign.cuda.streamed import StreamedScan, long_queries, resident_bytes, scan_all
 from nwalign.database import load_database
 from nwalign.hits import merge, top_hits
 from nwalign.scoring import make_scoring
@@ -29,19 +29,11 @@ from nwalign.sequences import read_fasta
 
 
 def resident_best(searcher, queries, top):
-    """Each query's best ``top`` candidates, ``searcher.slots`` queries in flight."""
-    best, tickets, todo = [], [], iter(queries)
-    for q in todo:
-        tickets.append(searcher.submit(q))
-        if len(tickets) == searcher.slots:
-            break
-    while tickets:
-        scores = searcher.result(tickets.pop(0))
+    """Each query's best ``top`` candidates, as the streamed scan takes them on each chunk."""
+    best = []
+    for scores in scan_all(searcher, queries):
         found = top_hits(scores, top, None)
         best.append(merge([(found, scores[found])], top))
-        q = next(todo, None)
-        if q is not None:
-            tickets.append(searcher.submit(q))
     return best
 
 

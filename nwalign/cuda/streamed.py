@@ -138,6 +138,7 @@ class StreamedScan:
         self.scoring, self.device, self.budget = scoring, device, budget
         self.chunks = chunks(self.offsets, budget, long)
         self.residues = int(self.offsets[-1])
+        self.largest = max(int(self.offsets[b] - self.offsets[a]) for a, b in self.chunks)  # residues of a chunk
         self.cells = self.recomputed = 0
         self.scan_seconds = self.upload_seconds = 0.0
         self._ahead = _ReadAhead(self)
@@ -146,19 +147,18 @@ class StreamedScan:
     def describe(self, m: int = 0) -> str:
         """One line for ``-v``: the chunks and the memory they fit in (``m``: unused, as the resident
         searcher's)."""
-        largest = max(int(self.offsets[b] - self.offsets[a]) for a, b in self.chunks)
         return (f"the database is streamed through GPU {self.device} in {len(self.chunks)} chunks of up to "
-                f"{largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
+                f"{self.largest:,} residues ({self.budget / 2**30:.2f} GiB of GPU memory)")
 
-    def _upload(self, k: int, ahead: "_ReadAhead"):
-        """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`), from what ``ahead`` has
-        read of it where it has."""
+    def _upload(self, k: int):
+        """Chunk ``k`` on the GPU (:class:`nwalign.cuda.devicedb.DeviceDatabase`), from what was read of it
+        ahead where it was."""
         from .devicedb import DeviceDatabase
 
         _free_cached()
         a, b = self.chunks[k]
         lo, hi = int(self.offsets[a]), int(self.offsets[b])
-        order, staged = ahead.take(k)
+        order, staged = self._ahead.take(k)
         return DeviceDatabase(window(self.codes, lo, hi), self.offsets[a:b + 1] - lo, self.device, order=order,
                               staged=staged)
 
@@ -170,30 +170,30 @@ class StreamedScan:
         ``progress(cells)`` after each query's scan of a chunk.
 
         :attr:`scan_seconds` gains the time the host waited for the scans and the uploads of the chunks
-        after the first (the scans stand still meanwhile); the first chunk's upload is the resident
-        database's upload, counted as that one is (not)."""
+        after the first (the scans stand still meanwhile), not the first chunk's upload: a resident
+        database's upload is not counted either."""
         from ..hits import merge
         from .search import ScanSearcher
 
         queries = [getattr(q, "codes", q) for q in queries]
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
-        searcher, ahead = None, self._ahead
+        searcher = None
         begun, stalled = time.perf_counter(), 0.0
         for k, (first, _) in enumerate(self.chunks):
             started = time.perf_counter()
             if searcher is None:  # one searcher for every chunk: its buffers and streams are made once
                 # plan profile whatever the chunk's size: chunks are cut from the memory, not to fill the GPU
                 searcher = ScanSearcher(None, None, self.scoring, self.device, plan="profile", slots=self.SLOTS,
-                                        uploaded=self._upload(k, ahead))
+                                        uploaded=self._upload(k))
             else:
                 searcher.release()  # the last chunk and its boundary rows go back to the pool first
-                searcher.swap(self._upload(k, ahead))
+                searcher.swap(self._upload(k))
                 stalled += time.perf_counter() - started
             _free_cached()
             if k + 1 < len(self.chunks):
-                ahead.start(k + 1)  # read while this chunk is scanned
+                self._ahead.start(k + 1)  # read while this chunk is scanned
             uploaded = time.perf_counter()
-            for j, scores in enumerate(_scan_all(searcher, queries)):
+            for j, scores in enumerate(scan_all(searcher, queries)):
                 found = top_hits(scores, top, None)
                 best[j] = merge([best[j], (found + first, scores[found])], top)
                 if progress:
@@ -223,8 +223,7 @@ class _ReadAhead:
         from .device import pinned_empty
 
         self.scan = scan
-        largest = max(int(scan.offsets[b] - scan.offsets[a]) for a, b in scan.chunks)
-        self.buf = pinned_empty((min(READ_AHEAD_BYTES, largest),), np.uint8)
+        self.buf = pinned_empty((min(READ_AHEAD_BYTES, scan.largest),), np.uint8)
         self.pool = ThreadPoolExecutor(max_workers=1)
         weakref.finalize(self, self.pool.shutdown, False)  # its thread ends with the scan (a worker makes many)
         self.pending = None
@@ -262,9 +261,9 @@ def _free_cached() -> None:
     cupy.get_default_memory_pool().free_all_blocks()
 
 
-def _scan_all(searcher, queries):
-    """Each query's scores (``queries``: uint8 codes) over the searcher's sequences, in order, ``slots``
-    queries in flight."""
+def scan_all(searcher, queries):
+    """Each query's scores (``queries``: uint8 codes) over the sequences of ``searcher`` (a
+    :class:`nwalign.cuda.search.ScanSearcher`), in order, ``searcher.slots`` queries in flight."""
     from collections import deque
 
     flying: deque = deque()
