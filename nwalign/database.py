@@ -97,14 +97,14 @@ class Database:
 
     def codes_of(self, k: int, codes=None) -> np.ndarray:
         """Sequence ``k``'s part of ``codes`` (default :attr:`codes`; or the codes a search encoded from
-        them, uint8 shape (total,), or a :class:`nwalign.mapped.Recoded`) as a new uint8 array. A memory-mapped
-        array over :data:`nwalign.mapped.PIECES_THROUGH_MAP` bytes is read through its file
-        (:class:`nwalign.mapped.RangeReader`): touching the mapping at each hit made the page cache's large
-        folios around it part of the resident set, about 50 MB a query of UniRef50's."""
+        them, uint8 shape (total,), or a :class:`nwalign.mapped.Recoded`) as a new uint8 array. A large
+        memory-mapped array is read through its file (:func:`nwalign.mapped.reads_through_file`): touching
+        the mapping at each hit made the page cache's large folios around it part of the resident set,
+        about 50 MB a query of UniRef50's."""
         codes = self.codes if codes is None else codes
         a, b = int(self.offsets[k]), int(self.offsets[k + 1])
-        if isinstance(codes, np.ndarray) and codes.nbytes <= mapped.PIECES_THROUGH_MAP:
-            return np.array(codes[a:b], dtype=np.uint8)
+        if not mapped.reads_through_file(codes):
+            return np.array(codes[a:b], dtype=np.uint8)  # (a Recoded's slice is translated)
         kept = self._readers.get(id(codes))
         if kept is None or kept[0] is not codes:
             kept = self._readers[id(codes)] = (codes, RangeReader(codes))

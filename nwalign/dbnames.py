@@ -45,10 +45,7 @@ class _Names:
         self._lock = threading.Lock()
         # A mapped section is read one name at a time through its file: touching the mapping made the
         # page cache's large folios around each hit's name part of the resident set (megabytes a hit).
-        self._reader = RangeReader(raw) if isinstance(raw, np.ndarray) and kind == "indexed" and \
-            raw.nbytes > mapped.PIECES_THROUGH_MAP else None
-        if self._reader is not None and self._reader.fd is None:  # not a memory map: read it in place
-            self._reader = None
+        self._reader = RangeReader(raw) if kind == "indexed" and mapped.reads_through_file(raw) else None
         self.ids, self.descriptions = _LazyList(self, 0), _LazyList(self, 1)
 
     def _damaged(self, why) -> NwalignError:

@@ -80,6 +80,13 @@ class RangeReader:
         self.close()
 
 
+def reads_through_file(array) -> bool:
+    """Whether pieces of ``array`` (uint8, or a :class:`Recoded`) are best read through its file
+    (:class:`RangeReader`): it is memory-mapped and over :data:`PIECES_THROUGH_MAP` bytes."""
+    base = array.base if isinstance(array, Recoded) else array
+    return isinstance(base, np.ndarray) and base.nbytes > PIECES_THROUGH_MAP and file_span(base) is not None
+
+
 def copy_of(array, lo: int = 0, hi: int | None = None) -> np.ndarray:
     """A new array (uint8) holding ``array[lo:hi]``, read as :class:`RangeReader` does."""
     hi = array.size if hi is None else hi
