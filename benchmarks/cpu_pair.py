@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from nwalign.cpu import align_codes, score_codes
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record
-from nwalign.simulate import mutate
+from nwalign.backends.cpu import align_codes, score_codes
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record
+from nwalign.io.simulate import mutate
 
 
 def timed(fn, repeats):

@@ -14,7 +14,7 @@ W=/tmp/nwalign-cpu-simd
 mkdir -p $W
 python3 - $W <<'PY'
 import sys
-from nwalign.sequences import read_fasta
+from nwalign.io.sequences import read_fasta
 w = sys.argv[1]
 sel = [r for r in read_fasta("data/queries_20_sw_benchmark.fasta") if len(r.seq) in (464, 1000, 2005)]
 open(f"{w}/q3.fa", "w").write("".join(f">{r.id}\n{r.seq}\n" for r in sel))
@@ -39,7 +39,7 @@ PY
     echo "allpairs pyopal $(wall python3 - "$THREADS" <<'PY'
 import sys, gzip, pyopal, scoring_matrices
 from Bio import SeqIO
-from nwalign.scoring import make_scoring
+from nwalign.scoring.schemes import make_scoring
 threads = int(sys.argv[1])
 s = make_scoring("dna", "global")
 m = scoring_matrices.ScoringMatrix(s.matrix.tolist(), alphabet=s.alphabet)
@@ -54,10 +54,10 @@ PY
 done
 python3 - <<'PY'
 import time, numpy as np
-from nwalign.simulate import random_records
-from nwalign.scoring import make_scoring
-from nwalign.engine import align_pair, Encoded
-from nwalign.cpu.striped import striped_score
+from nwalign.io.simulate import random_records
+from nwalign.scoring.schemes import make_scoring
+from nwalign.backends.engine import align_pair, Encoded
+from nwalign.backends.cpu.striped import striped_score
 import parasail
 s = make_scoring("dna", "global")
 a, b = random_records([60000, 60000], "dna", 5, None)

@@ -37,11 +37,11 @@ if [ "$WHAT" = real ] || [ "$WHAT" = all ]; then
 fi
 if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
     # 418 SARS-CoV-2 genomes (87,153 pairs of ~30 kb), identity >= 99 %, end to end (the survivors of the
-    # score bound aligned in their bands on the GPU: nwalign/cuda/banded.py), compared byte for byte with
+    # score bound aligned in their bands on the GPU: nwalign/backends/cuda/banded.py), compared byte for byte with
     # the recorded result (benchmarks/reference/allpairs_sars2_418_099.tsv.gz, 2026-11-24: its 68,362 banded paths
     # equal the CPU engine's, benchmarks/gpu_banded.py --count 418 --cpu -1).
     COLS=qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen
-    # CPU_CHECK=1: then again with the survivors aligned on the CPU engine (nwalign.cuda.banded.ENABLED off),
+    # CPU_CHECK=1: then again with the survivors aligned on the CPU engine (nwalign.backends.cuda.banded.ENABLED off),
     # and the two outputs compared byte for byte.
     RUN=(python3 -m nwalign)
     /usr/bin/time -v "${RUN[@]}" allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 \
@@ -49,7 +49,7 @@ if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
         || status=1
     tail -n 30 "$OUTDIR/sars2_418_099.log"; wc -l "$OUTDIR/sars2_418_099.tsv"
     if [ "${CPU_CHECK:-0}" = 1 ]; then
-        /usr/bin/time -f "%e s wall (survivors on the CPU engine)" python3 -c "import nwalign.cuda.banded as b; b.ENABLED = False; from nwalign.launch import main; main()" \
+        /usr/bin/time -f "%e s wall (survivors on the CPU engine)" python3 -c "import nwalign.backends.cuda.banded as b; b.ENABLED = False; from nwalign.launch import main; main()" \
             allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 --backend cuda --devices 0 -v \
             --columns $COLS -o "$OUTDIR/sars2_418_099_cpu.tsv" 2> "$OUTDIR/sars2_418_099_cpu.log" || status=1
         tail -n 3 "$OUTDIR/sars2_418_099_cpu.log"

@@ -1,14 +1,14 @@
-"""The GPU's banded kernel (nwalign/cuda/kernels/banded_align.cu) on genome pairs, against the CPU engine.
+"""The GPU's banded kernel (nwalign/backends/cuda/kernels/banded_align.cu) on genome pairs, against the CPU engine.
 
 For the first ``--count`` sequences of a FASTA (default: 100 of the 418 SARS-CoV-2 genomes, 4,950 pairs):
 1. the optimal global scores of every pair on the GPU (the all-pairs score kernels);
 2. banded scores alone at half-widths 32, 64, 128, 256 and each pair's widest band (MID ``--min-identity``):
    kernel time, band cells per second, how many equal the optimum, how many reach the bound of
-   :mod:`nwalign.bands` (and that every one of those equals the optimum: the bound is checked here on
+   :mod:`nwalign.plan.bands` (and that every one of those equals the optimum: the bound is checked here on
    real data);
 3. the survivors of the identity bound aligned in their doubling bands on the GPU
-   (:class:`nwalign.cuda.banded.BandedAligner`: wall and kernel time) and, for ``--cpu`` of them, on the CPU
-   engine (:func:`nwalign.cpu.banded.align_global_banded`, every core), compared path for path.
+   (:class:`nwalign.backends.cuda.banded.BandedAligner`: wall and kernel time) and, for ``--cpu`` of them, on the CPU
+   engine (:func:`nwalign.backends.cpu.banded.align_global_banded`, every core), compared path for path.
 
     python3 benchmarks/gpu_banded.py data/sars-cov-2_418_nextstrain.fasta.gz --count 100 --cpu 2000
 """
@@ -24,10 +24,10 @@ import numpy as np
 
 
 def main() -> int:
-    from nwalign.aligner import Aligner
-    from nwalign.engine import encode_all
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.aligner import Aligner
+    from nwalign.backends.engine import encode_all
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import read_fasta
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("fasta")
@@ -65,9 +65,9 @@ def main() -> int:
 
 def _band_sweep(s, codes, ij, opt, min_identity):
     """Banded scores alone at several half-widths: time, and how many equal or are proved the optimum."""
-    from nwalign.allvsall_run import identity_bound
-    from nwalign.bands import OutsideBound, widest_band
-    from nwalign.cuda.banded import BandedAligner
+    from nwalign.jobs.allpairs.run import identity_bound
+    from nwalign.plan.bands import OutsideBound, widest_band
+    from nwalign.backends.cuda.banded import BandedAligner
 
     L = np.array([len(c) for c in codes], dtype=np.int64)
     i, j = ij[:, 0], ij[:, 1]
@@ -102,7 +102,7 @@ def _band_sweep(s, codes, ij, opt, min_identity):
 
 def _survivors(ba, pairs, opt, wmax, bound, cpu_count, threads) -> bool:
     """The survivors of the identity bound aligned in doubling bands on the GPU, and some on the CPU engine."""
-    from nwalign.cpu.banded import align_global_banded
+    from nwalign.backends.cpu.banded import align_global_banded
 
     s = ba.scoring
     keep = opt >= bound

@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from nwalign.cpu import align_codes
-from nwalign.cuda import device_info
-from nwalign.cuda.batch import BatchAligner
-from nwalign.scoring import make_scoring
+from nwalign.backends.cpu import align_codes
+from nwalign.backends.cuda import device_info
+from nwalign.backends.cuda.batch import BatchAligner
+from nwalign.scoring.schemes import make_scoring
 
 
 def related(rng, base: np.ndarray, rate: float) -> np.ndarray:

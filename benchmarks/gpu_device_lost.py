@@ -9,7 +9,7 @@ and the wall time (compare OUT with a clean run's).
 import argparse
 import time
 
-import nwalign.dbsearch
+import nwalign.jobs.search.job
 from nwalign.cli import main
 
 
@@ -32,7 +32,7 @@ def main_lost() -> None:
     ap.add_argument("after", type=float, help="seconds before GPU 1 fails")
     args = ap.parse_args()
     started = time.perf_counter()
-    nwalign.dbsearch.search_all = failing_after(nwalign.dbsearch.search_all, args.after, started)
+    nwalign.jobs.search.job.search_all = failing_after(nwalign.jobs.search.job.search_all, args.after, started)
     status = main(["search", args.queries, args.database, "--top", "10", "--devices", "all", "-o", args.out])
     print(f"exit {status} after {time.perf_counter() - started:.2f} s")
 

@@ -22,10 +22,10 @@ import numpy as np
 
 def main() -> int:
 
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
     from nwalign.ops import columns_score
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import read_fasta
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import read_fasta
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("query")
@@ -52,8 +52,8 @@ def main() -> int:
         out[label] = round(time.perf_counter() - t0, 3)
         return value
 
-    from nwalign.cuda import modules
-    from nwalign.cuda.wavefront import _WAVE_SCORE_NAMES, _WAVEFRONT_NAMES, _WINDOW_NAME
+    from nwalign.backends.cuda import modules
+    from nwalign.backends.cuda.wavefront import _WAVE_SCORE_NAMES, _WAVEFRONT_NAMES, _WINDOW_NAME
 
     # Compile (or load from CuPy's cache) every kernel the alignment launches before anything is timed: on
     # a fresh machine NVRTC compiles wave_score.cu's instantiations once (tens of seconds).

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nwalign.cuda import device_info
-from nwalign.cuda.batch import BatchAligner
-from nwalign.engine import encode_all
-from nwalign.scoring import make_scoring
-from nwalign.database import encode_database, load_database
-from nwalign.sequences import read_fasta
+from nwalign.backends.cuda import device_info
+from nwalign.backends.cuda.batch import BatchAligner
+from nwalign.backends.engine import encode_all
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.database import encode_database, load_database
+from nwalign.io.sequences import read_fasta
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
         t0 = time.perf_counter()
         got = aligner.submit(pairs).result()
         times.append(time.perf_counter() - t0)
-    from nwalign.cpu import align_codes
+    from nwalign.backends.cpu import align_codes
 
     def cpu(pair):
         return align_codes(pair[0], pair[1], scoring.matrix, scoring.gap_open, scoring.gap_extend, scoring.mode_code)

@@ -20,13 +20,13 @@ import time
 
 import numpy as np
 
-from nwalign.cpu import score_codes
-from nwalign.cuda import BLOCK_SHAPES, KERNELS, device_info
-from nwalign.cuda.pair import Options, run_kernel
-from nwalign.results import Alignment, rescore
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record
-from nwalign.simulate import mutate
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.cuda import BLOCK_SHAPES, KERNELS, device_info
+from nwalign.backends.cuda.pair import Options, run_kernel
+from nwalign.records.alignment import Alignment, rescore
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record
+from nwalign.io.simulate import mutate
 
 CPU_CHECK_CELLS = 2 * 10**10
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from nwalign.pairjob import Pairs
-from nwalign.cuda import device_info
-from nwalign.sequences import read_fasta
+from nwalign.jobs.pair import Pairs
+from nwalign.backends.cuda import device_info
+from nwalign.io.sequences import read_fasta
 
 
 def relative(rng, seq: str) -> str:

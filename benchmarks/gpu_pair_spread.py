@@ -4,7 +4,7 @@ seconds, GCUPS and each GPU's kernel time, the score checked equal on every coun
 
     python3 benchmarks/gpu_pair_spread.py [--length 6000000] [--chunks 64,256]
 
-``--chunks``: bands per chunk to try besides the planned one (nwalign.cuda.wavespread.chunk_bands).
+``--chunks``: bands per chunk to try besides the planned one (nwalign.backends.cuda.wavespread.chunk_bands).
 """
 
 import argparse
@@ -21,8 +21,8 @@ def main() -> None:
     args = parser.parse_args()
     import cupy
 
-    from nwalign.cuda.wavefront import Wavefront
-    from nwalign.scoring import make_scoring
+    from nwalign.backends.cuda.wavefront import Wavefront
+    from nwalign.scoring.schemes import make_scoring
 
     logging.basicConfig(format="  %(message)s")
     logging.getLogger("nwalign").setLevel(logging.DEBUG)

@@ -3,8 +3,8 @@ scores over a .nwdb on one GPU, each query's best TOP candidates taken as they c
 streamed scan), timed from the first query's submission to the last query's candidates.
 
 - resident: the whole database uploaded before the clock starts (a search uploads it while it reads its
-  queries), nwalign.cuda.search.ScanSearcher as `nwalign search` makes it;
-- streamed: nwalign.cuda.streamed.StreamedScan with the GPU memory capped at 1/FRACTION of what the
+  queries), nwalign.backends.cuda.search.ScanSearcher as `nwalign search` makes it;
+- streamed: nwalign.backends.cuda.streamed.StreamedScan with the GPU memory capped at 1/FRACTION of what the
   resident search needs, made just before the clock starts (it begins reading the first chunk ahead, as
   a search makes it while it prepares), every chunk's upload inside the clock (the first one too).
 
@@ -20,12 +20,12 @@ import time
 
 import numpy as np
 
-from nwalign.cuda.search import ScanSearcher
-from nwalign.cuda.streamed import StreamedScan, long_queries, resident_bytes, scan_all
-from nwalign.database import load_database
-from nwalign.hits import merge, top_hits
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
+from nwalign.backends.cuda.search import ScanSearcher
+from nwalign.backends.cuda.streamed import StreamedScan, long_queries, resident_bytes, scan_all
+from nwalign.io.database import load_database
+from nwalign.results.hits import merge, top_hits
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
 
 
 def resident_best(searcher, queries, top):

@@ -18,15 +18,15 @@ import time
 import numpy as np
 
 from nwalign.bench import synthetic_database
-from nwalign.cuda import device_info
-from nwalign.cuda.search import GswSearcher
-from nwalign.engine import encode_all
-from nwalign.database import database_from_records, encode_database
-from nwalign.scoring import make_scoring
-from nwalign.cpu.search import cpu_scan as scan
-from nwalign.search_pipeline import search_query
-from nwalign.sequences import read_fasta
-from nwalign.statistics import parameters
+from nwalign.backends.cuda import device_info
+from nwalign.backends.cuda.search import GswSearcher
+from nwalign.backends.engine import encode_all
+from nwalign.io.database import database_from_records, encode_database
+from nwalign.scoring.schemes import make_scoring
+from nwalign.backends.cpu.search import cpu_scan as scan
+from nwalign.jobs.search.pipeline import search_query
+from nwalign.io.sequences import read_fasta
+from nwalign.results.statistics import parameters
 
 
 def main():

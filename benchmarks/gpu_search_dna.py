@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from nwalign.cuda import device_info
-from nwalign.cuda.search import ScanSearcher
-from nwalign.scoring import make_scoring
-from nwalign.cpu.search import cpu_scan
+from nwalign.backends.cuda import device_info
+from nwalign.backends.cuda.search import ScanSearcher
+from nwalign.scoring.schemes import make_scoring
+from nwalign.backends.cpu.search import cpu_scan
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ cmp "$HITS/hits_first.tsv" "$HITS/hits_nwdb.tsv" && cmp "$HITS/hits_nwdb.tsv" "$
 wc -l < "$HITS/hits_nwdb.tsv"
 echo "== top 10 of the two shortest queries: GPU against the CPU engine (whole database)"
 python3 -c "
-from nwalign.sequences import read_fasta
+from nwalign.io.sequences import read_fasta
 print(''.join(f'>{r.description}\\n{r.seq}\\n' for r in read_fasta('$Q')[:2]), end='')" > /tmp/q2.fa
 python3 -m nwalign search /tmp/q2.fa $DB.nwdb --top 10 --backend cpu -o "$HITS/hits_cpu2.tsv"
 head -n 20 "$HITS/hits_nwdb.tsv" | cmp - "$HITS/hits_cpu2.tsv" && echo "identical (20 hits)"

@@ -29,8 +29,8 @@ with open(f"{work}/q.fa", "w") as out:
 PY
 python3 -m nwalign makedb $WORK/db.fa -o $WORK/db.nwdb -q
 cells=$(python3 -c "
-from nwalign.sequences import read_fasta
-from nwalign.database import load_database
+from nwalign.io.sequences import read_fasta
+from nwalign.io.database import load_database
 q = sum(len(r.seq) for r in read_fasta('$WORK/q.fa')); print(q * load_database('$WORK/db.nwdb').total_length)")
 for strand in plus both; do
     factor=1; [ $strand = both ] && factor=2

@@ -18,9 +18,9 @@ DB=$W/sp570k.nwdb
 Q=data/queries_20_sw_benchmark.fasta
 [ -f $DB ] || python3 benchmarks/swissprot_like_db.py --count 570000 -o $DB > /dev/null
 NEED=$(python3 -c "
-from nwalign.cuda.streamed import long_queries, resident_bytes
-from nwalign.database import load_database
-from nwalign.sequences import read_fasta
+from nwalign.backends.cuda.streamed import long_queries, resident_bytes
+from nwalign.io.database import load_database
+from nwalign.io.sequences import read_fasta
 db = load_database('$DB')
 print(resident_bytes(db.total_length, db.count, long_queries(len(r) for r in read_fasta('$Q'))))")
 CAP=$((NEED / ${FRACTION:-4}))

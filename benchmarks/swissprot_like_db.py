@@ -8,7 +8,7 @@ import argparse
 import time
 
 from nwalign.bench import synthetic_database
-from nwalign.database import write_database
+from nwalign.io.database import write_database
 
 
 def main() -> None:

@@ -23,10 +23,11 @@ __version__ = "0.2.0"
 
 # The API is imported on first use (PEP 562): ``python -m nwalign`` starts its GPU warm-up
 # (nwalign.launch) before NumPy and the engines load.
-_API = {"Aligner": "aligner", "Pairs": "pairjob", "AllPairs": "allvsall", "allpairs": "allvsall",
-        "Database": "database", "align": "engine", "NwalignError": "errors", "Alignment": "results",
-        "Scoring": "scoring", "make_scoring": "scoring", "Hit": "hits", "Search": "dbsearch",
-        "search": "dbsearch", "read_fasta": "sequences"}
+_API = {"Aligner": "backends.aligner", "Pairs": "jobs.pair", "AllPairs": "jobs.allpairs.job",
+        "allpairs": "jobs.allpairs.job", "Database": "io.database", "align": "backends.engine",
+        "NwalignError": "errors", "Alignment": "records.alignment", "Scoring": "scoring.schemes",
+        "make_scoring": "scoring.schemes", "Hit": "results.hits", "Search": "jobs.search.job",
+        "search": "jobs.search.job", "read_fasta": "io.sequences"}
 
 __all__ = ["Aligner", "AllPairs", "Pairs", "Alignment", "Database", "Hit", "NwalignError", "Scoring", "Search", "align", "allpairs",
            "make_scoring", "read_fasta", "search"]

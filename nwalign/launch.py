@@ -2,7 +2,7 @@
 
 A search, allpairs or pair run on the GPU waits first for CuPy's import and the CUDA context (~0.3-0.8 s).
 Started here, from the command line's words alone, the driver's initialisation and the named GPUs'
-contexts (through the driver API: :func:`nwalign.cuda.device.retain_contexts`), CuPy's import and the kernels'
+contexts (through the driver API: :func:`nwalign.backends.cuda.device.retain_contexts`), CuPy's import and the kernels'
 loading overlap the command's own imports and input reading; a guess that turns out wrong (no GPU, ``--backend
 cpu`` given in an unusual spelling) costs only CuPy's import, and the command's own checks still decide
 which backend runs.
@@ -43,7 +43,7 @@ def wants_gpu(argv: list[str]) -> tuple[str, list[int]] | None:
 
 
 def _allpairs_kernels(cupy) -> None:
-    from .cuda.allpairs import load_kernels
+    from nwalign.backends.cuda.allpairs import load_kernels
 
     load_kernels()
 
@@ -51,7 +51,8 @@ def _allpairs_kernels(cupy) -> None:
 def main() -> None:
     found = wants_gpu(sys.argv[1:])
     if found is not None:
-        from .cuda import device, warmup
+        from nwalign.backends.cuda import device
+        from nwalign.backends.cuda import warmup
 
         command, devices = found
         device.retain_contexts(devices)  # the driver and the contexts, while CuPy is imported below
@@ -65,6 +66,6 @@ def main() -> None:
             # The first GPU alone: the job plans on it; the others' contexts are made above, without CuPy
             # (through CuPy here, they held the first GPU's calls and the plan up).
             warmup.warm_up(devices[0], prepare=_allpairs_kernels if command == "allpairs" else None)
-    from .cli import entry
+    from nwalign.cli import entry
 
     entry()

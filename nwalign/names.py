@@ -7,7 +7,7 @@ ALPHABETS = ("dna", "rna", "protein")
 BACKENDS = ("auto", "cuda", "cpu")
 DEFAULT_MAX_MEMORY = 4 << 30  # bytes of traceback memory per pair before the linear-space traceback
 
-#: GPU pair kernels (nwalign.cuda) and allpairs' batched score kernels (nwalign.cuda.allpairs).
+#: GPU pair kernels (nwalign.backends.cuda) and allpairs' batched score kernels (nwalign.backends.cuda.allpairs).
 PAIR_KERNELS = ("wavefront", "diagonal-block", "antidiagonal", "antidiagonal-multi", "antidiagonal-coop",
                 "adm-submatrix", "skewed-lockfree")
 DEFAULT_KERNEL = "wavefront"
@@ -24,7 +24,7 @@ TSV_COLUMNS = ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", 
 TSV_SCORE_COLUMNS = ("qseqid", "sseqid", "mode", "score")
 
 #: Every TSV column (BLAST's tabular names, and ``mode``, the alignment mode)
-#: and whether its value needs the alignment's columns rather than the score alone; nwalign.formats.COLUMNS
+#: and whether its value needs the alignment's columns rather than the score alone; nwalign.output.formats.COLUMNS
 #: computes the values.
 COLUMN_NEEDS_ALIGNMENT = {
     "qseqid": False, "sseqid": False, "pident": True, "length": True, "mismatch": True, "gapopen": True,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the shipped cubins (nwalign/cuda/kernels/cubins/) of every kernel source a command launches by
+"""Build the shipped cubins (nwalign/backends/cuda/kernels/cubins/) of every kernel source a command launches by
 default: the search scan, the batched and banded alignment kernels, allpairs' score kernels and the
 wavefront (pair) kernels, so that a first run compiles nothing with NVRTC.
 
@@ -8,7 +8,7 @@ wavefront (pair) kernels, so that a first run compiles nothing with NVRTC.
 Writes <name>.sm_<arch>.cubin for each source and architecture in modules.PREBUILT (all of them, or the
 SOURCEs named) and manifest.json: per source, the SHA-256 of the sources it was built from, nvcc's version
 and ``kernels``, each kernel's name as the host writes it (``wave_score<0, 4, false, false>``) -> its
-symbol in the cubin. At run time (nwalign.cuda.modules.function) a cubin is used only when its manifest
+symbol in the cubin. At run time (nwalign.backends.cuda.modules.function) a cubin is used only when its manifest
 hash equals the installed sources' and the GPU's major architecture matches; otherwise, or if the driver
 cannot load it, the kernel is compiled from source by NVRTC (then cached on disk by CuPy).
 tests/test_cuda_compile.py checks that the manifest matches the sources and names every kernel the host
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nwalign.cuda.modules import CUBIN_DIR, KERNEL_DIR, PREBUILT, kernel_key, source_digest  # noqa: E402
+from nwalign.backends.cuda.modules import CUBIN_DIR, KERNEL_DIR, PREBUILT, kernel_key, source_digest  # noqa: E402
 
 
 def symbols(cubin: Path) -> dict[str, str]:

@@ -30,7 +30,7 @@ def data_dir():
 def genes(tmp_path_factory):
     """60 16S genes with distinct names (60.fa), and 20 of them cut each way (q20.fa, t20.fa: pair's
     i-against-i plan); the scale-out tests' small allpairs and pair jobs."""
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     recs = read_fasta(os.path.join(DATA, "16S_100_dada2.fasta.gz"))[:60]
     folder = tmp_path_factory.mktemp("genes")
@@ -49,7 +49,7 @@ REQUIRE_GPUS = int(os.environ.get("NWALIGN_REQUIRE_GPU", "0") or 0)
 def pytest_collection_modifyitems(config, items):
     """GPU tests run where CuPy sees a GPU (a GPU machine) and are skipped elsewhere, saying why; with
     NWALIGN_REQUIRE_GPU they fail instead."""
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     gpus = len(cuda.device_numbers())
     if gpus < 2:
@@ -74,7 +74,7 @@ def _missing(reason: str, required: bool):
 
 @pytest.fixture
 def _gpu_required():
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     seen = len(cuda.device_numbers())
     pytest.fail(f"NWALIGN_REQUIRE_GPU={REQUIRE_GPUS} but {seen} GPU(s) are seen ({cuda.why_unavailable() or 'ok'})",
@@ -84,8 +84,8 @@ def _gpu_required():
 def tied_ecoli_nwdb(folder, every: int) -> str:
     """The E. coli proteome with every ``every``-th record repeated under another name at the end (ties
     across shards and chunks), written as ``tied.nwdb`` in ``folder``; its path."""
-    from nwalign.dbbuild import makedb
-    from nwalign.sequences import read_fasta
+    from nwalign.io.makedb import makedb
+    from nwalign.io.sequences import read_fasta
 
     recs = read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))
     text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::every])
@@ -102,7 +102,8 @@ def search_rows(results) -> list:
 def whole_upload_fails(monkeypatch, budget: int) -> None:
     """A GPU on which the whole E. coli database's upload runs out of memory (more than 4,000 sequences)
     while chunks of it fit ``budget`` bytes (the streamed scan's reserve and smallest chunk made small)."""
-    from nwalign.cuda import devicedb, streamed
+    from nwalign.backends.cuda import devicedb
+    from nwalign.backends.cuda import streamed
 
     real = devicedb.DeviceDatabase.__init__
 

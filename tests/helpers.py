@@ -18,7 +18,7 @@ def biopython_aligner(mode, alphabet, gap_open, gap_extend, match=5, mismatch=-4
     else:
         # nwalign's nucleotide table: match/mismatch on A, C, G, T; ambiguity codes as NCBI BLAST scores them
         # (its values are checked against BLAST's rule and parasail in test_scoring.py).
-        from nwalign.scoring import NUCLEOTIDE_CODES, blast_nucleotide_matrix
+        from nwalign.scoring.schemes import NUCLEOTIDE_CODES, blast_nucleotide_matrix
 
         aligner.substitution_matrix = substitution_matrices.Array(
             alphabet=NUCLEOTIDE_CODES, dims=2, data=blast_nucleotide_matrix(match, mismatch).astype(float))

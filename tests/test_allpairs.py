@@ -7,11 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.allvsall_run import identity_bound, run
+from nwalign.jobs.allpairs.run import identity_bound, run
 from nwalign.cli import main
-from nwalign.engine import Encoded, align_pair, encode_all
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, read_fasta
+from nwalign.backends.engine import Encoded, align_pair, encode_all
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record, read_fasta
 
 from conftest import DATA
 from helpers import DNA, DNA_IUPAC, PROTEIN, biopython_aligner, mutate, random_seq
@@ -119,7 +119,7 @@ def test_cli_single_sequence_is_an_error(capsys, tmp_path):
     assert "at least two sequences" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(__import__("nwalign.cuda").cuda.available(), reason="a GPU is present: the no-GPU error cannot occur")
+@pytest.mark.skipif(__import__("nwalign.backends.cuda").backends.cuda.available(), reason="a GPU is present: the no-GPU error cannot occur")
 def test_cli_backend_cuda_without_gpu_is_one_line(capsys):
     assert main(["allpairs", SIXTEEN_S, "--backend", "cuda"]) == 2
     err = capsys.readouterr().err
@@ -129,7 +129,7 @@ def test_cli_backend_cuda_without_gpu_is_one_line(capsys):
 @pytest.mark.parametrize("n_a, n_b, size", [(1, None, 3), (2, None, 1), (7, None, 4), (5, None, 100), (3, 4, 5),
                                             (1, 1, 1), (40, None, 64)])
 def test_pair_batches_cover_every_pair_once_in_order(n_a, n_b, size):
-    from nwalign.pairorder import pair_batches
+    from nwalign.plan.pairorder import pair_batches
 
     batches = list(pair_batches(n_a, n_b, size))
     assert all(0 < len(b) <= size and b.dtype == np.int32 and b.shape[1] == 2 for b in batches)
@@ -149,9 +149,9 @@ def _diagonal_offsets(ops):
 def test_banded_survivors_are_optimal_and_equal_the_full_path_inside_the_band(w_start):
     """Banded alignments score the optimum; when the unbanded engine's path lies in the first band, the
     banded traceback returns exactly that path; None only when no alignment can reach the identity."""
-    from nwalign.cpu.banded import align_global_banded
-    from nwalign.cpu.pair import align_codes
-    from nwalign.results import rescore
+    from nwalign.backends.cpu.banded import align_global_banded
+    from nwalign.backends.cpu.pair import align_codes
+    from nwalign.records.alignment import rescore
 
     scoring = make_scoring("dna")
     enc = encode_all(_records(12), scoring, "16S")
@@ -179,7 +179,7 @@ def test_banded_survivors_are_optimal_and_equal_the_full_path_inside_the_band(w_
 
 
 def test_banded_rejects_a_wrong_optimum():
-    from nwalign.cpu.banded import align_global_banded
+    from nwalign.backends.cpu.banded import align_global_banded
 
     scoring = make_scoring("dna")
     q = scoring.encode_str("ACGTACGTAC")
@@ -188,7 +188,7 @@ def test_banded_rejects_a_wrong_optimum():
 
 
 def test_choose_kernel_rule():
-    from nwalign.cuda.allpairs import choose_kernel
+    from nwalign.backends.cuda.allpairs import choose_kernel
 
     assert choose_kernel(10**6, 1500, 132) == "lazy-rscan"
     assert choose_kernel(100, 1500, 132) == "dscan" and choose_kernel(87153, 30000, 132) == "lazy-rscan"
@@ -214,8 +214,8 @@ def test_cli_matrix_out_npy_streams_to_disk(tmp_path):
 def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     """The score-only fast path (no Alignment per pair) gives the rows of the general path, in blocks that
     cover the pair order, for a span too."""
-    from nwalign.allvsall_run import score_blocks
-    from nwalign.formats import format_results
+    from nwalign.jobs.allpairs.run import score_blocks
+    from nwalign.output.formats import format_results
 
     scoring = make_scoring("dna", mode)
     enc = encode_all(_records(14), scoring, "16S")
@@ -231,7 +231,7 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
 
 
 class _CpuScorer:
-    """The streaming side of nwalign.cuda.allpairs.AllPairsScorer on the CPU engine, for the logic above it
+    """The streaming side of nwalign.backends.cuda.allpairs.AllPairsScorer on the CPU engine, for the logic above it
     without a GPU: two batches in flight (batch k comes back once batch k + 2 is queued), cells counted
     as a batch is queued, waves of 7 pairs, 1 ms of "kernel time" a batch."""
 
@@ -244,7 +244,7 @@ class _CpuScorer:
         return 7
 
     def _scored(self, pairs):
-        from nwalign import cpu
+        from nwalign.backends import cpu
 
         s = self.scoring
         self.gpu_seconds += 0.001
@@ -267,12 +267,12 @@ class _CpuScorer:
 
 @pytest.mark.parametrize("against", [False, True])
 def test_spans_through_one_stream_equal_each_span_scored_alone(against):
-    """nwalign.aligner.stream_spans (the blocks run here while GPU workers start, one stream of batches for
+    """nwalign.backends.aligner.stream_spans (the blocks run here while GPU workers start, one stream of batches for
     all of them): each span's pairs in order, cut as a spread block is (whole waves, 3 batches or more),
     its scores those of the CPU engine, its cells and kernel time its own; spans are drawn no further
     ahead than the two batches in flight need; an empty span is refused."""
-    from nwalign.aligner import block_batch, stream_spans
-    from nwalign.pairorder import PairCells, pair_batches
+    from nwalign.backends.aligner import block_batch, stream_spans
+    from nwalign.plan.pairorder import PairCells, pair_batches
 
     scoring = make_scoring("dna", "global")
     enc = encode_all(_records(30), scoring, "16S")
@@ -311,7 +311,7 @@ def test_spans_through_one_stream_equal_each_span_scored_alone(against):
 
 
 class _StandInScorer(_CpuScorer):
-    """nwalign.cuda.allpairs.AllPairsScorer's place taken by the CPU engine (its constructor's arguments,
+    """nwalign.backends.cuda.allpairs.AllPairsScorer's place taken by the CPU engine (its constructor's arguments,
     the lazy-rscan kernel, batches of 40 pairs at most)."""
 
     def __init__(self, codes, scoring, kernel, slice_k, tile, device):
@@ -329,8 +329,8 @@ def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(agai
     """Aligner.score_pairs on the GPU path (a span, or all pairs) and Aligner.score_spans (spans through one
     stream), the GPU's scorer played by the CPU engine: the pairs and scores of the CPU path, in order,
     the second set's indices shifted back."""
-    import nwalign.cuda.allpairs
-    from nwalign.aligner import Aligner
+    import nwalign.backends.cuda.allpairs
+    from nwalign.backends.aligner import Aligner
 
     scoring = make_scoring("dna", "global")
     codes = [e.codes for e in encode_all(_records(24), scoring, "16S")]
@@ -342,7 +342,7 @@ def test_aligner_gpu_score_paths_give_the_cpu_scores_with_a_stand_in_scorer(agai
         return np.concatenate([p for p, _ in batches]).tolist(), np.concatenate([s for _, s in batches]).tolist()
 
     cpu = Aligner(scoring, "cpu")
-    monkeypatch.setattr(nwalign.cuda.allpairs, "AllPairsScorer", _StandInScorer)
+    monkeypatch.setattr(nwalign.backends.cuda.allpairs, "AllPairsScorer", _StandInScorer)
     gpu = Aligner(scoring, "cpu")
     gpu.gpu = True
     for span in (None, (7, total - 11)):
@@ -364,11 +364,11 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
     tasks drawn, in order, come back scored but not formatted (scorerows.Scored, spans inside the pair
     order) and are formatted as they are written: the same Block as block_of gives for each alone, with
     its stats (Aligner.score_spans on "GPU 1", its scorer played by the CPU engine)."""
-    import nwalign.aligner
-    import nwalign.allvsall_tasks
-    import nwalign.cuda.allpairs
-    from nwalign.scorerows import Scored, ScoreRows
-    from nwalign.allvsall_tasks import PairsTask, block_of, scored_blocks_on
+    import nwalign.backends.aligner
+    import nwalign.jobs.allpairs.tasks
+    import nwalign.backends.cuda.allpairs
+    from nwalign.output.scorerows import Scored, ScoreRows
+    from nwalign.jobs.allpairs.tasks import PairsTask, block_of, scored_blocks_on
 
     scoring = make_scoring("dna", "global")
     enc = encode_all(_records(20), scoring, "16S")
@@ -376,7 +376,7 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
     total = 8 * 12 if against else 20 * 19 // 2
     columns = ("qseqid", "sseqid", "score", "qlen", "slen")
 
-    class Here(nwalign.aligner.Aligner):  # "GPU 1" without a GPU
+    class Here(nwalign.backends.aligner.Aligner):  # "GPU 1" without a GPU
         def __init__(self, scoring, backend, device, threads, announce=True):
             assert (backend, device) == ("cuda", 1)
             super().__init__(scoring, "cpu", device, threads, announce=announce)
@@ -385,8 +385,8 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
     tasks = [PairsTask((None, None), scoring, columns, None, False, "cuda", "auto", None, None, 1, span)
              for span in [(4, 64), (64, 70), (70, total - 3)]]
     alone = [block_of(a, b, dataclasses.replace(task, backend="cpu"), 0) for task in tasks]
-    monkeypatch.setattr(nwalign.allvsall_tasks, "Aligner", Here)
-    monkeypatch.setattr(nwalign.cuda.allpairs, "AllPairsScorer", _StandInScorer)
+    monkeypatch.setattr(nwalign.jobs.allpairs.tasks, "Aligner", Here)
+    monkeypatch.setattr(nwalign.backends.cuda.allpairs, "AllPairsScorer", _StandInScorer)
     out = list(scored_blocks_on(a, b, iter(tasks), 1))
     assert list(scored_blocks_on(a, b, iter([]), 1)) == []
     rows = ScoreRows(a, b, columns)
@@ -398,11 +398,11 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
 
 
 def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
-    """The guard on banded GPU paths (nwalign.cpu.banded.kernel_paths_scores): paths laid out as the kernel
+    """The guard on banded GPU paths (nwalign.backends.cpu.banded.kernel_paths_scores): paths laid out as the kernel
     returns them (columns walked back from (m, n) to the border, the rest along row/column 0) are rescored
     to the CPU engine's optimum, in pieces; a path over the wrong sequence, or with a bad column, fails."""
-    from nwalign.cpu import align_codes
-    from nwalign.cpu.banded import kernel_paths_scores
+    from nwalign.backends.cpu import align_codes
+    from nwalign.backends.cpu.banded import kernel_paths_scores
     from nwalign.ops import columns_score
 
     rng = np.random.default_rng(8)
@@ -458,7 +458,7 @@ def test_banded_gpu_paths_are_checked_as_the_kernel_leaves_them():
 def test_pair_cells_of_any_span(against):
     """PairCells (the progress bar's GCUPS, --devices auto's job size): the cells of every span of the pair
     order, against a sum over its pairs."""
-    from nwalign.pairorder import PairCells, pair_batches
+    from nwalign.plan.pairorder import PairCells, pair_batches
 
     rng = np.random.default_rng(9)
     la = rng.integers(1, 3000, size=13)
@@ -476,7 +476,7 @@ def test_pair_cells_of_any_span(against):
 def test_banded_fills_agree(alphabet):
     """The anti-diagonal float32 banded fill and the row-by-row int64 one: the same banded optimum and the
     same traceback, for related and unrelated pairs, narrow to wide bands, one-residue sequences."""
-    from nwalign.cpu.banded import (fill_banded, fill_banded_antidiagonal, trace_banded,
+    from nwalign.backends.cpu.banded import (fill_banded, fill_banded_antidiagonal, trace_banded,
                                     trace_banded_antidiagonal)
 
     rng = np.random.default_rng(12)
@@ -509,15 +509,15 @@ def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
     aligned (a distance matrix): each alignment is optimal (the full matrix's score, rescored from its
     columns), and the pairs that reach 85 % identity are exactly the rows of the --min-identity 0.85 run
     (the same doubling bands, so the same alignments)."""
-    import nwalign.allvsall
-    import nwalign.allvsall_run
-    from nwalign.cpu import score_codes
-    from nwalign.results import rescore
+    import nwalign.jobs.allpairs.job
+    import nwalign.jobs.allpairs.run
+    from nwalign.backends.cpu import score_codes
+    from nwalign.records.alignment import rescore
 
     scoring = make_scoring("dna")
     enc = encode_all(read_fasta(SIXTEEN_S)[:14], scoring, "16S")
     cols = ("qseqid", "sseqid", "score", "pident", "length", "nident")
-    monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
+    monkeypatch.setattr(nwalign.jobs.allpairs.run, "BAND_FIRST_LENGTH", 100)
     every = list(run(enc, None, scoring, cols, need_identity_all=True, threads=2))
     assert len(every) == 14 * 13 // 2
     for r in every:
@@ -532,14 +532,14 @@ def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
 
 @pytest.mark.parametrize("columns", [("qseqid", "sseqid", "score", "qlen", "slen"), ("score", "sseqid"), ("slen",)])
 def test_score_rows_compiled_and_joined_write_the_same_text(columns):
-    """scorerows.ScoreRows: a large batch (the compiled loop of nwalign.tsvrows) and a small one (Python's
+    """scorerows.ScoreRows: a large batch (the compiled loop of nwalign.output.tsvrows) and a small one (Python's
     joins) give the same rows for ids with non-ASCII letters and scores of every sign and size."""
     import numpy as np
 
-    from nwalign.engine import encode_all
-    from nwalign.scorerows import ScoreRows
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import Record
+    from nwalign.backends.engine import encode_all
+    from nwalign.output.scorerows import ScoreRows
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import Record
 
     from conftest import seed_of
 
@@ -559,7 +559,7 @@ def test_score_rows_compiled_and_joined_write_the_same_text(columns):
 def test_score_rows_warm_up_loads_the_compiled_loop_for_large_jobs_only():
     """A job that will use the compiled rows loads it in the background at its start (a small one
     never imports Numba for it); the loop then writes what Python's joins write."""
-    from nwalign.scorerows import ScoreRows
+    from nwalign.output.scorerows import ScoreRows
 
     encs = [Encoded(Record(f"s{k}", f"s{k}", "ACGT" * (k + 1)), np.zeros(4 * (k + 1), np.uint8)) for k in range(100)]
     rows = ScoreRows(encs, None, ("qseqid", "sseqid", "score", "qlen", "slen"))

@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.allvsall_run import run
+from nwalign.jobs.allpairs.run import run
 from nwalign.cli import main
-from nwalign.cpu import score_codes
-from nwalign.engine import encode_all
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.engine import encode_all
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
 
 from conftest import DATA
 from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
@@ -44,7 +44,7 @@ def _all_pairs(n):
 @pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
 @pytest.mark.parametrize("kernel, slice_k, block", VARIANTS)
 def test_kernel_scores_equal_cpu_engine(kernel, slice_k, block, mode, alphabet):
-    from nwalign.cuda.allpairs import AllPairsScorer
+    from nwalign.backends.cuda.allpairs import AllPairsScorer
 
     scoring = make_scoring(alphabet.replace("-iupac", ""), mode)
     seqs = _codes(alphabet, 5)
@@ -61,7 +61,7 @@ def test_kernel_scores_equal_cpu_engine(kernel, slice_k, block, mode, alphabet):
 @pytest.mark.parametrize("mode", ["global", "local"])
 def test_dscan_global_scratch_and_many_batches(mode):
     """dscan with its diagonals in global memory, and batches small enough to need several streams' worth."""
-    from nwalign.cuda.allpairs import AllPairsScorer
+    from nwalign.backends.cuda.allpairs import AllPairsScorer
 
     scoring = make_scoring("dna", mode)
     codes = [scoring.encode_str(s) for s in _codes("dna", 9)]
@@ -108,7 +108,7 @@ def test_against_and_cli_equal_cpu(tmp_path):
 
 def test_score_blocks_on_the_gpu_equal_cpu(tmp_path):
     """The score-only fast path on the GPU, whole and in a span, writes the CPU engine's rows; the CLI too."""
-    from nwalign.allvsall_run import score_blocks
+    from nwalign.jobs.allpairs.run import score_blocks
 
     scoring = make_scoring("dna")
     enc = encode_all(read_fasta(SIXTEEN_S)[:30], scoring, "16S")

@@ -22,7 +22,7 @@ def test_public_names():
     assert sorted(nwalign.__all__) == sorted(set(nwalign.__all__))
     for name in nwalign.__all__:
         assert getattr(nwalign, name).__doc__, name
-    assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.dbsearch"
+    assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.jobs.search.job"
 
 
 def _rows(results):
@@ -107,7 +107,7 @@ def test_nwdb_keeps_letter_counts(tmp_path):
     back = Database.load(str(path))
     assert back.counts == {"A": 2, "C": 1, "G": 3, "N": 1, "T": 1} and back.ids_unique is True
     twice = tmp_path / "twice.nwdb"
-    Database.from_records([nwalign.sequences.Record("x", "x", "ACGT"), nwalign.sequences.Record("x", "x", "ACGA")]).save(
+    Database.from_records([nwalign.io.sequences.Record("x", "x", "ACGT"), nwalign.io.sequences.Record("x", "x", "ACGA")]).save(
         str(twice))
     assert Database.load(str(twice)).ids_unique is False
     hits = [h.aln.target_id for _, hs in search("ACGTACGA", pathlib.Path(twice), backend="cpu", top=2) for h in hs]
@@ -130,7 +130,7 @@ def test_nwdb_keeps_letter_counts(tmp_path):
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 1001, (1 << 23) + 5])
 def test_byte_counts_equal_bincount(size):
-    from nwalign.database import byte_counts
+    from nwalign.io.database import byte_counts
 
     data = np.random.default_rng(size).integers(0, 256, size=size).astype(np.uint8)
     assert np.array_equal(byte_counts(data), np.bincount(data, minlength=256))
@@ -184,9 +184,9 @@ def test_aligner_one_interface_on_the_cpu():
     from Bio.Seq import Seq
 
     from nwalign import Aligner, NwalignError, make_scoring
-    from nwalign.cpu import align_codes, score_codes
-    from nwalign.cpu.search import cpu_scan
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.cpu import align_codes, score_codes
+    from nwalign.backends.cpu.search import cpu_scan
+    from nwalign.io.sequences import read_fasta
 
     recs = read_fasta(OPAL)
     scoring = make_scoring("protein", "local")
@@ -229,7 +229,7 @@ def test_alignment_to_biopython(mode):
     """Alignment.to_biopython(): Biopython's gapped rows, coordinates and identity count equal ours, on
     real proteins and on DNA with gaps at the ends; a score-only result refuses."""
     from nwalign import Pairs
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     recs = read_fasta(OPAL)
     pairs = [(recs[0], recs[k]) for k in range(len(recs))] + [("ACGTTTACGGA", "TTTACGGAACG"), ("A", "C")]
@@ -249,7 +249,7 @@ def test_alignment_to_biopython(mode):
 def test_database_checksum_left_running_is_verified_before_use(tmp_path):
     """load_database(check_later=True) returns at once and verify() raises for a flipped residue; a good
     file verifies; a search over the damaged file reports nothing (its first hits wait for the check)."""
-    from nwalign.database import database_from_fasta, load_database, write_database
+    from nwalign.io.database import database_from_fasta, load_database, write_database
 
     good = tmp_path / "x.nwdb"
     write_database(database_from_fasta(SP196), str(good))
@@ -292,9 +292,9 @@ def test_nwdb_names_read_when_first_used(tmp_path, capsys):
     import dataclasses
 
     from nwalign.cli import main
-    from nwalign.database import write_database
+    from nwalign.io.database import write_database
 
-    db = Database.from_records([nwalign.sequences.Record("a", "a x", "ACGT"), nwalign.sequences.Record("b", "b", "GGA")])
+    db = Database.from_records([nwalign.io.sequences.Record("a", "a x", "ACGT"), nwalign.io.sequences.Record("b", "b", "GGA")])
     good = tmp_path / "good.nwdb"
     db.save(str(good))
     back = Database.load(str(good))
@@ -324,7 +324,7 @@ def test_nwdb_names_formats(tmp_path):
         size = int(np.frombuffer(data[8:16], dtype=np.uint64)[0])
         return data, size, js.loads(data[16:16 + size])
 
-    recs = [nwalign.sequences.Record(f"s{k}", f"s{k} some protein {k} \u00e9\n", "ACGT" * (k + 1)) for k in range(5)]
+    recs = [nwalign.io.sequences.Record(f"s{k}", f"s{k} some protein {k} \u00e9\n", "ACGT" * (k + 1)) for k in range(5)]
     db = Database.from_records(recs)
     path = tmp_path / "indexed.nwdb"
     db.save(str(path))
@@ -379,8 +379,8 @@ def test_alphabet_counts_of_a_sample_decide_protein():
     """A FASTA database whose first residues already hold a protein letter is protein: its alphabet is
     decided from those (no count of every residue); a nucleotide start counts everything (a protein letter
     further on still makes it protein); the choice equals the one from all counts."""
-    from nwalign.database import database_from_records
-    from nwalign.sequences import Record, kind_of
+    from nwalign.io.database import database_from_records
+    from nwalign.io.sequences import Record, kind_of
 
     cases = {"protein first": ["MKVLAAGIE" * 3, "ACGT" * 10], "dna": ["ACGT" * 8, "GGCATN" * 5],
              "protein later": ["ACGT" * 8, "ACGTL"]}

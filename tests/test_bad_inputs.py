@@ -160,7 +160,7 @@ def test_messages_that_name_what_is_wrong(capsys, tmp_path, dna, monkeypatch):
                     ["--plot needs matplotlib"])
     assert time.monotonic() - started < 10  # said before the benchmark, not after it
     monkeypatch.undo()
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     if not cuda.gpu_count():
         _one_line_error(capsys, ["search", dna, dna, "--devices", "0,1"], ["--devices 0,1", "no GPU is visible"])
@@ -241,7 +241,7 @@ def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(
     import http.server
     import threading
 
-    from nwalign.database import database_from_fasta, write_database
+    from nwalign.io.database import database_from_fasta, write_database
 
     db = tmp_path / "sp.nwdb"
     write_database(database_from_fasta(SP196), str(db))

@@ -1,5 +1,5 @@
-"""The banded GPU alignment (kernels/banded_align.cu, nwalign.cuda.banded) against the CPU engine's
-banded alignment (nwalign.cpu.banded): the same doubling bands, the same path or the same None, for
+"""The banded GPU alignment (kernels/banded_align.cu, nwalign.backends.cuda.banded) against the CPU engine's
+banded alignment (nwalign.backends.cpu.banded): the same doubling bands, the same path or the same None, for
 random and related pairs (lengths around the kernel's 256-row bands, m != n, narrow and whole bands),
 real 16S genes and SARS-CoV-2 genomes, and allpairs --min-identity on the GPU against the CPU."""
 
@@ -8,11 +8,11 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.bands import widest_band
-from nwalign.cpu import score_codes
-from nwalign.cpu.banded import align_global_banded
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
+from nwalign.plan.bands import widest_band
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.cpu.banded import align_global_banded
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
 
 from conftest import DATA
 from helpers import DNA, PROTEIN, mutate, random_seq
@@ -25,7 +25,7 @@ SARS2 = os.path.join(DATA, "sars-cov-2_418_nextstrain.fasta.gz")
 
 def _check(scoring, pairs, mids, w_start=32):
     """Every pair through the GPU aligner and the CPU engine; returns how many found a path."""
-    from nwalign.cuda.banded import BandedAligner
+    from nwalign.backends.cuda.banded import BandedAligner
 
     s = scoring
     optima = [score_codes(q, t, s.matrix, s.gap_open, s.gap_extend, 0) for q, t in pairs]
@@ -87,10 +87,10 @@ def test_real_16s_and_sars_cov_2_pairs_equal_cpu():
 
 def test_allpairs_min_identity_gpu_equals_cpu(tmp_path, monkeypatch):
     """allpairs --min-identity (the survivors aligned in bands on the GPU) writes the CPU engine's bytes."""
-    import nwalign.cuda.banded
+    import nwalign.backends.cuda.banded
     from nwalign.cli import main
 
-    monkeypatch.setattr(nwalign.cuda.banded, "ENABLED", True)
+    monkeypatch.setattr(nwalign.backends.cuda.banded, "ENABLED", True)
     recs = read_fasta(SIXTEEN_S)[:30]
     fasta = tmp_path / "g.fa"
     fasta.write_text("".join(f">g{k}\n{r.seq}\n" for k, r in enumerate(recs)))
@@ -109,9 +109,9 @@ def test_banded_scores_alone_equal_cpu(alphabet, gaps):
     """BandedAligner.scores (banded_score_global: byte profile and DPX cells; with scores outside a byte,
     banded_align_global without direction words) against the CPU's banded fill, bands from 0 to the whole
     matrix, lengths around the 256-row bands, gap extension 0 and equal to the opening."""
-    from nwalign.bands import band_limits
-    from nwalign.cpu.banded import banded_score
-    from nwalign.cuda.banded import BandedAligner
+    from nwalign.plan.bands import band_limits
+    from nwalign.backends.cpu.banded import banded_score
+    from nwalign.backends.cuda.banded import BandedAligner
 
     rng = np.random.default_rng(5)
     if gaps == "int":
@@ -135,15 +135,15 @@ def test_banded_scores_alone_equal_cpu(alphabet, gaps):
 
 @pytest.mark.parametrize("case", ["16S", "genomes"])
 def test_allpairs_scores_from_bands_equal_cpu(tmp_path, monkeypatch, case, capsys):
-    """allpairs --min-identity with the optimal scores from banded fills (nwalign.bands.optimal_scores, the
+    """allpairs --min-identity with the optimal scores from banded fills (nwalign.plan.bands.optimal_scores, the
     path for long sequences; for 16S genes made to take it by lowering its length threshold; for 12
     SARS-CoV-2 genomes with runs of N its own): the CPU engine's bytes, and -v says which path ran."""
-    import nwalign.allvsall
-    import nwalign.allvsall_run
+    import nwalign.jobs.allpairs.job
+    import nwalign.jobs.allpairs.run
     from nwalign.cli import main
 
     if case == "16S":
-        monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
+        monkeypatch.setattr(nwalign.jobs.allpairs.run, "BAND_FIRST_LENGTH", 100)
         recs, mid = read_fasta(SIXTEEN_S)[:40], "0.9"
     else:
         recs, mid = read_fasta(SARS2)[:12], "0.99"
@@ -167,12 +167,12 @@ def test_allpairs_every_pair_in_bands_equals_cpu(tmp_path, monkeypatch, case, ca
     aligned in doubling bands up to its optimum. The same rows and matrix as the CPU engine's full
     alignments (16S genes made to take this path by lowering its length threshold; 6 SARS-CoV-2 genomes
     with runs of N take it by themselves)."""
-    import nwalign.allvsall
-    import nwalign.allvsall_run
+    import nwalign.jobs.allpairs.job
+    import nwalign.jobs.allpairs.run
     from nwalign.cli import main
 
     if case == "16S":
-        monkeypatch.setattr(nwalign.allvsall_run, "BAND_FIRST_LENGTH", 100)
+        monkeypatch.setattr(nwalign.jobs.allpairs.run, "BAND_FIRST_LENGTH", 100)
         recs = read_fasta(SIXTEEN_S)[:30]
     else:
         recs = read_fasta(SARS2)[:6]

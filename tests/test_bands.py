@@ -1,4 +1,4 @@
-"""nwalign.bands: the bound on alignments that leave a band (against every alignment of tiny pairs), the
+"""nwalign.plan.bands: the bound on alignments that leave a band (against every alignment of tiny pairs), the
 banded score-only fill, and the proof it gives on larger pairs (a proved banded score is the optimum)."""
 
 from types import SimpleNamespace
@@ -6,11 +6,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from nwalign.bands import OutsideBound, band_limits, covers, widest_band
-from nwalign.cpu.banded import banded_score
+from nwalign.plan.bands import OutsideBound, band_limits, covers, widest_band
+from nwalign.backends.cpu.banded import banded_score
 from nwalign.ops import columns_score
-from nwalign.cpu.pair import score_codes
-from nwalign.scoring import make_scoring
+from nwalign.backends.cpu.pair import score_codes
+from nwalign.scoring.schemes import make_scoring
 
 
 def _alignments(m, n):
@@ -127,11 +127,11 @@ def test_widest_band():
 def test_compiled_columns_equal_numpy(monkeypatch):
     """results.finish: the compiled pass for long alignments gives the NumPy path's columns and counts
     (DNA with ambiguity codes, where N against N is no identity)."""
-    import nwalign.results as results
-    from nwalign.cpu.pair import align_codes
-    from nwalign.engine import alignment_from_path
-    from nwalign.sequences import Record
-    from nwalign.engine import Encoded
+    from nwalign.records import alignment as results
+    from nwalign.backends.cpu.pair import align_codes
+    from nwalign.backends.engine import alignment_from_path
+    from nwalign.io.sequences import Record
+    from nwalign.backends.engine import Encoded
 
     rng = np.random.default_rng(3)
     s = make_scoring("dna", "global", None, None, None, None, None)
@@ -154,7 +154,7 @@ def test_compiled_columns_equal_numpy(monkeypatch):
 def test_banded_launch_groups_within_the_budget():
     """BandedAligner's launches (host arithmetic, no GPU): longest pairs first, every pair once, no launch
     over the budget unless one pair alone exceeds it."""
-    from nwalign.cuda.banded import BandedAligner
+    from nwalign.backends.cuda.banded import BandedAligner
 
     rng = np.random.default_rng(2)
     pairs = [(np.zeros(int(rng.integers(1, 500)), np.uint8), np.zeros(3, np.uint8)) for _ in range(200)]
@@ -170,7 +170,7 @@ def test_banded_launch_groups_within_the_budget():
 def test_banded_launch_sends_each_sequence_once():
     """cuda.banded._distinct (no GPU): a launch's pairs point into one concatenation of their distinct
     sequences, each stored once, at the right offsets."""
-    from nwalign.cuda.banded import _distinct
+    from nwalign.backends.cuda.banded import _distinct
 
     a, b, c = (np.arange(k, dtype=np.uint8) for k in (3, 5, 2))
     listed = [a, b, a, c, b, b, np.arange(3, dtype=np.uint8)]  # the last equals a but is another array
@@ -183,7 +183,7 @@ def test_banded_launch_sends_each_sequence_once():
 def test_kernel_path_from_traceback_results():
     """cuda.banded.kernel_path (host arithmetic, no GPU): columns reversed, a global path carried on to the
     origin along row 0 / column 0, and never a view of the kernel's buffer (the next launch reuses it)."""
-    from nwalign.cuda.banded import kernel_path
+    from nwalign.backends.cuda.banded import kernel_path
 
     h_ops = np.array([9, 0, 1, 2, 0, 9], dtype=np.uint8)  # walked backwards from (end_i, end_j)
     got = kernel_path([5, 4, 3, 1, 0, 4], h_ops, 1, True)
@@ -206,11 +206,11 @@ def _runs_of_n(rng, codes, n_code, runs):
 
 @pytest.mark.parametrize("kind", ["dna", "protein"])
 def test_optimal_scores_from_bands_equal_the_full_optimum(kind):
-    """nwalign.bands.optimal_scores (at most two banded fills a pair) gives every pair's full global
+    """nwalign.plan.bands.optimal_scores (at most two banded fills a pair) gives every pair's full global
     optimum: related pairs with substitutions, indels, runs of N (the genomes whose bands the bound does
     not prove at first), unrelated pairs, length differences, tiny pairs; the second band is the
     narrowest proof_band allows."""
-    from nwalign.bands import optimal_scores, proof_band
+    from nwalign.plan.bands import optimal_scores, proof_band
 
     rng = np.random.default_rng(17)
     s = make_scoring(kind, "global", None, None, None, None, None)
@@ -256,7 +256,7 @@ def test_optimal_scores_from_bands_equal_the_full_optimum(kind):
 def test_proof_band_limits():
     """proof_band: never beyond the whole matrix (where the bound is the int64 minimum), never below its
     start, and the start itself when the bound there is already low enough."""
-    from nwalign.bands import proof_band
+    from nwalign.plan.bands import proof_band
 
     s = make_scoring("dna", "global", None, None, None, None, None)
     counts = np.array([[50, 50, 50, 50] + [0] * (s.matrix.shape[0] - 4)] * 2, dtype=np.int64)

@@ -7,13 +7,13 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.cpu import align_codes
-from nwalign.engine import encode_all
-from nwalign.scoring import make_scoring
-from nwalign.database import database_from_records, encode_database
-from nwalign.search_pipeline import search_query
-from nwalign.sequences import read_fasta
-from nwalign.statistics import parameters
+from nwalign.backends.cpu import align_codes
+from nwalign.backends.engine import encode_all
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.database import database_from_records, encode_database
+from nwalign.jobs.search.pipeline import search_query
+from nwalign.io.sequences import read_fasta
+from nwalign.results.statistics import parameters
 
 from conftest import DATA
 
@@ -52,7 +52,7 @@ def _mutated(rng, seq, alphabet_size, rate):
 @pytest.mark.parametrize("mode", ["local", "global"])
 @pytest.mark.parametrize("alphabet", ["protein", "dna", "dna-iupac"])
 def test_random_pairs_at_edge_sizes_equal_cpu(mode, alphabet):
-    from nwalign.cuda.batch import BatchAligner
+    from nwalign.backends.cuda.batch import BatchAligner
 
     rng = np.random.default_rng(11)
     scoring = make_scoring(alphabet.replace("-iupac", ""), mode)
@@ -71,7 +71,7 @@ def test_random_pairs_at_edge_sizes_equal_cpu(mode, alphabet):
 @pytest.mark.parametrize("mode", ["local", "global"])
 def test_ties_low_complexity_equal_cpu(mode):
     """Two-letter and repeat sequences: many equal-scoring paths, so every tie rule is exercised."""
-    from nwalign.cuda.batch import BatchAligner
+    from nwalign.backends.cuda.batch import BatchAligner
 
     rng = np.random.default_rng(5)
     scoring = make_scoring("dna", mode, match=1, mismatch=-1, gap_open=1, gap_extend=1)
@@ -89,7 +89,7 @@ def test_ties_low_complexity_equal_cpu(mode):
 def test_scores_outside_a_byte_and_zero_gap_extend_equal_cpu(mode):
     """Substitution scores outside [-128, 127] take the kernels that read the int32 matrix per cell; a gap
     extension of 0 (go >= ge >= 0) and go == ge are edge cases of the F update."""
-    from nwalign.cuda.batch import BatchAligner
+    from nwalign.backends.cuda.batch import BatchAligner
 
     rng = np.random.default_rng(21)
     for scoring in (make_scoring("dna", mode, match=300, mismatch=-200, gap_open=500, gap_extend=40),
@@ -105,7 +105,7 @@ def test_scores_outside_a_byte_and_zero_gap_extend_equal_cpu(mode):
 
 
 def test_real_proteins_and_dna_equal_cpu():
-    from nwalign.cuda.batch import BatchAligner
+    from nwalign.backends.cuda.batch import BatchAligner
 
     scoring = make_scoring("protein", "local")
     queries = encode_all(read_fasta(BENCH20)[:6], scoring, "q")
@@ -121,7 +121,7 @@ def test_real_proteins_and_dna_equal_cpu():
 
 def test_budget_splits_launches_and_falls_back_to_the_cpu():
     """A small budget: several launches, and a pair over the budget aligned by the CPU engine."""
-    from nwalign.cuda.batch import BatchAligner, dirs_bytes
+    from nwalign.backends.cuda.batch import BatchAligner, dirs_bytes
 
     rng = np.random.default_rng(8)
     scoring = make_scoring("protein", "local")
@@ -136,9 +136,9 @@ def test_budget_splits_launches_and_falls_back_to_the_cpu():
 
 def test_search_hits_aligned_on_the_gpu_equal_cpu():
     """search with the scan kernel and the batched alignment: the same hits, columns and statistics."""
-    from nwalign.cuda.batch import BatchAligner
-    from nwalign.cuda.search import ScanSearcher
-    from nwalign.formats import hit_field as field
+    from nwalign.backends.cuda.batch import BatchAligner
+    from nwalign.backends.cuda.search import ScanSearcher
+    from nwalign.output.formats import hit_field as field
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring)
@@ -161,7 +161,7 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
     the batched GPU alignment: rows and matrix identical to the CPU engine's, over more pairs than one
     GPU batch; semiglobal (not a batch-kernel mode) stays on the CPU engine."""
     from nwalign import allpairs
-    from nwalign.aligner import BATCH as GPU_BATCH
+    from nwalign.backends.aligner import BATCH as GPU_BATCH
     from nwalign.cli import main
 
     rng = np.random.default_rng(5)
@@ -193,7 +193,7 @@ def test_allpairs_alignments_on_the_gpu_equal_cpu(tmp_path, mode):
 def test_pair_of_many_records_takes_the_batch_kernel(tmp_path, mode):
     """`nwalign pair` with one query and many targets: the small pairs on the batch kernel, the large one
     on the pair kernel, in plan order; the output is the CPU engine's byte for byte."""
-    from nwalign.pairjob import Pairs
+    from nwalign.jobs.pair import Pairs
     from nwalign.cli import main
 
     rng = np.random.default_rng(9)

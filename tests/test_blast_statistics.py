@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from nwalign.blastfmt import blast_bitscore, blast_evalue
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
-from nwalign.statistics import parameters
+from nwalign.output.blastfmt import blast_bitscore, blast_evalue
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
+from nwalign.results.statistics import parameters
 
 from conftest import DATA
 

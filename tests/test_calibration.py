@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from nwalign import search
-from nwalign.database import Database
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
-from nwalign.statistics import parameters
+from nwalign.io.database import Database
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
+from nwalign.results.statistics import parameters
 
 from conftest import DATA, seed_of
 
@@ -74,7 +74,7 @@ def test_estimated_parameters_agree_with_published_ones_for_real_homologs():
 
     import dataclasses
 
-    from nwalign.statistics import estimated, published
+    from nwalign.results.statistics import estimated, published
 
     scoring = make_scoring("protein", "local")
     ours = estimated(scoring.matrix, scoring.alphabet, 11, 1)

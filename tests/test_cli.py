@@ -189,7 +189,7 @@ def test_real_genomes_every_format(capsys):
 
     from Bio import SeqIO
 
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     records = list(SeqIO.parse(io.StringIO(out), "fasta"))
     assert [r.id for r in records] == [read_fasta(GENOME_A)[0].id, read_fasta(GENOME_B)[0].id]
@@ -207,7 +207,7 @@ def test_mutate_command_region_and_pair(capsys, tmp_path):
     mut = tmp_path / "mut.fa"
     assert main(["mutate", src, "--region", "101-3100", "--rate", "0", "-o", str(cut)]) == 0
     assert main(["mutate", str(cut), "--rate", "0.02", "--seed", "3", "-o", str(mut)]) == 0
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     whole = read_fasta(src)[0].seq
     assert read_fasta(str(cut))[0].seq == whole[100:3100]
@@ -295,7 +295,7 @@ def test_bench_allpairs_on_cpu_writes_verified_rows(tmp_path, capsys):
     assert len(rows) == 1 and rows[0]["workload"] == "allpairs" and rows[0]["kernel"] == "cpu"
     assert rows[0]["verified"] and rows[0]["pairs"] == 10 and rows[0]["pairs_per_s"] > 0 and rows[0]["gcups"] > 0
     assert "pairs_per_s" in tsv.read_text().splitlines()[0]
-    assert "GPU kernels skipped" in capsys.readouterr().err or __import__("nwalign.cuda").cuda.available()
+    assert "GPU kernels skipped" in capsys.readouterr().err or __import__("nwalign.backends.cuda").backends.cuda.available()
 
 
 def test_bench_allpairs_input_file(tmp_path):
@@ -348,7 +348,7 @@ def test_pair_format_reads_with_biopython_emboss_parser(mode, tmp_path):
     assert a.annotations["Score"] == row["score"] and a.annotations["Identity"] == row["nident"]
     assert a.shape[1] == row["length"]
     # Several alignments in one file (one query against five proteins), each with its score.
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     query, targets = tmp_path / "q.fa", tmp_path / "t.fa"
     first = read_fasta(os.path.join(DATA, "queries_5_opal.fasta"))[0]
@@ -483,7 +483,7 @@ def test_out_of_range_numbers_are_one_line_errors(capsys, args, message):
 def test_duplicate_ids_get_distinct_names_and_one_warning(capsys, tmp_path):
     """The shipped 16S records named by their taxonomy strings (100 records, 74 distinct names): one warning,
     ID_2... suffixes, distinct PHYLIP names, one SAM @SQ line per reference."""
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     sixteen = tmp_path / "taxonomy.fa"
     sixteen.write_text("".join(f">{r.description.split(maxsplit=1)[1]}\n{r.seq}\n"
@@ -625,17 +625,17 @@ def test_entry_point_guesses_the_gpus_of_allpairs_and_pair():
 
 
 def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
-    """Every GPU named gets its context through the driver API at once (nwalign.cuda.device.retain_contexts);
+    """Every GPU named gets its context through the driver API at once (nwalign.backends.cuda.device.retain_contexts);
     allpairs/pair over several GPUs then warm up only the first one with CuPy (the job plans on it); a
     search warms every GPU it names."""
-    import nwalign.cuda.device
-    import nwalign.cuda.warmup
+    import nwalign.backends.cuda.device
+    import nwalign.backends.cuda.warmup
     from nwalign import launch
 
     calls = []
-    monkeypatch.setattr(nwalign.cuda.device, "retain_contexts", lambda devices: calls.append(("contexts", devices)))
-    monkeypatch.setattr(nwalign.cuda.warmup, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
-    monkeypatch.setattr(nwalign.cuda.warmup, "warm_up_search", lambda device: calls.append(("search", device)))
+    monkeypatch.setattr(nwalign.backends.cuda.device, "retain_contexts", lambda devices: calls.append(("contexts", devices)))
+    monkeypatch.setattr(nwalign.backends.cuda.warmup, "warm_up", lambda device, prepare=None: calls.append(("warm_up", device)))
+    monkeypatch.setattr(nwalign.backends.cuda.warmup, "warm_up_search", lambda device: calls.append(("search", device)))
     import nwalign.cli
 
     monkeypatch.setattr(nwalign.cli, "entry", lambda: None)
@@ -650,10 +650,10 @@ def test_entry_point_warms_only_the_first_gpu_of_several(monkeypatch):
 
 
 def test_contexts_are_retained_through_the_driver_in_order_and_errors_stop_quietly(monkeypatch):
-    """nwalign.cuda.device.retain_contexts: the driver initialised, then each GPU's primary context retained in
+    """nwalign.backends.cuda.device.retain_contexts: the driver initialised, then each GPU's primary context retained in
     the order given; a failed call ends the thread without raising (CuPy's own calls report it); no
     driver library: nothing happens."""
-    import nwalign.cuda.device as cuda
+    from nwalign.backends.cuda import device as cuda
 
     class Driver:
         def __init__(self, bad=None):
@@ -709,7 +709,7 @@ def test_help_imports_no_numpy(argv):
 def test_devices_prints_whole_sentences(capsys, monkeypatch):
     """`nwalign devices` without a GPU: the reason and the kernel list each on one line, not broken at the
     terminal's width (Rich wrapped them mid-phrase)."""
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     monkeypatch.setenv("COLUMNS", "40")
     monkeypatch.setattr(cuda, "device_info", lambda: [])

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nwalign.engine
-from nwalign.cpu.pair import align_codes, score_codes, score_rows
-from nwalign.engine import Encoded, align_pair
-from nwalign.results import rescore
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record
+import nwalign.backends.engine
+from nwalign.backends.cpu.pair import align_codes, score_codes, score_rows
+from nwalign.backends.engine import Encoded, align_pair
+from nwalign.records.alignment import rescore
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record
 
 from conftest import seed_of
 from helpers import DNA, PROTEIN, biopython_aligner, mutate, random_seq
@@ -118,7 +118,7 @@ def test_linear_space_matches_full_matrix_on_longer_pairs(mode):
 def test_memory_budget_too_small_is_a_clear_error():
     scoring = make_scoring("dna")
     q = encoded(scoring, "ACGT" * 500, "q")
-    with pytest.raises(nwalign.engine.NwalignError, match="max_memory"):
+    with pytest.raises(nwalign.backends.engine.NwalignError, match="max_memory"):
         align_pair(q, q, scoring, max_memory=1000)
 
 
@@ -154,8 +154,8 @@ def test_align_codes_ops_are_consistent():
 def test_progress_reporting_changes_nothing(mode, band_rows):
     """With a progress callback the traceback runs in chunks of rows (full matrix) or reports per band
     (linear space): the same alignment, and fractions that rise to 1."""
-    from nwalign.cpu import align_codes
-    from nwalign.scoring import make_scoring
+    from nwalign.backends.cpu import align_codes
+    from nwalign.scoring.schemes import make_scoring
 
     rng = np.random.default_rng(mode + 7)
     q = rng.integers(0, 4, 1500).astype(np.uint8)
@@ -172,7 +172,7 @@ def test_columns_score_equals_rescore():
     """ops.columns_score (the GPU windowed traceback's check) agrees with the loop oracle, and refuses
     columns that run past a sequence."""
     from nwalign.ops import columns_score
-    from nwalign.results import rescore
+    from nwalign.records.alignment import rescore
 
     rng = np.random.default_rng(5)
     scoring = make_scoring("dna")
@@ -194,8 +194,8 @@ def test_column_stats_of_many_alignments_equal_one_at_a_time(alphabet, mode):
     """results.column_stats_many (a search's hits of one query together) gives each alignment exactly what
     column_stats gives it: columns, identities (ambiguity codes never identical), positives, gaps, gap
     opens (a run never continues into the next alignment), from any start in query and target."""
-    from nwalign.cpu import align_codes
-    from nwalign.results import column_stats, column_stats_many
+    from nwalign.backends.cpu import align_codes
+    from nwalign.records.alignment import column_stats, column_stats_many
 
     rng = np.random.default_rng(3)
     scoring = make_scoring(alphabet, mode)

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from nwalign.cpu import score_codes
-from nwalign.cuda import BLOCK_SHAPES, KERNELS
-from nwalign.engine import Encoded, align_pair
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.cuda import BLOCK_SHAPES, KERNELS
+from nwalign.backends.engine import Encoded, align_pair
 from nwalign.errors import NwalignError
-from nwalign.results import rescore
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, read_fasta
+from nwalign.records.alignment import rescore
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record, read_fasta
 
 from conftest import GENOME_A, GENOME_B, seed_of
 from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
@@ -26,7 +26,7 @@ LENGTHS = [(1, 1), (1, 2), (2, 1), (7, 9), (31, 33), (32, 32), (33, 31), (63, 65
 
 
 def _options(kernel, block, shared):
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     return Options(kernel=kernel, block=block, shared=shared, submatrix_cells=5000)
 
@@ -84,7 +84,7 @@ def test_real_genomes_on_gpu(kernel):
 @pytest.mark.parametrize("m, n", [(3000, 2900), (1300, 4000), (257, 5000), (4000, 300)])
 def test_wavefront_linear_space_traceback(mode, m, n):
     """A tiny direction budget forces checkpoints + block recomputation; the result stays optimal."""
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     rng = np.random.default_rng(m + n)
     a = random_seq(rng, DNA, m)
@@ -107,8 +107,8 @@ def test_wavefront_windowed_linear_space(monkeypatch, caplog, m, n, rate, rows):
     as the blocks over whole rows and as the CPU engine's score; with no margin the windows miss the path
     and the traceback is done again over whole rows, still optimal."""
     import cupy
-    from nwalign.cuda import wavefront
-    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+    from nwalign.backends.cuda import wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront, dirs_bytes
 
     rng = np.random.default_rng(m + n)
     a = random_seq(rng, DNA, m)
@@ -141,8 +141,8 @@ def test_wavefront_windows_widen_around_a_long_insertion(monkeypatch, caplog):
     one over whole rows, without falling back to them. (A gap in the target runs down a column: windows
     hold it at any length.)"""
     import cupy
-    from nwalign.cuda import wavefront
-    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+    from nwalign.backends.cuda import wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront, dirs_bytes
 
     rng = np.random.default_rng(44)
     a = random_seq(rng, DNA, 6000)
@@ -162,7 +162,7 @@ def test_wavefront_windows_widen_around_a_long_insertion(monkeypatch, caplog):
 
 
 def _wave_options(budget):
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     return Options(kernel="wavefront", max_memory=budget)
 
@@ -177,7 +177,7 @@ def test_wave_score_rows_and_grid(rows, mode):
     """wave_score.cu: band edges (32 x rows), short targets (fill and drain overlap), and grids smaller
     than the band count (warps take several bands; the hand-off row is reused)."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     band = 32 * rows
     sizes = [(1, 1), (5, 40), (40, 5), (band - 1, 300), (band, 301), (band + 1, 29), (3 * band + 7, 1000),
@@ -204,7 +204,7 @@ def test_wave_score_gap_from_column_zero(mode):
     """Mismatches dearer than a gap: H(i, 1) may come from E(i, 1) = H(i, 0) - go (a gap leaving column 0),
     which a pass that starts E at minus infinity misses."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(3)
     scoring = make_scoring("dna", mode, match=2, mismatch=-40, gap_open=5, gap_extend=1)
@@ -220,7 +220,7 @@ def test_wave_score_gap_from_column_zero(mode):
 def test_wave_score_end_cell_equals_previous_pass(mode):
     """Local/semiglobal end cells (ties: earliest row, then column) agree with wavefront.cu's pass."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront, GLOBAL
+    from nwalign.backends.cuda.wavefront import Wavefront, GLOBAL
 
     rng = np.random.default_rng(5)
     scoring = make_scoring("dna", mode, match=1, mismatch=-1, gap_open=1, gap_extend=1)  # many ties
@@ -261,8 +261,8 @@ def test_wavefront_directions_equal_cpu_engine(mode):
     edges, ties (go == ge; +1/-1 scores), blocks starting at a row r0 > 0 (as the linear-space traceback
     recomputes them), and grids of 1-2 blocks (warps take several bands)."""
     import cupy
-    from nwalign.cpu.dp import fill_band, init_row0
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cpu.dp import fill_band, init_row0
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(11)
     for params in (dict(gap_open=10, gap_extend=1), dict(gap_open=3, gap_extend=3),
@@ -294,7 +294,7 @@ def test_wavefront_directions_equal_cpu_engine(mode):
 def test_wave_score_falls_back_for_wide_scores():
     """Scores outside a signed byte take wavefront.cu's score pass; both give the CPU engine's score."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(9)
     scoring = make_scoring("dna", "global", match=300, mismatch=-200, gap_open=500, gap_extend=20)
@@ -312,7 +312,7 @@ def test_wave_score_falls_back_for_wide_scores():
 @pytest.mark.parametrize("rows, packed", [(4, None), (12, False), (8, True), (12, True), (16, True)])
 def test_wavefront_linear_space_other_band_heights(rows, packed):
     """Checkpoints written by either score pass at other band heights feed the recompute passes exactly."""
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     rng = np.random.default_rng(rows)
     for mode in ("global", "local", "semiglobal") if not packed else ("global",):
@@ -345,7 +345,7 @@ def test_wave_score16_equals_32_bit_pass(rows):
     (32 x rows), with DNA and protein scorings, gaps with go = ge, mismatches dearer than gaps, and grids
     smaller than the band count."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(100 + rows)
     band = 32 * rows
@@ -376,7 +376,7 @@ def test_wave_score16_equals_32_bit_pass(rows):
 @pytest.mark.parametrize("alphabet", ["dna", "protein"])
 def test_wave_score16_through_align_pair(alphabet):
     """Options(packed=True) reaches the 16-bit pass: every edge length of the kernel suite, global mode."""
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     scoring = make_scoring(alphabet)
     opts = Options(kernel="wavefront", packed=True, rows_per_lane=16)
@@ -388,7 +388,7 @@ def test_wave_score16_through_align_pair(alphabet):
 
 def test_wave_score16_chosen_for_long_global_pairs():
     import cupy
-    from nwalign.cuda.wavefront import PACKED_MIN_ROWS, Wavefront
+    from nwalign.backends.cuda.wavefront import PACKED_MIN_ROWS, Wavefront
 
     scoring = make_scoring("dna")
     long_q = np.zeros(PACKED_MIN_ROWS, dtype=np.uint8)
@@ -405,7 +405,7 @@ def test_wave_score16_overflow_is_recomputed_in_32_bit():
     """A failed range check recomputes the pass in 32-bit: forced by a tiny limit, and genuinely by scores
     whose spread over a warp's cells leaves int16."""
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(11)
     scoring = make_scoring("dna")
@@ -439,7 +439,7 @@ def test_wave_score16_overflow_is_recomputed_in_32_bit():
 
 
 def test_wavefront_budget_below_one_band_is_an_error():
-    from nwalign.cuda.pair import Options
+    from nwalign.backends.cuda.pair import Options
 
     scoring = make_scoring("dna")
     q = _enc(scoring, "ACGT" * 200, "q")
@@ -448,7 +448,7 @@ def test_wavefront_budget_below_one_band_is_an_error():
 
 
 def test_gpu_memory_error_is_clear():
-    from nwalign.cuda.pair import Options, _check_memory
+    from nwalign.backends.cuda.pair import Options, _check_memory
     import cupy
 
     with pytest.raises(NwalignError, match="GPU memory"):

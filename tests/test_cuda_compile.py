@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from nwalign.cuda.modules import KERNEL_DIR
+from nwalign.backends.cuda.modules import KERNEL_DIR
 
 SOURCES = sorted(KERNEL_DIR.glob("*.cu"))
 
@@ -33,9 +33,9 @@ def test_shipped_cubins_match_the_sources():
     every kernel the host asks for (scan, batch and banded kernels), under the mangled names it looks up."""
     import json
 
-    from nwalign.cuda.batch import KERNEL_NAMES
-    from nwalign.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.cuda.scanplan import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
+    from nwalign.backends.cuda.batch import KERNEL_NAMES
+    from nwalign.backends.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
+    from nwalign.backends.cuda.scanplan import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():
@@ -62,8 +62,9 @@ def test_every_default_kernel_ships_under_the_name_the_host_asks_for():
     """pair's wavefront kernels, allpairs' score kernels and the banded traceback are found in the shipped
     cubins by the names their host modules launch them with (a name missing here would be compiled by
     NVRTC on a user's first run: up to a minute for wave_score.cu)."""
-    from nwalign.cuda import allpairs, wavefront
-    from nwalign.cuda.modules import kernel_key, shipped_symbol
+    from nwalign.backends.cuda import allpairs
+    from nwalign.backends.cuda import wavefront
+    from nwalign.backends.cuda.modules import kernel_key, shipped_symbol
 
     wanted = {"wave_score": wavefront._WAVE_SCORE_NAMES, "wave_score16": wavefront._WAVE_SCORE16_NAMES,
               "wavefront": wavefront._WAVEFRONT_NAMES + ("wave_trace",), "allpairs": allpairs._NAMES,
@@ -93,11 +94,11 @@ def _members(body: str) -> list[str]:
 
 def test_kernel_argument_structs_match_their_numpy_mirrors(tmp_path):
     """Every struct a kernel takes by value, compiled on the host from its CUDA source, has the field
-    offsets and size of its dtype in nwalign.cuda.structs (a mismatch would pass garbage to the GPU)."""
+    offsets and size of its dtype in nwalign.backends.cuda.structs (a mismatch would pass garbage to the GPU)."""
     import shutil
 
-    import nwalign.cuda.structs as structs
-    from nwalign.cuda.modules import KERNEL_DIR
+    from nwalign.backends.cuda import structs
+    from nwalign.backends.cuda.modules import KERNEL_DIR
 
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:

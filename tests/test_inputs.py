@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from nwalign.errors import NwalignError
-from nwalign.scoring import make_scoring
-from nwalign.sequences import Record, detect_alphabet, read_fasta
-from nwalign.simulate import parse_lengths, random_records
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import Record, detect_alphabet, read_fasta
+from nwalign.io.simulate import parse_lengths, random_records
 
 FASTA = b">seq1 first record\nACGTAC\ngtac\n>seq2\nTTTT\n"
 
@@ -122,7 +122,7 @@ def test_random_records_are_seeded():
 
 
 def test_mutate_is_seeded_and_changes_about_rate():
-    from nwalign.simulate import mutate
+    from nwalign.io.simulate import mutate
 
     rec = random_records([20000], "dna", 4)[0]
     a = mutate(rec, 0.05, 9)
@@ -145,7 +145,7 @@ def test_read_fasta_matches_biopython(tmp_path):
 
     from Bio import SeqIO
 
-    from nwalign.sequences import read_fasta_arrays
+    from nwalign.io.sequences import read_fasta_arrays
 
     text = ("\n\n>a first record\r\nacgT\r\n\r\nGG tt\n>b\tdesc with\ttabs\n  MKV\n>  c  lead \nN\n>\nWW\n"
             ">d>e\n*-x\n>   \nAA")
@@ -172,7 +172,7 @@ def test_read_fasta_arrays_in_pieces(tmp_path, monkeypatch):
 
     from Bio import SeqIO
 
-    import nwalign.sequences as seqs
+    from nwalign.io import sequences as seqs
 
     rng = np.random.default_rng(4)
     parts = []
@@ -203,7 +203,7 @@ def test_read_fasta_arrays_in_pieces(tmp_path, monkeypatch):
 
 
 def test_read_fasta_arrays_errors(tmp_path):
-    from nwalign.sequences import read_fasta_arrays
+    from nwalign.io.sequences import read_fasta_arrays
 
     for content, message in ((">a\nACGT\n>b\n\n>c\nAC\n", "record 2 (b) has an empty sequence"),
                              ("", "empty file"), ("ACGT\n", "not a FASTA file")):
@@ -215,7 +215,7 @@ def test_read_fasta_arrays_errors(tmp_path):
 
 def test_bom_and_cr_only_line_endings(tmp_path):
     """A UTF-8 byte-order mark and old Mac (CR-only) line endings read like plain FASTA, by both readers."""
-    from nwalign.sequences import read_fasta_arrays
+    from nwalign.io.sequences import read_fasta_arrays
 
     for name, data in (("bom.fa", b"\xef\xbb\xbf>a x\nACGT\n>b\nGG\n"), ("cr.fa", b">a x\rACGT\r>b\rGG\r"),
                        ("bomcr.fa.gz", gzip.compress(b"\xef\xbb\xbf>a x\rAC\rGT\r>b\rGG"))):
@@ -291,7 +291,7 @@ def test_a_compressed_input_too_long_for_the_scores_is_refused_while_it_streams(
     decompressed (after about 3 bytes per allowed residue), not after filling the memory."""
     import resource
 
-    from nwalign.scoring import max_sequence_length
+    from nwalign.scoring.schemes import max_sequence_length
 
     opts = ["--match", "5000", "--mismatch", "-5000", "--gap-open", "5000", "--gap-extend", "1"]
     limit = max_sequence_length("auto", None, 5000, -5000, 5000, 1)
@@ -316,8 +316,8 @@ def test_makedb_names_from_the_header_bytes_equal_the_python_path(tmp_path):
     import filecmp
     import gzip
 
-    from nwalign.database import database_from_fasta, load_database, write_database
-    from nwalign.dbbuild import makedb
+    from nwalign.io.database import database_from_fasta, load_database, write_database
+    from nwalign.io.makedb import makedb
 
     cases = {"plain.fa": ">a1 first desc  \nACGT\nac\n>b2\tx y\t\nGG\n>a1 again\nTTTT\n",
              "one.fa": ">only\nMKV\n", "distinct.fa": "".join(f">s{k} d{k % 3}\nACG\n" for k in range(500))}
@@ -340,7 +340,7 @@ def test_gzip_by_isal_equals_zlib_and_refuses_a_truncated_stream(tmp_path):
     import pytest
 
     from nwalign.errors import NwalignError
-    from nwalign.sequences import _decompress, _gzip_engine, _inflate
+    from nwalign.io.sequences import _decompress, _gzip_engine, _inflate
 
     text = b"".join(b">r%d\n%s\n" % (k, b"ACGT" * (k + 1)) for k in range(2000))
     data = gzip.compress(text[:5000]) + gzip.compress(text[5000:])

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from nwalign.cli import main
-from nwalign.database import database_from_fasta, write_database
-from nwalign.dbbuild import makedb
+from nwalign.io.database import database_from_fasta, write_database
+from nwalign.io.makedb import makedb
 from nwalign.errors import NwalignError
 
 CASES = {

@@ -1,4 +1,4 @@
-"""Reading memory-mapped arrays through their files (nwalign.mapped)."""
+"""Reading memory-mapped arrays through their files (nwalign.io.mapped)."""
 
 import os
 import zlib
@@ -6,7 +6,7 @@ import zlib
 import numpy as np
 import pytest
 
-from nwalign.mapped import RangeReader, copy_of, each_block, file_span
+from nwalign.io.mapped import RangeReader, copy_of, each_block, file_span
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_a_pass_through_the_file_leaves_the_pages_out_of_the_resident_set(tmp_pa
 
 
 def test_recoded_arrays_are_translated_wherever_read(mapped):
-    from nwalign.mapped import Recoded, window
+    from nwalign.io.mapped import Recoded, window
 
     data, mm, _ = mapped
     table = np.arange(256, dtype=np.uint8)[::-1].copy()
@@ -98,9 +98,9 @@ def test_a_databases_hits_are_read_through_its_file(tmp_path, monkeypatch):
     """A search reads each hit's residues and names; through the mapping, each touch made the page
     cache's folios around it part of the resident set (50 MB a query of UniRef50's). Small sections are
     read through the map (their share of the resident set is bounded): here none is small."""
-    from nwalign import mapped
-    from nwalign.database import load_database
-    from nwalign.dbbuild import makedb
+    from nwalign.io import mapped
+    from nwalign.io.database import load_database
+    from nwalign.io.makedb import makedb
 
     monkeypatch.setattr(mapped, "PIECES_THROUGH_MAP", 0)
     rng = np.random.default_rng(5)

@@ -5,10 +5,10 @@ scores too; where a library could differ (parasail with linear gaps or semigloba
 import numpy as np
 import pytest
 
-from nwalign.cpu.allpairs import cpu_scores
-from nwalign.cpu.pair import score_codes
-from nwalign.cpu.search import cpu_scan
-from nwalign.scoring import make_scoring
+from nwalign.backends.cpu.allpairs import cpu_scores
+from nwalign.backends.cpu.pair import score_codes
+from nwalign.backends.cpu.search import cpu_scan
+from nwalign.scoring.schemes import make_scoring
 
 from conftest import seed_of
 
@@ -42,7 +42,7 @@ def test_opal_scan_equals_the_engine(alphabet, mode, gaps):
 @pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
 def test_scores_beyond_16_bits_stay_exact(mode):
     """Long near-identical DNA: scores near 100,000 (Opal and parasail escalate past 8 and 16 bits)."""
-    from nwalign.cpu.striped import striped_score
+    from nwalign.backends.cpu.striped import striped_score
 
     rng = np.random.default_rng(seed_of("long", mode))
     s = make_scoring("dna", mode)
@@ -74,7 +74,7 @@ def test_opal_allpairs_scores_equal_the_engine(mode, two_sets):
 @pytest.mark.parametrize("gaps", GAPS)
 def test_striped_pair_scores_equal_the_engine_or_step_aside(alphabet, mode, gaps):
     pytest.importorskip("parasail")
-    from nwalign.cpu.striped import striped_score
+    from nwalign.backends.cpu.striped import striped_score
 
     rng = np.random.default_rng(seed_of("striped", alphabet, mode, gaps))
     s = make_scoring(alphabet, mode, gap_open=gaps[0], gap_extend=gaps[1])
@@ -87,7 +87,7 @@ def test_striped_pair_scores_equal_the_engine_or_step_aside(alphabet, mode, gaps
 def test_without_pyopal_the_engine_scans(monkeypatch):
     import builtins
 
-    from nwalign.cpu import opal
+    from nwalign.backends.cpu import opal
 
     real = builtins.__import__
 

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from nwalign.engine import Encoded, align_pair
-from nwalign.results import rescore
-from nwalign.scoring import make_scoring
-from nwalign.sequences import read_fasta
+from nwalign.backends.engine import Encoded, align_pair
+from nwalign.records.alignment import rescore
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.sequences import read_fasta
 
 from conftest import DATA, GENOME_A, GENOME_B
 from helpers import biopython_aligner

@@ -1,4 +1,4 @@
-"""The search spread over Dask workers (nwalign.scaleout, nwalign.shards, nwalign.spread): shards balanced by residues, an exact merge,
+"""The search spread over Dask workers (nwalign.parallel.cluster, nwalign.jobs.search.shards, nwalign.parallel.spread): shards balanced by residues, an exact merge,
 output byte-identical to a one-process search for any number of shards and workers, and after a worker
 dies; a task that keeps killing workers ends the run with exit 1 and no output."""
 
@@ -11,10 +11,10 @@ import pytest
 
 from nwalign import search
 from nwalign.cli import main
-from nwalign.hits import top_hits
+from nwalign.results.hits import top_hits
 from nwalign.errors import WorkerLost
-from nwalign.hits import merge
-from nwalign.shards import shards
+from nwalign.results.hits import merge
+from nwalign.jobs.search.shards import shards
 
 from conftest import DATA
 
@@ -41,7 +41,7 @@ def _joins(c):
 @pytest.fixture(scope="module")
 def tied_db(tmp_path_factory):
     """SP196 with every tenth record repeated at the end under another name: equal scores in other shards."""
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     recs = read_fasta(SP196)
     path = tmp_path_factory.mktemp("db") / "tied.fa"
@@ -91,7 +91,7 @@ def test_sharded_search_equals_one_process(client, tied_db, count):
 
 
 def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
-    from nwalign.search_spread import rounds
+    from nwalign.jobs.search.scaleout import rounds
 
     for queries, workers, count in ((2000, 2, 1), (2000, 2, 2), (7, 3, 1), (0, 2, 1), (130, 1, 1), (500, 8, 3)):
         got = rounds(queries, workers, count)
@@ -111,8 +111,8 @@ def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
 def test_query_batches_over_workers_in_many_rounds_equal_one_process(client, tied_db, monkeypatch):
     """The default on workers with the database whole on each (shards 1): queries dealt in rounds, several
     in flight on two workers, the rounds shrinking at the end; hits in query order as in one process."""
-    from nwalign.search_spread import ScaleOut as _ScaleOut
-    from nwalign.sequences import read_fasta
+    from nwalign.jobs.search.scaleout import ScaleOut as _ScaleOut
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(SP196)[:23]
     monkeypatch.setattr(_ScaleOut, "BATCH", 4)
@@ -138,9 +138,9 @@ def test_cli_workers_byte_identical(tmp_path, tied_db, capsys, monkeypatch):
 
 @pytest.mark.parametrize("fmt", ["json", "sam"])
 def test_formats_byte_identical_with_workers(tmp_path, tied_db, client, monkeypatch, fmt):
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
+    monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(client))
     outs = []
     for extra in ([], ["--workers", "2"]):
         out = tmp_path / f"x{len(extra)}.{fmt}"
@@ -192,14 +192,14 @@ def test_a_worker_killed_mid_search_loses_nothing(tmp_path, tied_db):
 
 
 def test_a_task_that_kills_every_worker_ends_the_run(tmp_path, tied_db, monkeypatch, capsys):
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True))
         with pytest.raises(WorkerLost):
             list(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=1))
-        monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(c))
+        monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(c))
         out = tmp_path / "hits.tsv"
         assert main(["search", OPAL, tied_db, "--backend", "cpu", "--workers", "2", "-o", str(out)]) == 1
         assert not out.exists() and capsys.readouterr().err.count("\n") == 1
@@ -219,8 +219,8 @@ def test_a_running_cluster_with_another_version_is_refused(client, tmp_path, mon
     """--scheduler joins a running cluster (here the fixture's, by address); workers of another nwalign
     version are refused in one line; an address nothing listens on is a one-line error too."""
     import nwalign
-    from nwalign.database import database_from_fasta, write_database
-    from nwalign.scaleout import check_versions
+    from nwalign.io.database import database_from_fasta, write_database
+    from nwalign.parallel.cluster import check_versions
 
     check_versions(client)  # the same version everywhere
     db = tmp_path / "sp.nwdb"
@@ -268,7 +268,7 @@ def test_gpu_workers_start_without_dasks_malloc_trim_setting(monkeypatch):
     import dask
     from distributed import Client
 
-    from nwalign.scaleout import gpu_cluster
+    from nwalign.parallel.cluster import gpu_cluster
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with gpu_cluster([0]) as cluster, Client(cluster) as client:
@@ -288,9 +288,9 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     --device names another GPU; one GPU named runs in this process; bad lists are one-line errors."""
     import importlib.util
 
-    from nwalign import cuda
+    from nwalign.backends import cuda
     from nwalign.errors import NwalignError
-    from nwalign.scaleout import resolve_devices, usable
+    from nwalign.parallel.cluster import resolve_devices, usable
 
     gpus = [0, 1, 2]
     monkeypatch.setattr(cuda, "gpu_count", lambda: len(gpus))
@@ -302,7 +302,7 @@ def test_devices_resolve_to_gpus_or_one_process(monkeypatch):
     assert resolve_devices("auto", cells=10**11) is None and resolve_devices("auto", cells=10**13) == [0, 1, 2]
     assert resolve_devices("0,1", cells=10) == [0, 1]
     # a search: auto spreads from its own, larger, threshold (its cells estimated from its files' sizes)
-    from nwalign.scaleout import AUTO_MIN_SEARCH_CELLS as least
+    from nwalign.parallel.cluster import AUTO_MIN_SEARCH_CELLS as least
     assert resolve_devices("auto", cells=least - 1, min_cells=least) is None
     assert resolve_devices("auto", cells=least, min_cells=least) == [0, 1, 2]
     assert resolve_devices("0,2", cells=10, min_cells=least) == [0, 2]
@@ -340,10 +340,11 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
     import bz2
     import gzip
 
-    from nwalign import cuda, search_spread
-    from nwalign.database import load_database
-    from nwalign.dbbuild import makedb
-    from nwalign.sequences import residues_bound
+    from nwalign.backends import cuda
+    from nwalign.jobs.search import scaleout as search_spread
+    from nwalign.io.database import load_database
+    from nwalign.io.makedb import makedb
+    from nwalign.io.sequences import residues_bound
 
     plain = tmp_path / "q.fa"
     plain.write_text(">q\n" + "ACDEFGHIKL" * 100 + "\n")
@@ -374,9 +375,9 @@ def test_a_search_estimates_its_cells_from_its_files(tmp_path, monkeypatch):
 
 def test_gpu_scans_refuse_workers_without_a_gpu(client, tmp_path, capsys):
     """--backend cuda with a running cluster: every worker must see a GPU of its own (here none does)."""
-    from nwalign.database import database_from_fasta, write_database
+    from nwalign.io.database import database_from_fasta, write_database
     from nwalign.errors import NwalignError
-    from nwalign.scaleout import check_gpus, worker_gpus
+    from nwalign.parallel.cluster import check_gpus, worker_gpus
 
     with pytest.raises(NwalignError, match="sees no GPU"):
         check_gpus(worker_gpus(client))
@@ -397,7 +398,7 @@ SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
 @pytest.fixture(scope="module")
 def pair_sets(tmp_path_factory):
     """24 16S genes (with one repeated under another name: identity 1) and 30 Swiss-Prot proteins."""
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     root = tmp_path_factory.mktemp("sets")
     genes = read_fasta(SIXTEEN_S)[:23]
@@ -409,7 +410,7 @@ def pair_sets(tmp_path_factory):
 
 
 def test_pair_spans_and_blocks_cover_the_pair_order_once():
-    from nwalign.pairorder import blocks, pair_batches, pair_count
+    from nwalign.plan.pairorder import blocks, pair_batches, pair_count
 
     rng = np.random.default_rng(3)
     for n_a, n_b in ((2, None), (3, None), (9, None), (1, 7), (6, 1), (5, 4)):
@@ -450,7 +451,7 @@ def test_pair_spans_and_blocks_cover_the_pair_order_once():
 
 
 def test_a_block_is_scored_in_several_batches_of_whole_waves():
-    from nwalign.aligner import BLOCK_BATCHES, block_batch
+    from nwalign.backends.aligner import BLOCK_BATCHES, block_batch
 
     wave = 1000
     assert BLOCK_BATCHES >= 2
@@ -467,11 +468,11 @@ def test_a_block_is_scored_in_several_batches_of_whole_waves():
 def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, case):
     """allpairs over the fixture's two workers (and once over 5 blocks per worker): the same TSV bytes,
     and the same distance matrix, as one process."""
-    import nwalign.allvsall
-    import nwalign.allvsall_run
-    import nwalign.scaleout
+    import nwalign.jobs.allpairs.job
+    import nwalign.jobs.allpairs.run
+    import nwalign.parallel.cluster
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
+    monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(client))
     genes, prots = str(pair_sets / "16s.fa"), str(pair_sets / "prot.fa")
     args = {"scores": [genes, "--columns", "qseqid,sseqid,score,qlen,slen"],
             "identity": [genes, "--min-identity", "0.9", "--columns", "qseqid,sseqid,score,pident,length,nident,"
@@ -489,7 +490,7 @@ def test_allpairs_on_workers_byte_identical(tmp_path, pair_sets, client, monkeyp
         outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
     assert outs[0] == outs[1] and len(outs[0][0][1]) > 100
     if case == "npy":
-        monkeypatch.setattr(nwalign.allvsall.AllPairs, "PER_WORKER", 5)  # 10 blocks, some inside rows
+        monkeypatch.setattr(nwalign.jobs.allpairs.job.AllPairs, "PER_WORKER", 5)  # 10 blocks, some inside rows
         d = tmp_path / "ten"
         d.mkdir()
         argv = ["allpairs"] + [a.format(dir=d) for a in args] + ["--backend", "cpu", "-o", str(d / "out.tsv")]
@@ -528,12 +529,12 @@ def test_allpairs_worker_killed_loses_nothing(tmp_path, pair_sets):
 
 
 def test_allpairs_task_that_kills_every_worker_ends_the_run(tmp_path, pair_sets, monkeypatch, capsys):
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=True, task="pair_block"))
-        monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(c))
+        monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(c))
         out = tmp_path / "pairs.tsv"
         assert main(["allpairs", str(pair_sets / "16s.fa"), "-q", "--backend", "cpu", "--workers", "2", "-o", str(out),
                      "--matrix-out", str(tmp_path / "d.npy")]) == 1
@@ -559,7 +560,7 @@ def test_allpairs_spread_options_refused(tmp_path, pair_sets, capsys):
 # -- pair over workers -----------------------------------------------------------------------------
 
 def test_chunks_cover_the_plan_once_balanced_by_cells():
-    from nwalign.pairorder import chunks
+    from nwalign.plan.pairorder import chunks
 
     rng = np.random.default_rng(4)
     for n in (1, 2, 5, 40):
@@ -578,9 +579,9 @@ def test_chunks_cover_the_plan_once_balanced_by_cells():
 def test_pair_on_workers_byte_identical(tmp_path, pair_sets, client, monkeypatch, fmt, extra):
     """pair on multi-record FASTA (record i against record i: 30 proteins, then 7 others) over
     the fixture's workers: the same bytes as one process (the @PG line of SAM names the command)."""
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
+    monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(client))
     prots, few = str(pair_sets / "prot.fa"), str(pair_sets / "prot_b.fa")
     for query, target in ((prots, prots), (few, prots.replace("prot.fa", "prot_b.fa"))):
         outs = []
@@ -611,9 +612,9 @@ def test_pair_api_on_a_client_and_a_killed_worker(tmp_path, pair_sets):
 def test_pair_spread_errors(tmp_path, pair_sets, client, monkeypatch, capsys):
     """A pair too large for a worker's share of --max-memory is refused before any task; --devices with
     --workers, --shared-dir alone: one-line errors."""
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
-    monkeypatch.setattr(nwalign.scaleout, "client_for", _joins(client))
+    monkeypatch.setattr(nwalign.parallel.cluster, "client_for", _joins(client))
     prots = str(pair_sets / "prot.fa")
     out = tmp_path / "x.tsv"
     for extra, message in ((["--workers", "2", "--max-memory", "1k"], "memory"),
@@ -679,7 +680,7 @@ def test_device_threads_give_every_result_in_order_and_bound_what_runs_ahead():
     thread that still owns unfinished ones) are taken ahead of the one yielded."""
     import time
 
-    from nwalign.devicethreads import DeviceThreads
+    from nwalign.parallel.devicethreads import DeviceThreads
 
     places = []
 
@@ -706,7 +707,7 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
     import logging
     import time
 
-    from nwalign.devicethreads import DeviceThreads
+    from nwalign.parallel.devicethreads import DeviceThreads
     from nwalign.errors import NwalignError
 
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
@@ -747,10 +748,10 @@ def test_device_threads_rerun_the_tasks_of_a_place_that_fails(caplog, monkeypatc
 def test_spread_over_gpus_runs_every_task_here_and_writes_nothing():
     """Spread with this host's GPUs: nothing is written and no process started; map runs every task on a
     thread per GPU, results in task order."""
-    from nwalign.engine import encode_all
-    from nwalign.spread import Spread
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import as_records
+    from nwalign.backends.engine import encode_all
+    from nwalign.parallel.spread import Spread
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import as_records
 
     encoded = encode_all(as_records(["ACGTAC", "ACGAAC", "TTGACA"], "s"), make_scoring("dna", "global"), "s")
     spread = Spread("allpairs", (encoded, None), "cuda", gpus=[0, 1])
@@ -768,7 +769,7 @@ def test_worker_cache_made_once_for_threads_and_thread_cache_per_thread():
     import threading
     import time
 
-    from nwalign import scaleout
+    from nwalign.parallel import cluster as scaleout
 
     made = []
 
@@ -852,7 +853,7 @@ def test_a_restarted_worker_is_reported_once_in_nwaligns_words(caplog):
     """Dask's nanny warns 'Restarting worker' each time; nwalign says it once, at -v (INFO) level."""
     import logging
 
-    from nwalign import scaleout
+    from nwalign.parallel import cluster as scaleout
 
     nanny, ours = logging.getLogger("distributed.nanny"), logging.getLogger("nwalign")
     for old in [f for f in nanny.filters if isinstance(f, scaleout._RestartsSaidOnce)]:
@@ -886,7 +887,7 @@ def test_a_task_that_keeps_losing_workers_is_not_blamed():
 def test_a_nucleotide_search_on_both_strands_over_workers_equals_one_process(client, tmp_path):
     """Both strands spread over Dask workers (queries and their reverse complements in the rounds): the
     hits, strands and coordinates of one process."""
-    from nwalign.sequences import reverse_complement
+    from nwalign.io.sequences import reverse_complement
 
     phage = read_fasta_seq(os.path.join(DATA, "phage_lambda_J02459.fasta"))
     db = tmp_path / "db.fa"
@@ -900,7 +901,7 @@ def test_a_nucleotide_search_on_both_strands_over_workers_equals_one_process(cli
 
 
 def read_fasta_seq(path: str) -> str:
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     return read_fasta(path)[0].seq
 
@@ -909,11 +910,11 @@ def read_fasta_seq(path: str) -> str:
 def test_a_large_shard_is_scanned_a_chunk_at_a_time(tmp_path, monkeypatch, count):
     """A CPU worker's shard past cpu.streamed.CHUNK_RESIDUES is held a chunk at a time: the shard's best
     hits (ties included) are those of the shard scanned at once."""
-    from nwalign.cpu import streamed
-    from nwalign.dbbuild import makedb
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import read_fasta
-    from nwalign.shards import ShardTask, best_of_shard
+    from nwalign.backends.cpu import streamed
+    from nwalign.io.makedb import makedb
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import read_fasta
+    from nwalign.jobs.search.shards import ShardTask, best_of_shard
 
     recs = read_fasta(SP196)
     (tmp_path / "t.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in recs) +
@@ -934,7 +935,7 @@ def test_a_large_shard_is_scanned_a_chunk_at_a_time(tmp_path, monkeypatch, count
 def test_a_shard_is_read_a_block_of_sequences_at_a_time(tmp_path):
     """A shard's residues gathered a block of sequences at a time from the file equal the mask over every
     residue (the old way, a mask as large as the database)."""
-    from nwalign.shards import _members
+    from nwalign.jobs.search.shards import _members
 
     rng = np.random.default_rng(4)
     lengths = rng.integers(1, 60, 5000)

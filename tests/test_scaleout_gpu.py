@@ -1,4 +1,4 @@
-"""search, allpairs and pair over two GPU worker processes (--devices, nwalign.scaleout.gpu_cluster): the
+"""search, allpairs and pair over two GPU worker processes (--devices, nwalign.parallel.cluster.gpu_cluster): the
 same bytes as one GPU, after a worker dies too. Runs where two GPUs and Dask are (``-m multigpu``)."""
 
 import os
@@ -25,7 +25,7 @@ def tied_nwdb(tmp_path_factory):
 
 @pytest.mark.parametrize("shards", [None, 3])
 def test_two_gpu_workers_equal_one_gpu(tied_nwdb, shards):
-    from nwalign.scaleout import gpu_cluster
+    from nwalign.parallel.cluster import gpu_cluster
 
     want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", devices="0"))
     with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
@@ -50,7 +50,7 @@ def test_cli_devices_many_queries_byte_identical(tmp_path, tied_nwdb, form):
     """400 queries over two GPUs: the first scanned by the command on both GPUs while the workers start
     (for a FASTA database, while its temporary .nwdb is written), the rest in rounds on the workers (which
     align their hits): the bytes of one GPU."""
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     queries = tmp_path / "q400.fa"
     queries.write_text("".join(f">{r.id}\n{r.seq}\n" for r in read_fasta(ECOLI)[:400]))
@@ -66,7 +66,7 @@ def test_cli_devices_many_queries_byte_identical(tmp_path, tied_nwdb, form):
 def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
     """One GPU worker exits as a shard task starts: Dask runs the task on the other (or the restarted)
     worker; the hits are unchanged."""
-    from nwalign.scaleout import gpu_cluster
+    from nwalign.parallel.cluster import gpu_cluster
     from test_scaleout import _KillOnTask
 
     want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", devices="0"))
@@ -91,7 +91,7 @@ def test_allpairs_two_gpus_byte_identical(tmp_path, genes, extra):
 
 def test_allpairs_gpu_worker_killed_loses_nothing(tmp_path, genes):
     from nwalign import allpairs
-    from nwalign.scaleout import gpu_cluster
+    from nwalign.parallel.cluster import gpu_cluster
     from test_scaleout import _KillOnTask
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")

@@ -21,7 +21,7 @@ ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 
 @pytest.fixture(scope="module")
 def ecoli_nwdb(tmp_path_factory):
-    from nwalign.dbbuild import makedb
+    from nwalign.io.makedb import makedb
 
     path = str(tmp_path_factory.mktemp("db") / "ecoli.nwdb")
     makedb(ECOLI, path)
@@ -32,8 +32,8 @@ def ecoli_nwdb(tmp_path_factory):
 def plain_nwdb(tmp_path_factory):
     """The E. coli proteins without selenocysteine (U): the file's letter codes are the scoring's, so the
     .nwdb uploaded before the alphabet is settled is the one scanned."""
-    from nwalign.dbbuild import makedb
-    from nwalign.sequences import read_fasta
+    from nwalign.io.makedb import makedb
+    from nwalign.io.sequences import read_fasta
 
     folder = tmp_path_factory.mktemp("plain")
     (folder / "plain.fa").write_text("".join(f">{r.id}\n{r.seq}\n" for r in read_fasta(ECOLI) if "U" not in r.seq))
@@ -43,7 +43,7 @@ def plain_nwdb(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gpu_client():
-    from nwalign.scaleout import gpu_cluster
+    from nwalign.parallel.cluster import gpu_cluster
 
     with gpu_cluster([0]) as cluster, distributed.Client(cluster) as client:
         yield client
@@ -51,7 +51,7 @@ def gpu_client():
 
 @pytest.mark.parametrize("shards", [None, 2])
 def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:12]
     want = _rows(search(queries, ecoli_nwdb, top=9, backend="cuda", devices="0"))
@@ -61,7 +61,7 @@ def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
 
 
 def _uploads_held() -> int:
-    from nwalign.scaleout import _CACHE
+    from nwalign.parallel.cluster import _CACHE
 
     return sum(1 for key in _CACHE if key[0] == "upload")
 
@@ -69,7 +69,7 @@ def _uploads_held() -> int:
 def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
     """preload_database on the worker: the whole .nwdb on its GPU, taken by the next one-shard search's
     searcher (here with another matrix than the earlier tests' searchers), and then no longer held."""
-    from nwalign.shards import preload_database
+    from nwalign.jobs.search.shards import preload_database
 
     assert gpu_client.run(preload_database, plain_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
     assert list(gpu_client.run(_uploads_held).values()) == [1]
@@ -82,9 +82,9 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
 def _two_places(monkeypatch):
     """--devices over "two GPUs" that are GPU 0 twice: two threads in this process, each with its own
     scanner or scorer on GPU 0."""
-    import nwalign.scaleout
+    import nwalign.parallel.cluster
 
-    monkeypatch.setattr(nwalign.scaleout, "resolve_devices", lambda *a, **k: [0, 0])
+    monkeypatch.setattr(nwalign.parallel.cluster, "resolve_devices", lambda *a, **k: [0, 0])
 
 
 class _LoseSecond:
@@ -126,15 +126,15 @@ class _LoseSecond:
 def test_devices_threads_scan_like_one_gpu(plain_nwdb, monkeypatch, form):
     """--devices over two GPUs (GPU 0 twice): a thread each in this process, no worker process; both
     scan queries, and the hits and their order are those of one GPU, for a .nwdb and a FASTA database."""
-    import nwalign.dbsearch
-    from nwalign.sequences import read_fasta
+    import nwalign.jobs.search.job
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:150]
     database = plain_nwdb if form == "nwdb" else ECOLI
     want = _rows(search(queries, database, top=5, backend="cuda", devices="0"))
     _two_places(monkeypatch)
     lose = _LoseSecond(None)
-    monkeypatch.setattr(nwalign.dbsearch, "search_all", lose.pipeline(nwalign.dbsearch.search_all))
+    monkeypatch.setattr(nwalign.jobs.search.job, "search_all", lose.pipeline(nwalign.jobs.search.job.search_all))
     cells: list = []
     job = search(queries, database, top=5, backend="cuda")
     assert job._scaleout is None and len(job.leads) == 2
@@ -147,14 +147,14 @@ def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
     the same hits in the same order, and a warning naming the GPU."""
     import logging
 
-    import nwalign.dbsearch
-    from nwalign.sequences import read_fasta
+    import nwalign.jobs.search.job
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:80]
     want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
     _two_places(monkeypatch)
     lose = _LoseSecond(3)
-    monkeypatch.setattr(nwalign.dbsearch, "search_all", lose.pipeline(nwalign.dbsearch.search_all))
+    monkeypatch.setattr(nwalign.jobs.search.job, "search_all", lose.pipeline(nwalign.jobs.search.job.search_all))
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     with caplog.at_level(logging.WARNING, logger="nwalign"):
         got = _rows(search(queries, plain_nwdb, top=5, backend="cuda"))
@@ -165,8 +165,8 @@ def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
 def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, monkeypatch):
     """Where the database's upload runs out of memory on the GPUs, each GPU's thread streams it in chunks
     and takes batches of queries (GPU 0 twice: two threads); the hits are those of one resident GPU."""
-    from nwalign.cuda.streamed import StreamedScan
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.cuda.streamed import StreamedScan
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:30]
     want = _rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
@@ -184,7 +184,7 @@ def test_allpairs_devices_threads_byte_identical(tmp_path, genes, monkeypatch, e
     """Score columns: blocks through one stream of batches a GPU (allvsall_tasks.scored_blocks_on); the
     identity filter and a distance matrix: block by block (block_of). With ``lose``, the second thread's
     GPU fails at its second block: the other runs its blocks, the files are the same."""
-    import nwalign.allvsall
+    import nwalign.jobs.allpairs.job
     from nwalign.cli import main
 
     outs = []
@@ -195,10 +195,10 @@ def test_allpairs_devices_threads_byte_identical(tmp_path, genes, monkeypatch, e
             _two_places(monkeypatch)
             faults = _LoseSecond(1 if lose else None)
             if "--min-identity" in extra:
-                monkeypatch.setattr(nwalign.allvsall, "block_of", faults.call(nwalign.allvsall.block_of))
+                monkeypatch.setattr(nwalign.jobs.allpairs.job, "block_of", faults.call(nwalign.jobs.allpairs.job.block_of))
             else:
-                monkeypatch.setattr(nwalign.allvsall, "scored_blocks_on",
-                                    faults.pipeline(nwalign.allvsall.scored_blocks_on))
+                monkeypatch.setattr(nwalign.jobs.allpairs.job, "scored_blocks_on",
+                                    faults.pipeline(nwalign.jobs.allpairs.job.scored_blocks_on))
         args = ["allpairs", str(genes / "60.fa"), "-o", str(d / "out.tsv")] + [e.format(dir=d) for e in extra]
         assert main(args + (["--devices", devices] if devices else [])) == 0
         outs.append(sorted((p.name, p.read_bytes()) for p in d.iterdir()))
@@ -209,8 +209,8 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
     """A spread all-pairs block is scored in several batches of whole waves (the next one runs while one
     is formatted): its rows are those of the one-process run at its positions."""
     from nwalign import allpairs
-    from nwalign.cuda.allpairs import AllPairsScorer
-    from nwalign.allvsall_tasks import PairsTask, block_of
+    from nwalign.backends.cuda.allpairs import AllPairsScorer
+    from nwalign.jobs.allpairs.tasks import PairsTask, block_of
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
     job = allpairs(genes / "60.fa", columns=cols, backend="cuda", devices="0")
@@ -235,7 +235,7 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
 @pytest.mark.parametrize("lose", [False, True])
 def test_pair_devices_threads_byte_identical(tmp_path, genes, monkeypatch, lose):
     """pair over two GPUs (GPU 0 twice), a thread each; with ``lose`` the second fails at its third chunk."""
-    import nwalign.pairjob
+    import nwalign.jobs.pair
     from nwalign.cli import main
 
     outs = []
@@ -243,7 +243,7 @@ def test_pair_devices_threads_byte_identical(tmp_path, genes, monkeypatch, lose)
         out = tmp_path / f"{devices}.sam"
         if devices is None:
             _two_places(monkeypatch)
-            monkeypatch.setattr(nwalign.pairjob, "chunk_of", _LoseSecond(2 if lose else None).call(nwalign.pairjob.chunk_of))
+            monkeypatch.setattr(nwalign.jobs.pair, "chunk_of", _LoseSecond(2 if lose else None).call(nwalign.jobs.pair.chunk_of))
         args = ["pair", str(genes / "q20.fa"), str(genes / "t20.fa"), "--format", "sam", "-o", str(out)]
         assert main(args + (["--devices", devices] if devices else [])) == 0
         outs.append([line for line in out.read_text().splitlines() if not line.startswith("@PG")])

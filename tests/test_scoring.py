@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import nwalign
-from nwalign.allvsall_run import run
-from nwalign.cpu import score_codes
-from nwalign.engine import encode_all
-from nwalign.scoring import NUCLEOTIDE_BASES, NUCLEOTIDE_CODES, blast_nucleotide_matrix, make_scoring
-from nwalign.sequences import Record
+from nwalign.jobs.allpairs.run import run
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.engine import encode_all
+from nwalign.scoring.schemes import NUCLEOTIDE_BASES, NUCLEOTIDE_CODES, blast_nucleotide_matrix, make_scoring
+from nwalign.io.sequences import Record
 
 from helpers import DNA_IUPAC, mutate, random_seq
 
@@ -120,7 +120,7 @@ def test_named_matrices_cached_as_biopython_reads_them(tmp_path, monkeypatch):
     import numpy as np
     from Bio.Align import substitution_matrices
 
-    from nwalign import scoring
+    from nwalign.scoring import schemes as scoring
     from nwalign.errors import NwalignError
 
     monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path / "cache"))

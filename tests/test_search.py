@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from nwalign.cli import main
-from nwalign.engine import encode_all
+from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError
-from nwalign.scoring import make_scoring
-from nwalign.database import database_from_records, encode_database, load_database
-from nwalign.hits import top_hits
-from nwalign.search_pipeline import search_query
-from nwalign.sequences import Record, read_fasta
-from nwalign.statistics import parameters, published
+from nwalign.scoring.schemes import make_scoring
+from nwalign.io.database import database_from_records, encode_database, load_database
+from nwalign.results.hits import top_hits
+from nwalign.jobs.search.pipeline import search_query
+from nwalign.io.sequences import Record, read_fasta
+from nwalign.results.statistics import parameters, published
 
 from conftest import DATA
 from helpers import biopython_aligner
@@ -121,7 +121,7 @@ def test_nwdb_versions_and_alphabets(tmp_path):
     """makedb writes version 2 (letter indices in the default scoring alphabet's order: encoding is then
     a no-op); version-1 files (ASCII) still load; every path gives the FASTA's records and codes; letters
     outside the default alphabet are kept exactly and mapped (RNA 'U' read as T) or refused by name."""
-    from nwalign.database import MAGIC, MAGIC2, database_from_fasta, write_database
+    from nwalign.io.database import MAGIC, MAGIC2, database_from_fasta, write_database
 
     fasta_db = database_from_fasta(SP196)
     scoring = make_scoring("protein", "local")
@@ -163,7 +163,7 @@ def test_damaged_nwdb_is_never_searched(tmp_path, capsys):
     hit; a write leaves no temporary file."""
     import json as js
 
-    from nwalign.database import database_from_fasta, write_database
+    from nwalign.io.database import database_from_fasta, write_database
 
     good = tmp_path / "x.nwdb"
     write_database(database_from_fasta(SP196), str(good))
@@ -246,7 +246,7 @@ def test_cli_empty_database(capsys, tmp_path):
 
 
 def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     if cuda.available():
         pytest.skip("a GPU is present here; the GPU path is covered by test_search_gpu_equals_cpu")
@@ -259,8 +259,8 @@ def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
 @pytest.mark.gpu
 def test_search_gpu_equals_cpu():
     """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
-    from nwalign.cuda.search import GswSearcher
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda.search import GswSearcher
+    from nwalign.backends.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")
     for queries, db_records in ((read_fasta(OPAL), read_fasta(SP196)),
@@ -285,8 +285,8 @@ def _random_db(rng, letters, lengths, prefix="r"):
 @pytest.mark.parametrize("packed16, plan", [(True, "auto"), (False, "auto"), (True, "profile")])
 def test_scan_kernel_equals_cpu(packed16, plan):
     """scan scores equal the CPU engine's for every database sequence; the reported hits are identical."""
-    from nwalign.cuda.search import ScanSearcher
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda.search import ScanSearcher
+    from nwalign.backends.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring)
@@ -310,8 +310,8 @@ def test_scan_every_partition_and_query_length(alphabet, plan):
     """Database lengths at and around every partition width (1 .. 2,600: single- and multi-pass, odd
     counts per partition), related sequences (high scores) and queries of 1 .. 1,500 residues (shorter
     and longer than a group's pipeline) all give the CPU engine's scores."""
-    from nwalign.cuda.search import CONFIGS, ScanSearcher
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda.search import CONFIGS, ScanSearcher
+    from nwalign.backends.cpu.search import cpu_scan
 
     rng = np.random.default_rng(11 if alphabet == "dna" else 12)
     scoring = make_scoring(alphabet.replace("-iupac", ""), "local")
@@ -336,8 +336,8 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
     """Plan ``profile`` (sw_profile.cu for the sequences up to PROFILE_MAX_LEN, here 1,500; plan wider
     beyond): database lengths 1 .. 2,600 (shorter than a group, odd count), related sequences and queries
     of 1 .. 2,100 residues (one to five passes) give the CPU engine's scores."""
-    import nwalign.cuda.search as S
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda import search as S
+    from nwalign.backends.cpu.search import cpu_scan
 
     monkeypatch.setattr(S, "PROFILE_MAX_LEN", 1500)
     monkeypatch.setattr(S, "PROFILE_CHUNK_RESIDUES", 10000)  # several chunks, one boundary buffer
@@ -362,7 +362,7 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
 def test_scan_profile_chunks_cover_the_range(first, residues):
     """Plan profile's chunks (no GPU needed): contiguous, covering sequences first.. once, each within the
     residue bound unless it is a single pair, every chunk but the last an even number of sequences."""
-    from nwalign.cuda.scanplan import _chunks
+    from nwalign.backends.cuda.scanplan import _chunks
 
     lengths = np.array([9, 8, 7, 7, 5, 5, 4, 3, 3, 1, 1], dtype=np.int64)
     chunks = _chunks(lengths, first, residues)
@@ -378,7 +378,7 @@ def test_scan_profile_chunks_cover_the_range(first, residues):
 def test_scan_auto_plan_takes_the_profile_kernel_on_large_databases(monkeypatch):
     """Plan auto: sw_search.cu alone on a database too small for the profile launches, sw_profile.cu on one
     of PROFILE_MIN_RESIDUES_PER_SM residues per multiprocessor; the same scores either way."""
-    import nwalign.cuda.search as S
+    from nwalign.backends.cuda import search as S
 
     rng = np.random.default_rng(5)
     scoring = make_scoring("protein", "local")
@@ -399,9 +399,9 @@ def test_scan_auto_plan_takes_the_profile_kernel_on_large_databases(monkeypatch)
                                     (32, 16), (32, 20), (32, 24), (32, 28)])
 def test_scan_profile_every_configuration(config, monkeypatch):
     """Every sw_profile.cu instantiation, one pass and three, gives the CPU engine's scores."""
-    import nwalign.cuda.search as S
-    from nwalign.cpu.search import cpu_scan
-    from nwalign.cuda.scanplan import PROFILE_CONFIGS
+    from nwalign.backends.cuda import search as S
+    from nwalign.backends.cpu.search import cpu_scan
+    from nwalign.backends.cuda.scanplan import PROFILE_CONFIGS
 
     assert config in PROFILE_CONFIGS and len(PROFILE_CONFIGS) == 20
     G, R = config
@@ -422,8 +422,8 @@ def test_scan_profile_every_configuration(config, monkeypatch):
 @pytest.mark.gpu
 def test_scan_dna_and_stars_and_cli(tmp_path):
     """DNA search, a '*' in a protein database (gsw refuses it, scan does not), and the CLI default."""
-    from nwalign.cuda.search import ScanSearcher
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda.search import ScanSearcher
+    from nwalign.backends.cpu.search import cpu_scan
 
     rng = np.random.default_rng(4)
     scoring = make_scoring("dna", "local")
@@ -450,8 +450,8 @@ def test_scan_dna_and_stars_and_cli(tmp_path):
 def test_scan16_overflow_is_recomputed_in_32_bits(profile_max_len, monkeypatch):
     """Scores above the int16 range (identical 7-8 kb DNA: +5 per column) come out exact; odd counts. The
     default plan (the long sequences through sw_search.cu), and (9000) every sequence through sw_profile.cu."""
-    import nwalign.cuda.search as S
-    from nwalign.cpu.search import cpu_scan
+    from nwalign.backends.cuda import search as S
+    from nwalign.backends.cpu.search import cpu_scan
 
     if profile_max_len:
         monkeypatch.setattr(S, "PROFILE_MAX_LEN", profile_max_len)
@@ -480,7 +480,7 @@ def test_scan_partitions_cover_the_database(hopper, m):
     """The scan's launch plan (no GPU needed): contiguous ranges covering every sequence once, longest
     first; a single-pass configuration only for sequences that fit its G x R columns; every range large
     enough to fill a GPU, or merged into the next longer one."""
-    from nwalign.cuda.scanplan import CONFIGS, MIN_THREADS, _partitions
+    from nwalign.backends.cuda.scanplan import CONFIGS, MIN_THREADS, _partitions
 
     rng = np.random.default_rng(5)
     lengths = np.sort(np.clip(rng.lognormal(5.7, 0.6, size=60_000), 1, 9000).astype(np.int64))[::-1]
@@ -530,7 +530,7 @@ def test_top_hits_equal_a_full_sort(dtype):
 def test_score_columns_need_no_alignment(capsys, monkeypatch):
     """Columns the scan alone gives (ids, score, lengths, E-value, bit score) are written without
     aligning any hit, and equal the aligned run's."""
-    import nwalign.hits as search
+    from nwalign.results import hits as search
 
     cols = "qseqid,sseqid,score,evalue,bitscore,qlen,slen"
     cpu = ["--backend", "cpu"]  # the CPU's aligner is the one replaced (a GPU aligns hits in batches)
@@ -587,8 +587,8 @@ def test_emboss_names_and_fractional_penalties(capsys):
 def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
     """The search path that takes the hits' alignments from a batch aligner (the GPU's BatchAligner on a
     GPU; here one with the same interface over the CPU engine) builds the same hits as the CPU path."""
-    from nwalign.cpu import align_codes
-    from nwalign.formats import hit_field as field
+    from nwalign.backends.cpu import align_codes
+    from nwalign.output.formats import hit_field as field
 
     class CpuBatch:
         def __init__(self, scoring):
@@ -631,7 +631,7 @@ def test_database_upload_through_staging_buffers(monkeypatch, size):
     every byte arrives, whatever the number of pieces and the last one's size."""
     import cupy
 
-    from nwalign.cuda import devicedb
+    from nwalign.backends.cuda import devicedb
 
     monkeypatch.setattr(devicedb, "_CHUNK", 1000)
     host = np.random.default_rng(size).integers(0, 256, size=size, dtype=np.uint8)
@@ -642,9 +642,9 @@ def test_hits_from_alignments_made_elsewhere_equal_aligned_hits():
     """hits.hits_from_paths (a GPU batch's alignments turned into hits, their statistics computed together)
     gives the hits the CPU engine's aligned_hit gives, field by field; a path whose score is not the
     scan's is never reported."""
-    from nwalign.cpu import align_codes
-    from nwalign.engine import Encoded
-    from nwalign.hits import aligned_hit, hits_from_paths
+    from nwalign.backends.cpu import align_codes
+    from nwalign.backends.engine import Encoded
+    from nwalign.results.hits import aligned_hit, hits_from_paths
 
     scoring = make_scoring("protein", "local")
     db = load_database(SP196)

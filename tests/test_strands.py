@@ -11,7 +11,7 @@ import pytest
 from nwalign import search
 from nwalign.cli import main
 from nwalign.errors import NwalignError
-from nwalign.sequences import read_fasta, reverse_complement
+from nwalign.io.sequences import read_fasta, reverse_complement
 
 from conftest import DATA
 

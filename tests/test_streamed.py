@@ -1,4 +1,4 @@
-"""A database streamed through the GPU in chunks (nwalign.cuda.streamed): the chunk plan and the sizes
+"""A database streamed through the GPU in chunks (nwalign.backends.cuda.streamed): the chunk plan and the sizes
 on the CPU; on a GPU, the hits of a streamed database equal a resident one's, whether the memory is
 capped (--gpu-memory, CUPY_GPU_MEMORY_LIMIT) or the upload runs out of it."""
 
@@ -21,14 +21,14 @@ OPAL = os.path.join(DATA, "queries_5_opal.fasta")
 @pytest.mark.parametrize("text, size", [("16G", 16 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
                                         ("1000000", 10**6), (" 64k ", 64 << 10), ("1T", 1 << 40), ("300mb", 300 << 20)])
 def test_sizes_are_read_in_powers_of_1024(text, size):
-    from nwalign.cuda.streamed import parse_size
+    from nwalign.backends.cuda.streamed import parse_size
 
     assert parse_size(text) == size
 
 
 @pytest.mark.parametrize("text", ["", "G", "-1G", "0", "12X", "nanG", "infG", "1e99T"])
 def test_a_size_that_is_none_is_refused_naming_the_option(text):
-    from nwalign.cuda.streamed import parse_size
+    from nwalign.backends.cuda.streamed import parse_size
 
     with pytest.raises(NwalignError) as err:
         parse_size(text)
@@ -40,7 +40,7 @@ def test_chunks_cover_the_database_in_order_and_fit_the_budget():
     residues twice) and while it is scanned (with boundary rows for long queries); a sequence larger
     than a chunk's room is a chunk of its own; a budget with no room for a chunk is refused in one
     sentence."""
-    from nwalign.cuda import streamed
+    from nwalign.backends.cuda import streamed
 
     rng = np.random.default_rng(7)
     lengths = rng.integers(50, 2000, 5000)
@@ -71,8 +71,8 @@ def test_chunks_cover_the_database_in_order_and_fit_the_budget():
 def test_boundary_rows_of_pairs_do_not_overlap_and_fit_half_the_residues(seed):
     """sw_profile.cu keeps a pair's n0 boundary entries from (o0 + Lmax - n0) / 2 of its piece (lengths
     decreasing): the pairs' entries never overlap and end within scanplan.bound_words, half the residues."""
-    from nwalign.cuda.devicedb import length_order
-    from nwalign.cuda.scanplan import _chunks, bound_words
+    from nwalign.backends.cuda.devicedb import length_order
+    from nwalign.backends.cuda.scanplan import _chunks, bound_words
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, [8, 60, 4096][seed % 3], size=int(rng.integers(1, 3000)))
@@ -107,8 +107,8 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
     """--gpu-memory small enough for several chunks (the reserve made small for a small database): the
     same hits, ties across chunks included, and progress over every chunk's cells."""
     from nwalign import search
-    from nwalign.cuda import streamed
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.cuda import streamed
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:20]
     want = _rows(search(queries, tied_db, top=12, backend="cuda", devices="0"))
@@ -128,8 +128,10 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
     """The next chunk read ahead while one is scanned, whole or its first ``ahead`` residues (the rest
     through the upload's staged copies, made small here to take several), over batches of two queries
     (the first chunk read ahead for the first batch only): the resident database's hits."""
-    from nwalign import dbsearch, search
-    from nwalign.cuda import devicedb, streamed
+    from nwalign.jobs.search import job as dbsearch
+    from nwalign import search
+    from nwalign.backends.cuda import devicedb
+    from nwalign.backends.cuda import streamed
 
     want = _rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
@@ -151,10 +153,10 @@ def test_a_streamed_scans_reading_thread_ends_with_it(tied_db, monkeypatch):
     import threading
     import time
 
-    from nwalign.cuda import streamed
-    from nwalign.database import load_database
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.cuda import streamed
+    from nwalign.io.database import load_database
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import read_fasta
 
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
@@ -193,10 +195,10 @@ def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
 def test_cupy_memory_limit_streams_from_the_command_line(tied_db, tmp_path):
     """CUPY_GPU_MEMORY_LIMIT below what the resident database needs: the command streams it (-v says in
     how many chunks), and its output is the resident run's, byte for byte."""
-    from nwalign.cuda import streamed
-    from nwalign.database import load_database
+    from nwalign.backends.cuda import streamed
+    from nwalign.io.database import load_database
 
-    from nwalign.sequences import read_fasta
+    from nwalign.io.sequences import read_fasta
 
     db = load_database(tied_db)
     need = streamed.resident_bytes(db.total_length, db.count, streamed.long_queries(len(r) for r in read_fasta(OPAL)))
@@ -215,7 +217,7 @@ def test_cupy_memory_limit_streams_from_the_command_line(tied_db, tmp_path):
 
 
 def test_cpu_chunks_cover_the_database_in_order():
-    from nwalign.cpu.streamed import chunk_bounds
+    from nwalign.backends.cpu.streamed import chunk_bounds
 
     offsets = np.concatenate(([0], np.cumsum([5, 300, 7, 7, 7, 1000, 2, 2]))).astype(np.int64)
     for residues in (1, 10, 14, 21, 400, 10 ** 6):
@@ -230,8 +232,8 @@ def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
     """On the CPU engine a database past CHUNK_RESIDUES is held a chunk at a time: the same hits as the
     whole database scanned at once (ties across chunks included) and progress over every chunk's cells."""
     from nwalign import search
-    from nwalign.cpu import streamed
-    from nwalign.sequences import read_fasta
+    from nwalign.backends.cpu import streamed
+    from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL)[:2] + read_fasta(ECOLI)[:3]
     want = _rows(search(queries, tied_db, top=12, backend="cpu", threads=2))
@@ -246,7 +248,7 @@ def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
 
 @pytest.mark.parametrize("longest", [35_000, 100_000])  # 16-bit radix keys, and the int64 sort beyond
 def test_length_order_is_stable_decreasing_and_four_bytes(longest):
-    from nwalign.cuda.devicedb import length_order
+    from nwalign.backends.cuda.devicedb import length_order
 
     rng = np.random.default_rng(11)
     lengths = rng.integers(1, 50, 20_000)
@@ -264,8 +266,8 @@ def test_length_order_is_stable_decreasing_and_four_bytes(longest):
 def extended_db(tmp_path_factory):
     """A .nwdb of E. coli proteins with UniProt's U and O among their letters (beyond BLOSUM62's
     alphabet: scored as X), so that its codes are not the scoring's."""
-    from nwalign.dbbuild import makedb
-    from nwalign.sequences import read_fasta
+    from nwalign.io.makedb import makedb
+    from nwalign.io.sequences import read_fasta
 
     folder = tmp_path_factory.mktemp("extended")
     with open(folder / "ext.fa", "w") as out:
@@ -280,7 +282,7 @@ def extended_db(tmp_path_factory):
 
 
 def _recoded_everywhere(monkeypatch):
-    from nwalign import database
+    from nwalign.io import database
 
     monkeypatch.setattr(database, "RECODED_FROM", 0)
 
@@ -290,8 +292,8 @@ def test_letters_beyond_the_alphabet_are_encoded_where_read_on_the_cpu(extended_
     codes translated where read (no copy of the database), in chunks on the CPU engine, with the hits
     of the translated copy."""
     from nwalign import search
-    from nwalign.cpu import streamed
-    from nwalign.mapped import Recoded
+    from nwalign.backends.cpu import streamed
+    from nwalign.io.mapped import Recoded
 
     want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
     _recoded_everywhere(monkeypatch)
@@ -302,8 +304,8 @@ def test_letters_beyond_the_alphabet_are_encoded_where_read_on_the_cpu(extended_
 
 
 def test_a_letter_the_scoring_cannot_score_is_found_in_recoded_codes(extended_db, monkeypatch):
-    from nwalign.database import encode_database, load_database
-    from nwalign.scoring import make_scoring
+    from nwalign.io.database import encode_database, load_database
+    from nwalign.scoring.schemes import make_scoring
 
     db = load_database(extended_db)
     dna = make_scoring("dna", "local")
@@ -320,8 +322,8 @@ def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_d
     """The same database on the GPU through translated codes: uploaded whole and streamed in chunks,
     the CPU engine's hits."""
     from nwalign import search
-    from nwalign.cuda import streamed
-    from nwalign.mapped import Recoded
+    from nwalign.backends.cuda import streamed
+    from nwalign.io.mapped import Recoded
 
     want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
     _recoded_everywhere(monkeypatch)
@@ -340,10 +342,10 @@ def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_d
 def test_a_gpu_worker_streams_a_shard_larger_than_its_gpu(tied_db, monkeypatch):
     """A Dask GPU worker's shard whose upload runs out of GPU memory is streamed through the GPU in
     chunks: the same best hits and alignments as the shard resident (run in this process)."""
-    from nwalign import scaleout
-    from nwalign.scoring import make_scoring
-    from nwalign.sequences import read_fasta
-    from nwalign.shards import ShardTask, best_of_shard
+    from nwalign.parallel import cluster as scaleout
+    from nwalign.scoring.schemes import make_scoring
+    from nwalign.io.sequences import read_fasta
+    from nwalign.jobs.search.shards import ShardTask, best_of_shard
 
     sc = make_scoring("protein", "local", search=True)
     queries = tuple(sc.encode_bytes(np.frombuffer(r.seq.encode(), np.uint8)).tobytes() for r in read_fasta(OPAL))

@@ -93,7 +93,7 @@ def test_doctests(module):
     assert failures == 0
 
 
-@pytest.mark.parametrize("module", sorted(name for name in _modules() if name.startswith("nwalign.cuda")))
+@pytest.mark.parametrize("module", sorted(name for name in _modules() if name.startswith("nwalign.backends.cuda")))
 def test_cuda_module_doctests(module):
     failures, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert failures == 0

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from nwalign.cpu.dp import GLOBAL, LOCAL, SEMIGLOBAL
-from nwalign.cuda.wavefront import (LOOKAHEAD, PACKED_MIN_ROWS, PACKED_ROWS, choose_packed, packed_limit,
+from nwalign.backends.cpu.dp import GLOBAL, LOCAL, SEMIGLOBAL
+from nwalign.backends.cuda.wavefront import (LOOKAHEAD, PACKED_MIN_ROWS, PACKED_ROWS, choose_packed, packed_limit,
                                     packed_spread)
-from nwalign.scoring import make_scoring
+from nwalign.scoring.schemes import make_scoring
 
 
 def _rule(scoring, rows=16, m=PACKED_MIN_ROWS, capability=90, mode=None):
@@ -43,7 +43,7 @@ def test_range_bound_leaves_no_room_to_wrap():
 
 
 def test_packed_band_height_follows_the_measured_best():
-    from nwalign.cuda.wavefront import packed_rows
+    from nwalign.backends.cuda.wavefront import packed_rows
 
     assert packed_rows(PACKED_MIN_ROWS) == 12 and packed_rows(399_999) == 12
     assert packed_rows(400_000) == 16 and packed_rows(10**6) == 16

@@ -1,13 +1,13 @@
-"""One pair's 16-bit score pass spread over GPUs (nwalign/cuda/wavespread.py): the chunk plan on the CPU;
+"""One pair's 16-bit score pass spread over GPUs (nwalign/backends/cuda/wavespread.py): the chunk plan on the CPU;
 on a GPU, the pass dealt to two or three "places" on one GPU (each on its share of the SMs), and on every
 GPU of the machine, against the one-GPU pass: the same score, checkpoint rows and alignment."""
 
 import numpy as np
 import pytest
 
-from nwalign.cpu import score_codes
-from nwalign.cuda.wavespread import CHUNKS_PER_ROUND, MAX_TAG_BANDS, chunk_bands, local_bands
-from nwalign.scoring import make_scoring
+from nwalign.backends.cpu import score_codes
+from nwalign.backends.cuda.wavespread import CHUNKS_PER_ROUND, MAX_TAG_BANDS, chunk_bands, local_bands
+from nwalign.scoring.schemes import make_scoring
 
 from helpers import DNA, PROTEIN, mutate, random_seq
 
@@ -26,15 +26,15 @@ def test_chunk_plan_covers_every_band_once(nbands, places, warps):
 
 
 def test_peer_access_only_where_a_gpu_writes():
-    from nwalign.cuda.wavespread import peer_pairs
+    from nwalign.backends.cuda.wavespread import peer_pairs
 
     assert peer_pairs([0, 1, 2, 3]) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 3), (3, 0)]
     assert peer_pairs([2, 0]) == [(0, 2), (2, 0)] and peer_pairs([0, 0, 0]) == []
 
 
 def test_a_lone_pair_spreads_where_it_pays():
-    from nwalign.pairjob import spreads_one_pair
-    from nwalign.scaleout import AUTO_MIN_PAIR_CELLS
+    from nwalign.jobs.pair import spreads_one_pair
+    from nwalign.parallel.cluster import AUTO_MIN_PAIR_CELLS
 
     assert spreads_one_pair("all", 10) and spreads_one_pair("0,1", 10) and spreads_one_pair([0, 1], 10)
     assert not spreads_one_pair("auto", AUTO_MIN_PAIR_CELLS - 1) and not spreads_one_pair(None, 10 ** 12)
@@ -57,7 +57,7 @@ def _checkpoints(wf, every):
 
 def _spread_equals_one_gpu(places, chunks=(None, 1, 3)):
     import cupy
-    from nwalign.cuda.wavefront import Wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront
 
     rng = np.random.default_rng(len(places))
     for scoring, letters in ((make_scoring("dna"), DNA), (make_scoring("protein"), PROTEIN),
@@ -91,8 +91,8 @@ def _linear_space_equals_one_gpu(monkeypatch, places, m: int, chunk=None):
     """The linear-space traceback over a pass spread over ``places`` (small windows: many blocks) gives
     the one-GPU alignment."""
     import cupy
-    from nwalign.cuda import wavefront
-    from nwalign.cuda.wavefront import Wavefront, dirs_bytes
+    from nwalign.backends.cuda import wavefront
+    from nwalign.backends.cuda.wavefront import Wavefront, dirs_bytes
 
     monkeypatch.setattr(wavefront, "WINDOW_ROWS", 600)
     monkeypatch.setattr(wavefront, "WINDOW_MARGIN", 100)
@@ -119,7 +119,7 @@ def test_spread_linear_space_alignment_equals_one_gpu(monkeypatch):
 def test_spread_pass_over_every_gpu_equals_one_gpu(monkeypatch):
     """Every GPU of the machine: the score pass as on one GPU, and the linear-space alignment (its
     windows recomputed on every GPU) too."""
-    from nwalign import cuda
+    from nwalign.backends import cuda
 
     gpus = tuple(cuda.device_numbers())
     _spread_equals_one_gpu(gpus, chunks=(None, 2))
@@ -151,8 +151,8 @@ def test_column_statistics_on_the_gpu_equal_numpys(alphabet):
     """results.column_stats with CuPy arrays (a genome-length alignment's statistics, engine.GPU_STATS_FROM)
     gives what NumPy gives: columns, identities (ambiguity codes are never identical), positives, gaps."""
     import cupy
-    from nwalign.cpu import align_codes
-    from nwalign.results import column_stats
+    from nwalign.backends.cpu import align_codes
+    from nwalign.records.alignment import column_stats
 
     rng = np.random.default_rng(12)
     scoring = make_scoring(alphabet, "local")
@@ -192,7 +192,7 @@ def test_a_gpu_failing_mid_pass_ends_the_wait_at_once():
     """The spread pass waits for every GPU by polling: a GPU whose kernel failed ends the wait with its
     error (exit status 1) even while the others spin forever on hand-off words that never come; healthy
     ones are waited for."""
-    from nwalign.cuda.wavespread import SpreadPass
+    from nwalign.backends.cuda.wavespread import SpreadPass
     from nwalign.errors import DeviceLost, WorkerLost
 
     spread = object.__new__(SpreadPass)

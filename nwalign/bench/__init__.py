@@ -8,10 +8,9 @@ every result, and report rows (JSON, TSV, a table, a plot).
 The scripts under ``benchmarks/`` call these.
 """
 
-from .harness import Row, timed, versions
-from .report import plot, rows_to_json, rows_to_tsv, table
-from .workloads import (ALLPAIRS_KERNELS, AMINO, CPU_KERNELS, GPU_SEARCH_KERNELS, PEERS, SEARCH_KERNELS,
-                        allpairs_records, pair_inputs, run_allpairs, run_pair, run_search, synthetic_database)
+from nwalign.bench.harness import Row, timed, versions
+from nwalign.bench.report import plot, rows_to_json, rows_to_tsv, table
+from nwalign.bench.workloads import (ALLPAIRS_KERNELS, AMINO, CPU_KERNELS, GPU_SEARCH_KERNELS, PEERS, SEARCH_KERNELS, allpairs_records, pair_inputs, run_allpairs, run_pair, run_search, synthetic_database)
 
 __all__ = ["ALLPAIRS_KERNELS", "AMINO", "CPU_KERNELS", "GPU_SEARCH_KERNELS", "PEERS", "Row", "SEARCH_KERNELS",
            "allpairs_records", "pair_inputs", "plot", "rows_to_json", "rows_to_tsv", "table", "run_allpairs", "run_pair", "run_search",

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__, cuda
-from ..errors import NwalignError
+from nwalign.backends import cuda
+from nwalign import __version__
+from nwalign.errors import NwalignError
 
 log = logging.getLogger("nwalign")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from ..errors import NwalignError
-from .harness import Row
+from nwalign.errors import NwalignError
+from nwalign.bench.harness import Row
 
 
 def rows_to_tsv(rows: list[Row]) -> str:

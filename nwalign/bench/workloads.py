@@ -13,24 +13,23 @@ import logging
 
 import numpy as np
 
-from .. import cuda
-from ..cpu import align_codes, score_codes
-from ..cpu.pair import score_rows
-from ..cpu.search import cpu_scan
-from ..cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS, TILES, AllPairsScorer
-from ..cuda.allpairs import KERNELS as GPU_KERNELS
-from ..cuda.pair import Options, run_kernel
-from ..cuda.search import GswSearcher, ScanSearcher
-from ..database import Database, database_from_records, encode_database, load_database
-from ..engine import Encoded
-from ..errors import NwalignError
-from ..pairorder import pair_batches
-from ..results import Alignment, rescore
-from ..scoring import Scoring, make_scoring
-from ..sequences import Record, detect_alphabet, read_fasta
-from ..simulate import mutate, random_records
-from .harness import (Row, _gpu_timer, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch,
-                      spread, timed, versions)
+from nwalign.backends import cuda
+from nwalign.backends.cpu import align_codes, score_codes
+from nwalign.backends.cpu.pair import score_rows
+from nwalign.backends.cpu.search import cpu_scan
+from nwalign.backends.cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS, TILES, AllPairsScorer
+from nwalign.backends.cuda.allpairs import KERNELS as GPU_KERNELS
+from nwalign.backends.cuda.pair import Options, run_kernel
+from nwalign.backends.cuda.search import GswSearcher, ScanSearcher
+from nwalign.io.database import Database, database_from_records, encode_database, load_database
+from nwalign.backends.engine import Encoded
+from nwalign.errors import NwalignError
+from nwalign.plan.pairorder import pair_batches
+from nwalign.records.alignment import Alignment, rescore
+from nwalign.scoring.schemes import Scoring, make_scoring
+from nwalign.io.sequences import Record, detect_alphabet, read_fasta
+from nwalign.io.simulate import mutate, random_records
+from nwalign.bench.harness import (Row, _gpu_timer, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch, spread, timed, versions)
 
 log = logging.getLogger("nwalign")
 

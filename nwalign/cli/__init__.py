@@ -6,7 +6,11 @@ defined once in :mod:`nwalign.cli.options`. Nothing here loads NumPy or an engin
 (``nwalign --help`` stays fast; a test keeps it so).
 """
 
-from . import allpairs, bench, pair, search, tools  # noqa: F401  (each registers its command)
-from .group import cli, entry, main
+from nwalign.cli import allpairs
+from nwalign.cli import bench
+from nwalign.cli import pair
+from nwalign.cli import search
+from nwalign.cli import tools  # noqa: F401  (each registers its command)
+from nwalign.cli.group import cli, entry, main
 
 __all__ = ["cli", "entry", "main"]

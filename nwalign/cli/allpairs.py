@@ -9,14 +9,12 @@ import time
 
 import click
 
-from ..errors import NwalignError
-from ..names import ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT_SLICE, ALLPAIRS_KERNELS, \
-    ALLPAIRS_SLICES, BACKENDS, MODES
-from ..output import check_output, distance_matrix, fill_distances, output_stream
-from .group import cli
-from .options import (check_shared_dir, header_option, option_group, parse_columns, run_options, scoring_options,
-                      setup_logging, spread_options)
-from .progress import progress as _progress
+from nwalign.errors import NwalignError
+from nwalign.names import (ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT_SLICE, ALLPAIRS_KERNELS, ALLPAIRS_SLICES, BACKENDS, MODES)
+from nwalign.output.files import check_output, distance_matrix, fill_distances, output_stream
+from nwalign.cli.group import cli
+from nwalign.cli.options import (check_shared_dir, header_option, option_group, parse_columns, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
 
@@ -78,8 +76,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
       nwalign allpairs data/16S_100_dada2.fasta.gz --matrix-out dist.phy --columns qseqid,sseqid,score
       nwalign allpairs data/16S_100_dada2.fasta.gz --columns qseqid,sseqid,score --backend cuda --kernel dscan
     """
-    from ..allvsall import AllPairs  # NumPy and the engines: once a command runs, not for --help
-    from ..formats import Table, program_line
+    from nwalign.jobs.allpairs.job import AllPairs  # NumPy and the engines: once a command runs, not for --help
+    from nwalign.output.formats import Table, program_line
 
     setup_logging(verbose, quiet)
     cols = parse_columns(columns, ALLPAIRS_COLUMNS)

@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from ..errors import NwalignError
-from ..names import ALPHABETS, BACKENDS, MODES, PAIR_KERNELS
-from ..output import check_output, output_stream
-from .group import cli
-from .options import SCORE, option_group, parse_block, setup_logging
-from .progress import status as _status
+from nwalign.errors import NwalignError
+from nwalign.names import ALPHABETS, BACKENDS, MODES, PAIR_KERNELS
+from nwalign.output.files import check_output, output_stream
+from nwalign.cli.group import cli
+from nwalign.cli.options import SCORE, option_group, parse_block, setup_logging
+from nwalign.cli.progress import status as _status
 
 
 _WORKLOAD_OPTIONS = (
@@ -96,7 +96,7 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
 
     from rich.console import Console
 
-    from ..bench import plot, rows_to_json, rows_to_tsv, table
+    from nwalign.bench import plot, rows_to_json, rows_to_tsv, table
 
     setup_logging(verbose, quiet)
     for path, option in ((json_out, "--json"), (tsv_out, "--tsv"), (plot_out, "--plot")):
@@ -130,8 +130,8 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
 def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap_open, gap_extend, sizes, inputs,
              kernels, repeats, warmup, mode, score_only, backend, blocks, shared, alphabet, seed, peers, status):
     """The rows of one bench command's workload (see :mod:`nwalign.bench.workloads`)."""
-    from ..bench import run_allpairs, run_pair, run_search
-    from ..simulate import parse_lengths
+    from nwalign.bench import run_allpairs, run_pair, run_search
+    from nwalign.io.simulate import parse_lengths
 
     if workload == "allpairs":
         size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]

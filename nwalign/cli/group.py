@@ -7,9 +7,10 @@ import sys
 
 import click
 
-from .. import __version__, localworkers
-from ..errors import NwalignError, WorkerLost
-from ..output import ClosedPipe
+from nwalign.parallel import localworkers
+from nwalign import __version__
+from nwalign.errors import NwalignError, WorkerLost
+from nwalign.output.files import ClosedPipe
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -11,8 +11,8 @@ import time
 
 import click
 
-from ..errors import NwalignError
-from ..names import ALPHABETS
+from nwalign.errors import NwalignError
+from nwalign.names import ALPHABETS
 
 log = logging.getLogger("nwalign")
 
@@ -80,7 +80,7 @@ def parse_columns(text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
     Raises:
         NwalignError: an unknown name, or none at all.
     """
-    from ..names import SEARCH_BLAST_COLUMNS
+    from nwalign.names import SEARCH_BLAST_COLUMNS
 
     cols = tuple(c for word in re.split(r"[,\s]+", text) if word  # "std": BLAST's 12 standard columns
                  for c in (SEARCH_BLAST_COLUMNS if word == "std" else (word,)))

@@ -10,14 +10,12 @@ import sys
 
 import click
 
-from ..errors import NwalignError
-from ..names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES,
-                     NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
-from ..output import check_output, output_stream
-from .group import cli
-from .options import (check_shared_dir, header_option, option_group, parse_block, parse_columns, parse_size,
-                      run_options, scoring_options, setup_logging, spread_options)
-from .progress import progress as _progress
+from nwalign.errors import NwalignError
+from nwalign.names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES, NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
+from nwalign.output.files import check_output, output_stream
+from nwalign.cli.group import cli
+from nwalign.cli.options import (check_shared_dir, header_option, option_group, parse_block, parse_columns, parse_size, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
 
@@ -90,8 +88,8 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
       nwalign pair --mode local --format json q.fa.gz db.fa
       nwalign pair --random 10k,10k --score-only
     """
-    from ..pairjob import Pairs  # NumPy and the engines: once a command runs, not for --help
-    from ..simulate import parse_lengths, random_records
+    from nwalign.jobs.pair import Pairs  # NumPy and the engines: once a command runs, not for --help
+    from nwalign.io.simulate import parse_lengths, random_records
 
     setup_logging(verbose, quiet)
     if score_only and fmt in NEEDS_ALIGNMENT:
@@ -123,7 +121,7 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
 
 
 def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet) -> None:
-    from ..formats import WRITERS, TsvWriter
+    from nwalign.output.formats import WRITERS, TsvWriter
 
     _check_gpu_options(job.backend, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
@@ -173,7 +171,7 @@ def _check_gpu_options(engine: str, backend: str) -> None:
     """Refuse --kernel/--block/--shared given on the command line when the CPU engine will run."""
     ctx = click.get_current_context()
     if engine == "cpu" and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
-        from .. import cuda
+        from nwalign.backends import cuda
 
         why = "--backend cpu" if backend == "cpu" else cuda.why_unavailable()
         raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")

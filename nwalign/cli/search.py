@@ -8,13 +8,12 @@ import time
 
 import click
 
-from ..names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
-from ..errors import NwalignError
-from ..output import check_output, output_stream
-from .group import cli
-from .options import (check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging,
-                      spread_options)
-from .progress import progress as _progress
+from nwalign.names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
+from nwalign.errors import NwalignError
+from nwalign.output.files import check_output, output_stream
+from nwalign.cli.group import cli
+from nwalign.cli.options import (check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
 
@@ -72,8 +71,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
     """
     import numpy as np  # NumPy and the engines: once a command runs, not for --help
 
-    from ..dbsearch import Search
-    from ..formats import HitWriter
+    from nwalign.jobs.search.job import Search
+    from nwalign.output.formats import HitWriter
 
     started = time.perf_counter()
     setup_logging(verbose, quiet)

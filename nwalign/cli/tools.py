@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from ..errors import NwalignError
-from ..names import ALLPAIRS_KERNELS, PAIR_KERNELS
-from ..output import check_output, output_stream
-from .group import cli
-from .options import setup_logging
+from nwalign.errors import NwalignError
+from nwalign.names import ALLPAIRS_KERNELS, PAIR_KERNELS
+from nwalign.output.files import check_output, output_stream
+from nwalign.cli.group import cli
+from nwalign.cli.options import setup_logging
 
 
 @cli.command()
@@ -21,7 +21,7 @@ from .options import setup_logging
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings, no summary line).")
 def makedb(fasta, output, quiet):
     """Write FASTA as a memory-mappable .nwdb database for repeated 'nwalign search' runs."""
-    from ..dbbuild import makedb as write_db
+    from nwalign.io.makedb import makedb as write_db
 
     setup_logging(False, quiet)
     if output == "-":
@@ -61,8 +61,8 @@ def mutate_command(fasta, rate, seed, region, output, quiet):
       nwalign mutate ecoli_1M.fa --rate 0.01 --seed 7 -o ecoli_1M_mut.fa
       nwalign pair ecoli_1M.fa ecoli_1M_mut.fa --format tsv
     """
-    from ..sequences import Record, read_fasta
-    from ..simulate import mutate, parse_region
+    from nwalign.io.sequences import Record, read_fasta
+    from nwalign.io.simulate import mutate, parse_region
 
     setup_logging(False, quiet)
     records = read_fasta(fasta)
@@ -92,7 +92,7 @@ def devices(as_json):
     from rich.console import Console
     from rich.table import Table
 
-    from .. import cuda
+    from nwalign.backends import cuda
 
     info = cuda.device_info()
     if as_json:

@@ -1,0 +1,1 @@
+"""The engines behind one seam: the CPU engine (`cpu/`) and the CUDA kernels (`cuda/`)."""

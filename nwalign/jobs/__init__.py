@@ -1,0 +1,1 @@
+"""One module or package per command: `pair`, `search/`, `allpairs/`."""

@@ -1,0 +1,102 @@
+"""The one-process search pipeline: queries scanned one after another (two in flight on a GPU), the
+reported hits of one query aligned while the next one scans."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from nwalign.backends.cpu.search import cpu_scan
+from nwalign.io.database import Database
+from nwalign.backends.engine import Encoded
+from nwalign.results.hits import Hit, aligned_hit, hits_from_paths, reported_hits, score_hit
+from nwalign.scoring.schemes import Scoring
+from nwalign.results.statistics import KarlinAltschul
+
+log = logging.getLogger("nwalign")
+
+
+def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
+                 top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
+                 threads: int = 1, gpu=None, aligner=None) -> list[Hit]:
+    """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.backends.cuda.search.ScanSearcher` or
+    ``GswSearcher``), then align its reported hits (on the CPU engine, or the GPU with ``aligner``: a
+    :class:`nwalign.backends.cuda.batch.BatchAligner`; the same alignments) with statistics."""
+    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
+                              aligner=aligner):
+        return hits
+    return []
+
+
+def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
+               stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
+               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True,
+               aligner=None):
+    """Search every query; yields (query, hits) in query order.
+
+    With ``gpu``, the next query's scan is queued on the GPU before this query's scores are read back
+    (a searcher with ``submit_query``), and the reported hits of one query are aligned while the GPU scans the next: on the
+    GPU by ``aligner`` (a :class:`nwalign.backends.cuda.batch.BatchAligner`, all hits of a query in one launch), else
+    on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
+    score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(cells)`` is called after
+    each scan with its DP cells (query length x the database's residues).
+    """
+    if gpu is not None and hasattr(gpu, "submit_query"):  # queries in flight: the GPU scans the next ones
+        submit, result, depth = gpu.submit_query, gpu.result, gpu.slots - 1  # while the host takes top hits
+    elif gpu is not None:
+        submit, result, depth = gpu.score_query, (lambda scores: scores), 0
+    else:
+        submit, result, depth = (lambda q: cpu_scan(q.codes, codes, db.offsets, scoring, threads)), \
+            (lambda scores: scores), 0
+    keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
+    pending = iter(queries)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        scanning: deque = deque()
+        aligning: deque = deque()
+
+        def fill():  # queries in flight up to depth + 1
+            while len(scanning) <= depth:
+                q = next(pending, None)
+                if q is None:
+                    return
+                scanning.append((q, submit(q)))
+
+        fill()
+        while scanning:
+            q, ticket = scanning.popleft()
+            scores = result(ticket)
+            log.debug("search: scan of %s done", q.record.id)
+            if depth:
+                fill()  # the freed slot scans the next query while this one's hits are chosen (the queries
+                # in flight share the GPU's streams: the other one is often nearly done by now)
+            if progress:
+                progress(len(q.codes) * db.total_length)
+            reported = reported_hits(q, scores, db, stats, top, max_evalue, min_score)
+            picked = {k: int(scores[k]) for k, _, _ in reported}  # not every score: 50 M sequences, 200 MB a query
+            del scores
+            aligning.append((q, collect_hits(q, reported, picked, db, codes, scoring, align, aligner, pool)))
+            if not depth:
+                fill()
+            while len(aligning) > keep:
+                q0, collect = aligning.popleft()
+                yield q0, collect()
+        while aligning:
+            q0, collect = aligning.popleft()
+            yield q0, collect()
+
+
+def collect_hits(q: Encoded, reported, scores, db: Database, codes: np.ndarray, scoring: Scoring, align: bool, aligner,
+             pool):
+    """Start the reported hits' alignments (one GPU batch, or CPU threads) and return a callable that
+    waits for them and gives the hits in report order."""
+    if not align:
+        hits = [score_hit(q, db, k, int(scores[k]), scoring, ev, bits) for k, ev, bits in reported]
+        return lambda: hits
+    if aligner is not None:
+        batch = aligner.submit([(q.codes, db.codes_of(k, codes)) for k, _, _ in reported])
+        return lambda: hits_from_paths(q, db, codes, reported, scores, batch.result(), scoring)
+    futures = [pool.submit(aligned_hit, q, db, codes, k, scoring, ev, bits) for k, ev, bits in reported]
+    return lambda: [f.result() for f in futures]

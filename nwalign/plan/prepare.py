@@ -1,0 +1,146 @@
+"""What every job (pair, search, allpairs) does before it runs, written once: its inputs read and checked
+(:func:`read_side`), its scoring chosen from the letters of every input (:class:`ScoringRequest`), and
+where it runs (:func:`check_spread`, :func:`local_gpus`: one process on the CPU or one GPU, one worker
+process per GPU, or Dask workers), with the same checks and messages for every command.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from dataclasses import dataclass
+
+import numpy as np
+
+from nwalign.parallel import cluster as scaleout
+from nwalign.errors import NwalignError
+from nwalign.scoring.schemes import Scoring, make_scoring, max_sequence_length
+from nwalign.io.sequences import Record, as_records, choose_alphabet, letter_counts, read_fasta
+
+
+@dataclass(frozen=True)
+class ScoringRequest:
+    """The scoring options of a job, as its API and command line take them (None: the defaults of the
+    chosen alphabet; ``alphabet`` ``auto``: guessed from every input's letters).
+
+    >>> request = ScoringRequest(gap_open=5, gap_extend=2)
+    >>> request.make("global", [("a", as_records("ACGT"))]).gap_open
+    5
+    """
+
+    alphabet: str = "auto"
+    matrix: str | None = None
+    match: int | None = None
+    mismatch: int | None = None
+    gap_open: int | None = None
+    gap_extend: int | None = None
+
+    def limit(self) -> int | None:
+        """The longest sequence the scoring these options make can align (None: no scoring can be made
+        from them; its error comes when it is made): inputs are refused beyond it while they are read."""
+        return max_sequence_length(self.alphabet, self.matrix, self.match, self.mismatch, self.gap_open,
+                                   self.gap_extend)
+
+    def make(self, mode: str, sides: list[tuple[str, list[Record]]], counts: list | None = None,
+             search: bool = False) -> Scoring:
+        """The :class:`~nwalign.scoring.schemes.Scoring` of ``mode`` for inputs ``sides`` ((name, records) each;
+        ``counts``: (name, letter counts) pairs where the letters are counted already, as a database's;
+        ``search``: a database search's defaults).
+
+        Raises:
+            NwalignError: the inputs' alphabets differ, an unknown matrix or mode, bad penalties.
+        """
+        inputs = [(name, letter_counts(records)) for name, records in sides] + list(counts or [])
+        for (name, found), records in zip(inputs, [r for _, r in sides] + [None] * len(counts or [])):
+            _check_letters(name, found, records)
+        kind = choose_alphabet(inputs, self.alphabet)
+        return make_scoring(kind, mode, self.matrix, self.match, self.mismatch, self.gap_open, self.gap_extend,
+                            search=search)
+
+
+_LETTERS = np.zeros(256, dtype=bool)
+_LETTERS[[ord(c) for c in string.ascii_letters + "*"]] = True  # residue letters, and the stop codon
+
+
+def _check_letters(name: str, counts: np.ndarray, records) -> None:
+    """Refuse a character that is no residue letter ('-', '.', digits: an aligned FASTA, say) where it is,
+    rather than guessing the input's alphabet from it ("protein, but the other file is DNA")."""
+    bad = np.flatnonzero((counts > 0) & ~_LETTERS)
+    if not bad.size:
+        return
+    letter = chr(int(bad[0]))
+    where = next(((r.id, r.seq.index(letter) + 1) for r in records or () if letter in r.seq), None)
+    place = f"record {where[0]}, position {where[1]}: " if where else ""
+    raise NwalignError(f"{name}: {place}{letter!r} is not a residue letter (gaps, '.' and digits are not accepted; "
+                       "give unaligned sequences)")
+
+
+def read_side(items, source: str, limit: int | None, prefix: str = "seq") -> tuple[list[Record], str]:
+    """One input of a job as records, and its name for messages: a FASTA file given as a
+    ``pathlib.Path`` (or any ``os.PathLike``; named by its path; a record longer than ``limit`` is
+    refused while it is read), or anything :func:`nwalign.io.sequences.as_records` takes (named ``source``,
+    unnamed sequences ``prefix1``, ``prefix2``...).
+
+    Raises:
+        NwalignError: an unreadable file, a bad record, an empty input.
+    """
+    if isinstance(items, os.PathLike):
+        source = os.fspath(items)
+        items = read_fasta(source, limit)
+    return as_records(items, prefix), source
+
+
+def check_spread(workers: int, scheduler: str | None, client, devices, backend: str) -> bool:
+    """Whether a job runs on Dask workers it is given (``workers`` > 1 local CPU processes, a running
+    cluster at ``scheduler``, or a ``distributed.Client``); the combinations no job accepts refused.
+
+    Raises:
+        NwalignError: ``devices`` named with workers/scheduler/client, ``backend`` cuda with local
+            workers (those run the CPU engine), an empty scheduler, or a scheduler file that does not exist
+            (Dask would wait for it to appear).
+    """
+    if scheduler is not None and not scheduler.strip():
+        raise NwalignError("scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)",
+                           cli="--scheduler: give an address (tcp://HOST:PORT) or a scheduler file (*.json)")
+    if scheduler is not None and scheduler.endswith(".json"):
+        _check_scheduler_file(scheduler)
+    spread = workers > 1 or scheduler is not None or client is not None
+    if spread and devices not in (None, "auto"):
+        raise NwalignError("devices and workers/scheduler/client: choose one",
+                           cli="--devices and --workers/--scheduler: choose one")
+    if spread and backend == "cuda" and workers > 1:
+        raise NwalignError("workers run the CPU engine: for GPUs use devices, or a cluster of GPU workers "
+                           "(scheduler or client) with backend 'cuda'", cli="--workers runs the CPU engine: "
+                           "for GPUs use --devices, or --scheduler with --backend cuda")
+    return spread
+
+
+def local_gpus(devices, backend: str, device: int, cells: int | None) -> tuple[int, list[int] | None]:
+    """(device, gpus) of a job on this host: ``gpus`` two or more GPUs to run one worker process each
+    (:func:`nwalign.parallel.cluster.resolve_devices`, ``cells`` the job's DP cells for ``devices`` auto), or
+    None with ``device`` the one GPU (or the CPU's backend) of a job in this process.
+
+    Raises:
+        NwalignError: GPUs named that do not exist or cannot be used.
+    """
+    gpus = scaleout.usable(scaleout.resolve_devices(devices, backend, device, cells), devices)
+    if gpus is not None and len(gpus) == 1:
+        return gpus[0], None
+    return device, gpus
+
+
+def _check_scheduler_file(path: str) -> None:
+    """A scheduler file exists and names an address (Dask waits for a missing or unfinished one to be
+    written, up to its connect timeout)."""
+    import json
+
+    if not os.path.isfile(path):
+        raise NwalignError(f"scheduler {path}: no such scheduler file", cli=f"--scheduler {path}: no such scheduler file")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            address = json.load(handle).get("address")
+    except (OSError, ValueError, AttributeError):
+        address = None
+    if not isinstance(address, str) or not address:
+        why = "not a Dask scheduler file (no JSON object with an address)"
+        raise NwalignError(f"scheduler {path}: {why}", cli=f"--scheduler {path}: {why}")

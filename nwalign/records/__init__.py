@@ -1,0 +1,1 @@
+"""The records every engine fills: `Alignment`, `PairResult`, `Block` (`alignment`), their columns made fast (`columns`)."""

@@ -1,0 +1,1 @@
+"""A search's results: hits (`hits`), Karlin-Altschul statistics (`statistics`), both DNA strands (`strands`)."""
