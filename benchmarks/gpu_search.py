@@ -69,7 +69,7 @@ def main():
     print(f"overall: {total_cells / total_s / 1e9:.1f} GCUPS over {len(queries)} queries ({total_s:.2f} s of scans)")
     stats = parameters(scoring.matrix_name, scoring.gap_open, scoring.gap_extend)
     t2 = time.perf_counter()
-    hits = sum(len(search_query(q, db, codes, scoring, stats, 10, gpu=gpu)) for q in queries)
+    hits = sum(len(search_query(q, db, codes, scoring, stats, 10, scanner=gpu)) for q in queries)
     end = time.perf_counter() - t2
     print(f"end to end: {hits} hits in {end:.2f} s = {hits / end:.1f} hits/s (scan on the GPU, alignments on the CPU)")
     if args.json:

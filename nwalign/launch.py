@@ -2,7 +2,7 @@
 
 A search, allpairs or pair run on the GPU waits first for CuPy's import and the CUDA context (~0.3-0.8 s).
 Started here, from the command line's words alone, the driver's initialisation and the named GPUs'
-contexts (through the driver API: :func:`nwalign.backends.cuda.device.retain_contexts`), CuPy's import and the kernels'
+contexts (through the driver API: :func:`nwalign.backends.warm_up`), CuPy's import and the kernels'
 loading overlap the command's own imports and input reading; a guess that turns out wrong (no GPU, ``--backend
 cpu`` given in an unusual spelling) costs only CuPy's import, and the command's own checks still decide
 which backend runs.
@@ -42,30 +42,17 @@ def wants_gpu(argv: list[str]) -> tuple[str, list[int]] | None:
     return argv[0], devices
 
 
-def _allpairs_kernels(cupy) -> None:
-    from nwalign.backends.cuda.allpairs import load_kernels
-
-    load_kernels()
-
-
 def main() -> None:
     found = wants_gpu(sys.argv[1:])
     if found is not None:
-        from nwalign.backends.cuda import device
-        from nwalign.backends.cuda import warmup
+        from nwalign import backends
 
         command, devices = found
-        device.retain_contexts(devices)  # the driver and the contexts, while CuPy is imported below
-        # Not waited for: the command reads its input meanwhile, so that a .nwdb is loaded and its
-        # upload starts as soon as the context exists (waiting for CuPy's import first made the upload
-        # contend with the command's imports: 0.05 -> 0.17 s on an H100).
-        if command == "search":
-            for gpu in devices:
-                warmup.warm_up_search(gpu)
-        else:  # the context; allpairs' kernels too (one module, from CuPy's compile cache)
-            # The first GPU alone: the job plans on it; the others' contexts are made above, without CuPy
-            # (through CuPy here, they held the first GPU's calls and the plan up).
-            warmup.warm_up(devices[0], prepare=_allpairs_kernels if command == "allpairs" else None)
+        # Not waited for: the command reads its input meanwhile, so that a .nwdb is loaded and its upload
+        # starts as soon as the context exists (waiting for CuPy's import first made the upload contend with
+        # the command's imports). For pair and allpairs, the first GPU's context through CuPy, the others'
+        # through the driver (through CuPy here, they held the first GPU's calls and the plan up).
+        backends.warm_up(command, devices, allpairs=command == "allpairs")
     from nwalign.cli import entry
 
     entry()

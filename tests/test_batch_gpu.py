@@ -150,7 +150,7 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
             "evalue", "bitscore", "cigar", "btop", "qseq", "sseq")
     for q in encode_all(read_fasta(BENCH20)[:5], scoring, "q"):
         want = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10)]
-        got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10, gpu=gpu,
+        got = [[field(h, c) for c in cols] for h in search_query(q, db, codes, scoring, stats, 10, scanner=gpu,
                                                                    aligner=aligner)]
         assert got == want and len(got) == 10
 

@@ -273,7 +273,7 @@ def test_search_gpu_equals_cpu():
             assert np.array_equal(gpu.scores(q.record.seq), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
-                        for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
+                        for h in search_query(q, db, codes, scoring, stats, scanner=gpu)]
             assert cpu_hits == gpu_hits
 
 
@@ -299,7 +299,7 @@ def test_scan_kernel_equals_cpu(packed16, plan):
             assert np.array_equal(gpu.score_query(q), cpu_scan(q.codes, codes, db.offsets, scoring, 2))
             cpu_hits = [(h.aln.score, h.db_index, h.aln.cigar()) for h in search_query(q, db, codes, scoring, stats)]
             gpu_hits = [(h.aln.score, h.db_index, h.aln.cigar())
-                        for h in search_query(q, db, codes, scoring, stats, gpu=gpu)]
+                        for h in search_query(q, db, codes, scoring, stats, scanner=gpu)]
             assert cpu_hits == gpu_hits
 
 

@@ -21,14 +21,14 @@ OPAL = os.path.join(DATA, "queries_5_opal.fasta")
 @pytest.mark.parametrize("text, size", [("16G", 16 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
                                         ("1000000", 10**6), (" 64k ", 64 << 10), ("1T", 1 << 40), ("300mb", 300 << 20)])
 def test_sizes_are_read_in_powers_of_1024(text, size):
-    from nwalign.backends.cuda.streamed import parse_size
+    from nwalign.sizes import gpu_memory_bytes as parse_size
 
     assert parse_size(text) == size
 
 
 @pytest.mark.parametrize("text", ["", "G", "-1G", "0", "12X", "nanG", "infG", "1e99T"])
 def test_a_size_that_is_none_is_refused_naming_the_option(text):
-    from nwalign.backends.cuda.streamed import parse_size
+    from nwalign.sizes import gpu_memory_bytes as parse_size
 
     with pytest.raises(NwalignError) as err:
         parse_size(text)

@@ -154,6 +154,32 @@ class Aligner:
                     yield alignment_from_path(q, t, self.scoring, path)
             pending = (chunk, batch) if chunk else None
 
+    @property
+    def bands_on_gpu(self) -> bool:
+        """Whether :meth:`banded_aligner` runs on the GPU (the CUDA engine, its banded kernel enabled)."""
+        if not self.gpu:
+            return False
+        from nwalign.backends.cuda import banded
+
+        return banded.ENABLED
+
+    def banded_aligner(self, urgent: bool = False):
+        """The GPU's banded aligner on this device (:class:`nwalign.backends.cuda.banded.BandedAligner`:
+        ``scores(pairs, widths)``, ``align(pairs, scores, widths)``), ``threads`` host threads; ``urgent``:
+        its launches ahead of other streams' (the identity filter's scores wait on them)."""
+        from nwalign.backends.cuda.banded import BandedAligner
+
+        return BandedAligner(self.scoring, self.device, threads=self.threads, urgent=urgent)
+
+    def align_banded(self, q: np.ndarray, t: np.ndarray, score: int, w_max: int):
+        """One global pair's path (score, qs, qe, ts, te, ops) in the doubling bands up to half-width ``w_max``
+        that reach its optimal ``score`` (the CPU engine, :mod:`nwalign.backends.cpu.banded`), or None when no
+        optimal path lies within ``w_max`` of the diagonal."""
+        from nwalign.backends.cpu.banded import align_global_banded  # Numba: only where the CPU engine runs
+
+        s = self.scoring
+        return align_global_banded(q, t, s.matrix, s.gap_open, s.gap_extend, score, w_max)
+
     def score_pairs(self, sequences: list[np.ndarray], others: list[np.ndarray] | None = None,
                     kernel: str = "auto", slice_k: int | None = None, block: int | None = None,
                     stats: dict | None = None, span: tuple[int, int] | None = None

@@ -13,16 +13,16 @@ import click
 
 from nwalign.errors import NwalignError
 from nwalign.names import ALPHABETS
+from nwalign.sizes import size_bytes
 
 log = logging.getLogger("nwalign")
 
 
 def parse_size(text: str) -> int:
     """'4G', '4GiB', '512M', '64k' or a byte count -> bytes (binary units)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
-    if not match:
+    value = size_bytes(text)
+    if value is None:
         raise NwalignError(f"--max-memory: {text!r} is not a size such as 4G or 512M")
-    value = int(float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2)])
     if value <= 0:
         raise NwalignError(f"--max-memory: {text!r} must be positive")
     ram = _physical_memory()

@@ -123,9 +123,9 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
 def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet) -> None:
     from nwalign.output.formats import WRITERS, TsvWriter
 
-    _check_gpu_options(job.backend, backend)
+    _check_gpu_options(job.engine, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
-    if len(job.plan) == 1 and job.backend == "cpu" and not score_only and job.cells() >= 10**8:
+    if len(job.plan) == 1 and not job.engine.on_gpu and not score_only and job.cells() >= 10**8:
         within = _progress("pair", 1000, quiet, "", fraction=True)  # per mille of the traceback
     results = job.run(within)  # memory is checked here, before anything is written
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
@@ -167,11 +167,11 @@ def _check_pair_files(query: str | None, target: str | None, mutate_rate) -> Non
         raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
 
 
-def _check_gpu_options(engine: str, backend: str) -> None:
+def _check_gpu_options(engine, backend: str) -> None:
     """Refuse --kernel/--block/--shared given on the command line when the CPU engine will run."""
     ctx = click.get_current_context()
-    if engine == "cpu" and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
-        from nwalign.backends import cuda
+    if not engine.on_gpu and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
+        from nwalign import backends
 
-        why = "--backend cpu" if backend == "cpu" else cuda.why_unavailable()
+        why = "--backend cpu" if not backends.may_use_gpu(backend) else backends.why_no_gpu()
         raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")

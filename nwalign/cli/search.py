@@ -86,7 +86,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
                  align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
                  backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
                  scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand, gpu_memory=gpu_memory)
-    scoring, db, gpu = run.scoring, run.database, run.gpu
+    scoring, db = run.scoring, run.database
     with output_stream(output, (query, database)) as out:
         writer = None
         cells = sum(len(q.seq) for q in run.queries) * db.total_length
@@ -99,13 +99,4 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
                 out.flush()
         writer.end()
     log.debug("search: output written")
-    log.info("search: done in %.2f s%s", time.perf_counter() - started,
-             f" ({gpu.scan_seconds:.2f} s waiting for GPU scans{_stalled(gpu)}: "
-             f"{gpu.cells / max(gpu.scan_seconds, 1e-9) / 1e9:,.0f} GCUPS; {gpu.recomputed} scores recomputed in "
-             "32-bit)" if hasattr(gpu, "scan_seconds") else "")
-
-
-def _stalled(gpu) -> str:
-    """For ``-v``: the part of a streamed scan's time its chunks' uploads stood it still."""
-    stalled = getattr(gpu, "upload_seconds", 0.0)
-    return f", {stalled:.2f} s of it uploading chunks" if stalled else ""
+    log.info("search: done in %.2f s%s", time.perf_counter() - started, run.scanner.timing() if run.scanner else "")

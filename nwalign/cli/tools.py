@@ -92,17 +92,17 @@ def devices(as_json):
     from rich.console import Console
     from rich.table import Table
 
-    from nwalign.backends import cuda
+    from nwalign import backends
 
-    info = cuda.device_info()
+    info = backends.device_info()
     if as_json:
-        click.echo(json.dumps(dict(available=cuda.available(), reason=cuda.why_unavailable(), devices=info,
+        click.echo(json.dumps(dict(available=backends.gpu_available(), reason=backends.why_no_gpu(), devices=info,
                                    kernels=list(PAIR_KERNELS))))
         return
     console = Console()
     # Sentences go out whole (Rich would break them at the terminal's width, mid-phrase when piped).
     if not info:
-        click.echo(f"No GPU: {cuda.why_unavailable()}. The CPU engine is used.")
+        click.echo(f"No GPU: {backends.why_no_gpu()}. The CPU engine is used.")
     else:
         table = Table(title="GPUs")
         for col in ("#", "name", "compute capability", "SMs", "memory free / total", "CuPy", "CUDA runtime/driver"):

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from nwalign.backends.aligner import Aligner
-from nwalign.backends.engine import DEFAULT_MAX_MEMORY, choose_backend, encode_all, pair_plan
+from nwalign import backends
+from nwalign.backends.engine import DEFAULT_MAX_MEMORY, encode_all, pair_plan
 from nwalign.plan.pairorder import chunks
-from nwalign.plan.prepare import ScoringRequest, check_spread, local_gpus, read_side
+from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Alignment
 from nwalign.parallel.cluster import AUTO_MIN_PAIR_CELLS
 from nwalign.scoring.schemes import Scoring
@@ -99,14 +101,13 @@ class Pairs:
             device, gpus = local_gpus(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
             if gpus is not None and len(self.plan) == 1:  # one pair: its score passes spread over the GPUs
                 device, gpus, over = gpus[0], None, tuple(gpus) if spreads_one_pair(devices, self.cells(0)) else ()
-        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
-            "cpu" if spread else choose_backend(backend)
-        options = None
-        if self.backend == "cuda":
-            from nwalign.backends.cuda.pair import Options
-
-            options = Options(kernel=kernel, block=block, shared=shared, device=0 if gpus or spread else device,
-                              max_memory=gpu_max_memory, spread=over)
+        # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda).
+        self.engine = backends.named("cuda") if gpus else backends.for_workers(backend) if spread else \
+            backends.choose(backend)
+        self.backend = self.engine.name
+        options = self.engine.pair_options(kernel, block, shared, 0 if gpus or spread else device, gpu_max_memory,
+                                           over)
+        if self.engine.on_gpu:
             log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
                      if kernel == "diagonal-block" else "")
         self._spread = None
@@ -118,11 +119,9 @@ class Pairs:
     def _start_spread(self, workers, scheduler, client, gpus, shared_dir, max_memory, threads, options) -> None:
         # Local CPU workers share this host's memory; a cluster's workers have their own.
         self._share = max(1, max_memory // workers) if workers > 1 else max_memory
-        if self.backend == "cpu" and not self.score_only:  # refused here, before any worker starts
-            from nwalign.backends.cpu.pair import plan_bands  # Numba: only where the CPU engine runs
-
+        if not self.score_only:  # a CPU traceback that cannot fit is refused here, before any worker starts
             for qi, ti in self.plan:
-                plan_bands(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
+                self.engine.check_traceback(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
         self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
                               gpus, shared_dir)
         self._options, self._threads = options, threads
@@ -146,7 +145,7 @@ class Pairs:
     def _run(self, progress) -> Iterator[Alignment]:
         if self._spread is not None:
             return self._spread_run()
-        if self.score_only and self.backend == "cpu" and len(self.plan) > 1 and len({a for a, _ in self.plan}) == 1:
+        if self.score_only and not self.engine.on_gpu and len(self.plan) > 1 and len({a for a, _ in self.plan}) == 1:
             found = self._one_against_many()
             if found is not None:
                 return found
@@ -158,13 +157,11 @@ class Pairs:
         return self.aligner.align_many(pairs, self.score_only, progress)
 
     def _one_against_many(self) -> Iterator[Alignment] | None:
-        """Scores of one query against every target by Opal's SIMD kernels (:mod:`nwalign.backends.cpu.opal`), or
-        None without pyopal."""
-        from nwalign.backends.cpu.opal import scorer
-
+        """Scores of one query against every target by the engine's one-query scorer (Opal's SIMD kernels), or
+        None without one."""
         targets = [self.targets[b] for _, b in self.plan]
         offsets = np.concatenate(([0], np.cumsum([len(t.codes) for t in targets]))).astype(np.int64)
-        fast = scorer(np.concatenate([t.codes for t in targets]), offsets, self.scoring)
+        fast = self.engine.one_query_scorer(np.concatenate([t.codes for t in targets]), offsets, self.scoring)
         if fast is None:
             return None
         query = self.queries[self.plan[0][0]]
@@ -192,7 +189,7 @@ class Pairs:
         cells = np.array([self.cells(k) for k in range(len(self.plan))], dtype=np.float64)
         count = max(self.PER_WORKER * spread.workers, -(-len(self.plan) // self.MAX_CHUNK_PAIRS))
         parts = chunks(cells, count)
-        threads = max(1, self._threads // spread.workers) if self.backend == "cuda" else 1
+        threads = max(1, self._threads // spread.workers) if self.engine.on_gpu else 1
         log.info("pair: %d pairs in %d chunks over %d %s", len(self.plan), len(parts), spread.workers,
                  "GPUs" if spread.gpus else "workers")
         tasks = (AlignTask(spread.paths, self.scoring, tuple(self.plan[a:b]), self.score_only, self.backend, threads,

@@ -16,7 +16,7 @@ import threading
 
 import nwalign
 
-from nwalign.backends import cuda
+from nwalign import backends
 from nwalign.parallel import localworkers
 from nwalign.errors import NwalignError
 
@@ -54,13 +54,13 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
         NwalignError: a malformed list, a GPU number out of range, a repeated GPU, or GPUs with backend cpu.
     """
     spec = "auto" if devices is None else devices
-    if backend == "cpu":
+    if not backends.may_use_gpu(backend):
         if spec != "auto":
             raise NwalignError(f"devices {spec}: GPUs with backend cpu", cli=f"--devices {spec}: GPUs with --backend cpu")
         return None
     if spec == "auto" and cells is not None and cells < min_cells:
         return None  # one GPU, without waiting for the driver to count them
-    count = cuda.gpu_count()  # asked of the driver, without waiting for CuPy's import
+    count = backends.gpu_count()  # asked of the driver, without waiting for CuPy's import
     if spec in ("auto", "all"):
         if count < 2 or (spec == "auto" and device != 0):
             return None
@@ -73,7 +73,7 @@ def resolve_devices(devices, backend: str = "auto", device: int = 0, cells: int 
                                cli=f"--devices {spec}: give auto, all or GPU numbers such as 0,1") from None
         bad = [d for d in chosen if not 0 <= d < count]
         if not chosen or bad or len(set(chosen)) != len(chosen):
-            what = "no GPU is visible (" + (cuda.why_unavailable() if not count else "") + ")" if bad and not count \
+            what = "no GPU is visible (" + (backends.why_no_gpu() if not count else "") + ")" if bad and not count \
                 else f"GPU {bad[0]} is not one of the {count} visible" if bad else "each GPU once"
             raise NwalignError(f"devices {spec}: {what}", cli=f"--devices {spec}: {what}")
     return chosen
@@ -89,11 +89,11 @@ def usable(gpus: list[int] | None, devices) -> list[int] | None:
     """
     if gpus is None or len(gpus) < 2:
         return gpus
-    if cuda.available():
+    if backends.gpu_available():
         return gpus
     if devices in (None, "auto"):
         return None
-    raise NwalignError(f"devices {devices}: {cuda.why_unavailable()}", cli=f"--devices {devices}: {cuda.why_unavailable()}")
+    raise NwalignError(f"devices {devices}: {backends.why_no_gpu()}", cli=f"--devices {devices}: {backends.why_no_gpu()}")
 
 
 def client_for(workers: int = 0, scheduler: str | None = None):
@@ -257,20 +257,7 @@ def worker_gpus(client) -> dict[str, tuple[str | None, str]]:
     """Each worker's name -> (UUID, description) of the GPU it scans on ((None, ``"none"``) without one)."""
     workers = client.scheduler_info()["workers"]
     return {str(workers.get(address, {}).get("name", address)): gpu
-            for address, gpu in client.run(_worker_gpu).items()}
-
-
-def _worker_gpu() -> tuple[str | None, str]:
-    """(UUID, description) of the GPU a worker scans on (its first visible one), or (None, "none")."""
-    try:
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(0)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        uuid = bytes(props.get("uuid", b"")).hex() or name
-        return uuid, f"{name} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})"
-    except Exception:
-        return None, "none"
+            for address, gpu in client.run(backends.visible_gpu).items()}
 
 
 def check_gpus(gpus: dict[str, tuple[str | None, str]]) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nwalign import backends
 from nwalign.scoring.blast_tables import NUCLEOTIDE, NUCLEOTIDE_CODES, PROTEIN, ROBINSON
 
 LN2 = math.log(2)
@@ -318,13 +319,11 @@ def linear_phase(matrix, freqs, gap_open, gap_extend, key: str = "0") -> bool:
     Waterman 1994): from 500 to 2000 letters they then rise about four times as much as from 125 to 500,
     where in the logarithmic phase, the only one with Karlin-Altschul statistics, they rise by the same
     ln(16)/lambda."""
-    from nwalign.backends.cpu.pair import score_codes
-    from nwalign.ops import LOCAL
-
+    score = backends.named("cpu").local_score
     rng = np.random.default_rng(int(key[:8], 16) + 1)
     codes = np.arange(len(freqs), dtype=np.uint8)
-    means = [np.mean([score_codes(rng.choice(codes, n, p=freqs), rng.choice(codes, n, p=freqs), matrix, gap_open,
-                                  gap_extend, LOCAL) for _ in range(16)]) for n in (125, 500, 2000)]
+    means = [np.mean([score(rng.choice(codes, n, p=freqs), rng.choice(codes, n, p=freqs), matrix, gap_open,
+                            gap_extend) for _ in range(16)]) for n in (125, 500, 2000)]
     return means[2] - means[1] > 2.5 * (means[1] - means[0])
 
 
@@ -333,14 +332,12 @@ def _simulate(matrix, freqs, gap_open, gap_extend, key: str) -> tuple[float, flo
     billion DP cells: a few seconds on every core, once per scoring)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from nwalign.backends.cpu.pair import score_codes
-    from nwalign.ops import LOCAL
-
+    score = backends.named("cpu").local_score
     rng = np.random.default_rng(int(key[:8], 16))
     letters = rng.choice(np.arange(len(freqs), dtype=np.uint8), (SIMULATED_PAIRS, 2, SIMULATED_LENGTH), p=freqs)
 
     def best(pair):  # Numba's kernel releases the GIL
-        return score_codes(pair[0], pair[1], matrix, gap_open, gap_extend, LOCAL)
+        return score(pair[0], pair[1], matrix, gap_open, gap_extend)
     with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
         scores = np.fromiter(pool.map(best, letters), dtype=np.float64, count=SIMULATED_PAIRS)
     return gumbel_fit(scores)

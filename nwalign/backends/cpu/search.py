@@ -39,3 +39,36 @@ def cpu_scan(q: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, thr
             list(pool.map(lambda s: chunk(*s), spans))
     return out
 
+
+
+class CpuScanner:
+    """:func:`cpu_scan` as a :class:`nwalign.backends.roles.Scanner`: one query at a time, its scores
+    computed at :meth:`submit` by ``threads`` threads.
+
+    >>> from nwalign import make_scoring
+    >>> s = make_scoring("protein", "local")
+    >>> codes = s.encode_str("MKTAYIAKQRGGGGS")
+    >>> scanner = CpuScanner(codes, np.array([0, 10, 15]), s)
+    >>> scanner.result(scanner.submit(s.encode_str("KTAYIAK"))).tolist()
+    [34, 1]
+    """
+
+    slots, chunked, asynchronous = 1, False, False
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray, scoring, threads: int = 1):
+        self.codes, self.offsets, self.scoring, self.threads = codes, offsets, scoring, threads
+
+    def submit(self, query) -> np.ndarray:
+        """The scores of ``query`` (uint8 codes, or an encoded record): int64 (count,)."""
+        return cpu_scan(getattr(query, "codes", query), self.codes, self.offsets, self.scoring, self.threads)
+
+    @staticmethod
+    def result(scores: np.ndarray) -> np.ndarray:
+        return scores
+
+    def describe(self, m: int = 0) -> str:
+        return f"the CPU engine, {self.threads} threads"
+
+    @staticmethod
+    def timing() -> str:
+        return ""

@@ -66,11 +66,21 @@ class ChunkedScan:
         log.info("search: the database scanned on the CPU in %d chunks of at most %d residues", len(self.chunks),
                  residues)
 
+    chunked = True  # nwalign.backends.roles.ChunkedScanner
+
+    @staticmethod
+    def timing() -> str:
+        return ""
+
+    def describe(self, m: int = 0) -> str:
+        """One line for ``-v``: the chunks (``m``: unused)."""
+        return f"the database is scanned on the CPU in {len(self.chunks)} chunks, {self.threads} threads"
+
     def best(self, queries, top: int, progress=None) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each query (:class:`nwalign.backends.engine.Encoded`, or its uint8 codes), its best ``top`` candidates over the whole
         database: (database indices int64, scores int64), score descending then index ascending.
         ``progress(cells)`` after each query's scan of a chunk."""
-        from nwalign.results.hits import merge, top_hits
+        from nwalign.records.candidates import merge, top_hits
 
         best = [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in queries]
         for k, (first, stop) in enumerate(self.chunks):

@@ -24,6 +24,16 @@ SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buff
 PROFILE_LANES = 2  # streams, each with its region of boundary rows, taken in turn by successive queries
 
 
+def timing(scan) -> str:
+    """For ``-v``: the host's wait for ``scan``'s kernels, their GCUPS, the scores recomputed in 32-bit and
+    (streamed) the part of the wait the chunks' uploads stood the scans still."""
+    stalled = getattr(scan, "upload_seconds", 0.0)
+    return (f" ({scan.scan_seconds:.2f} s waiting for GPU scans"
+            f"{f', {stalled:.2f} s of it uploading chunks' if stalled else ''}: "
+            f"{scan.cells / max(scan.scan_seconds, 1e-9) / 1e9:,.0f} GCUPS; {scan.recomputed} scores recomputed in "
+            "32-bit)")
+
+
 class GswSearcher:
     """Scores of a query against every database sequence with the ``gsw`` kernel (one thread per
     sequence, length-sorted, query and matrix in constant memory)."""
@@ -76,6 +86,24 @@ class GswSearcher:
     def score_query(self, query) -> np.ndarray:
         """Scores of an encoded query (:class:`nwalign.backends.engine.Encoded`) against every sequence."""
         return self.scores(query.record.seq.upper())
+
+    # nwalign.backends.roles.Scanner: one query at a time, its scores at submit
+    slots, chunked, asynchronous = 1, False, True
+
+    def submit(self, query) -> np.ndarray:
+        """:meth:`score_query` (an encoded query: the kernel reads its letters)."""
+        return self.score_query(query)
+
+    @staticmethod
+    def result(scores: np.ndarray) -> np.ndarray:
+        return scores
+
+    def describe(self, m: int = 0) -> str:
+        return f"the gsw kernel over {self.count} sequences, one thread each"
+
+    @staticmethod
+    def timing() -> str:
+        return ""
 
 
 class ScanSearcher:
@@ -319,8 +347,11 @@ class ScanSearcher:
             func((blocks,), (threads,), (args,), shared_mem=shared)
         return bound  # keep the scratch alive until the stream is done
 
-    def submit(self, query: np.ndarray) -> "_Ticket":
-        """Start scoring ``query`` (uint8 codes, length >= 1) against every database sequence; returns a
+    chunked = False      # the whole database resident (nwalign.backends.roles.Scanner)
+    asynchronous = True  # the GPU scans while the host works
+
+    def submit(self, query) -> "_Ticket":
+        """Start scoring ``query`` (uint8 codes, length >= 1, or an encoded record) against every database sequence; returns a
         ticket for :meth:`result`. Successive queries' scans queue on the GPU back to back, so the host
         works on one query's scores while the next one scans. Take results in submission order, with at
         most ``slots`` queries in flight.
@@ -328,6 +359,7 @@ class ScanSearcher:
         Raises:
             NwalignError: an empty query.
         """
+        query = getattr(query, "codes", query)
         cp = self.cp
         started = time.perf_counter()
         query = np.asarray(query, dtype=np.uint8)
@@ -417,6 +449,10 @@ class ScanSearcher:
     def submit_query(self, query) -> "_Ticket":
         """:meth:`submit` for an encoded query (:class:`nwalign.backends.engine.Encoded`)."""
         return self.submit(query.codes)
+
+    def timing(self) -> str:
+        """For ``-v``: :func:`timing` of this scan."""
+        return timing(self)
 
     def describe(self, m: int = 1000) -> str:
         """One line for ``-v``: how the database is cut (for a query of ``m`` residues) and which sequences

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from nwalign.errors import NwalignError
-from nwalign.results.hits import top_hits
+from nwalign.records.candidates import top_hits
 from nwalign.io.mapped import window
 from nwalign.backends.cuda.scanplan import PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN
 from nwalign.backends.cuda.search import PROFILE_LANES
@@ -144,6 +144,15 @@ class StreamedScan:
         self._ahead = _ReadAhead(self)
         self._ahead.start(0)  # the first chunk read while the search prepares (as a resident database uploads)
 
+    chunked = True  # nwalign.backends.roles.ChunkedScanner
+
+    def timing(self) -> str:
+        """For ``-v``: the time waited for the chunks' scans and uploads
+        (:func:`nwalign.backends.cuda.search.timing`)."""
+        from nwalign.backends.cuda.search import timing
+
+        return timing(self)
+
     def describe(self, m: int = 0) -> str:
         """One line for ``-v``: the chunks and the memory they fit in (``m``: unused, as the resident
         searcher's)."""
@@ -172,7 +181,7 @@ class StreamedScan:
         :attr:`scan_seconds` gains the time the host waited for the scans and the uploads of the chunks
         after the first (the scans stand still meanwhile), not the first chunk's upload: a resident
         database's upload is not counted either."""
-        from nwalign.results.hits import merge
+        from nwalign.records.candidates import merge
         from nwalign.backends.cuda.search import ScanSearcher
 
         queries = [getattr(q, "codes", q) for q in queries]
@@ -277,25 +286,6 @@ def scan_all(searcher, queries):
         if not flying:
             return
         yield searcher.result(flying.popleft())
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a size such as ``16G``, ``512M``, ``2.5GiB`` or ``1000000`` (K, M, G, T: powers of 1,024).
-
-    Raises:
-        NwalignError: anything else.
-    """
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    word = str(text).strip().upper().removesuffix("IB").removesuffix("B")
-    unit = word[-1:] if word[-1:] in units else ""
-    try:
-        value = float(word[:len(word) - len(unit)])
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 2**50:  # NaN and infinity too
-        raise NwalignError(f"gpu_memory {text!r}: give a size such as 16G or 512M",
-                           cli=f"--gpu-memory {text}: give a size such as 16G or 512M")
-    return int(value * units[unit])
 
 
 def env_limit() -> bool:

@@ -15,12 +15,14 @@ import numpy as np
 from nwalign import names
 from nwalign.jobs.allpairs.run import needs_traceback, run, score_blocks
 from nwalign.jobs.allpairs.tasks import PairsTask, block_of, gpu_wave, pair_block, scored_blocks_on, wave_of
-from nwalign.backends.engine import choose_backend, encode_all
+from nwalign import backends
+from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError, option_error
 from nwalign.output.formats import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
-from nwalign.plan.prepare import ScoringRequest, check_spread, local_gpus, read_side
+from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Block, PairResult
 from nwalign.scoring.schemes import Scoring
 from nwalign.io.sequences import unique_records
@@ -85,14 +87,12 @@ class AllPairs:
                  block: int | None = None, device: int = 0, threads: int = 0, source: str = "sequences",
                  against_source: str = "against", workers: int = 0, scheduler: str | None = None, client=None,
                  devices=None, shared_dir: str | None = None):
-        from nwalign.backends.cuda.allpairs import check_options  # plain checks; CuPy loads only when a kernel runs
-
         if min_identity is not None and not 0.0 <= min_identity <= 1.0:
             raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
         unknown = [c for c in columns if c not in COLUMNS]
         if unknown:
             raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
-        check_options(kernel, slice_k, block)
+        backends.check_allpairs_options(kernel, slice_k, block)
         spread = check_spread(workers, scheduler, client, devices, backend)
         request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
         limit = request.limit() if scoring is None else None
@@ -110,8 +110,9 @@ class AllPairs:
             device, gpus = local_gpus(devices, backend, device, cells.total)
         # Spread: the workers' engine (cuda for GPU workers, or a running cluster's with backend cuda);
         # this process aligns nothing itself.
-        self.backend = "cuda" if gpus or (spread and backend == "cuda") else \
-            "cpu" if spread else choose_backend(backend)
+        self.engine = backends.named("cuda") if gpus else backends.for_workers(backend) if spread else \
+            backends.choose(backend)
+        self.backend = self.engine.name
         first = unique_records(first, source)  # warns: after the options' errors
         second = unique_records(second, against_source) if second else None
         self.a = encode_all(first, scoring, source)
@@ -215,11 +216,11 @@ class AllPairs:
         stats.update(pairs=0, filtered=0, below=0, kernel=None, cells=0, score_seconds=0.0)
         lengths = np.array([len(e.codes) for e in self.a])
         others = None if self.b is None else np.array([len(e.codes) for e in self.b])
-        threads = max(1, self.threads // spread.workers) if self.backend == "cuda" else 1
+        threads = max(1, self.threads // spread.workers) if self.engine.on_gpu else 1
         quantum = 1
         scored = not needs_traceback(self.columns, self.min_identity, self.distances) or \
             (self.min_identity is not None and self.scoring.mode == "global" and not self.distances)
-        if self.backend == "cuda" and scored:  # blocks of whole waves of the score kernel
+        if self.engine.on_gpu and scored:  # blocks of whole waves of the score kernel
             whole = PairsTask(spread.paths, self.scoring, self.columns, self.min_identity, self.distances,
                               self.backend, self.kernel, self.slice_k, self.block, threads, (0, self.pairs))
             quantum = wave_of(self.a, self.b, whole, spread.gpus[0]) if spread.gpus else \
@@ -256,7 +257,7 @@ class AllPairs:
                 began, ended, pid, gpu = part["ran"]
                 log.debug("allpairs: block %d of %d in (%d pairs): ran %.2f-%.2f s after the plan in process %d%s, "
                           "kernels %.2f s", spread.done, len(spans), block.stop - block.start, began - epoch,
-                          ended - epoch, pid, f" on GPU {gpu}" if self.backend == "cuda" else "",
+                          ended - epoch, pid, f" on GPU {gpu}" if self.engine.on_gpu else "",
                           part.get("gpu_seconds") or 0.0)
             stats["score_seconds"] = time.perf_counter() - clock
             if progress:

@@ -175,11 +175,7 @@ class _BlockRun:
         self.band_all = self.traceback and not self.use_bound and self.long_pairs
         self.need_scores = self.use_bound or not self.traceback or self.band_all
         self.aligner = Aligner(scoring, backend, device, threads, announce=False)
-        self.on_gpu = False
-        if self.aligner.gpu and (self.use_bound or self.band_all):
-            from nwalign.backends.cuda import banded as gpu_band  # CuPy's side: only where the GPU runs
-
-            self.on_gpu = gpu_band.ENABLED
+        self.on_gpu = self.aligner.bands_on_gpu and (self.use_bound or self.band_all)
         self.band_first = False
         self._banded = None  # the GPU's banded aligner, made at first use
 
@@ -198,22 +194,18 @@ class _BlockRun:
     def banded(self, item):
         """A survivor of the identity bound, aligned inside the band that any alignment reaching
         min_identity lies in (CPU engine); a score-only record when none is optimal there."""
-        from nwalign.backends.cpu.banded import align_global_banded  # Numba: only where the CPU engine runs
-
         i, j, score = item
-        q, t, s = self.a[i], self.targets[j], self.scoring
-        path = align_global_banded(q.codes, t.codes, s.matrix, s.gap_open, s.gap_extend, int(score), self.w_max(i, j))
+        q, t = self.a[i], self.targets[j]
+        path = self.aligner.align_banded(q.codes, t.codes, int(score), self.w_max(i, j))
         if path is None:  # no optimal path within w_max gap columns of the diagonal: identity < MID
             return i, j, self.base(i, j, score)
-        return i, j, alignment_from_path(q, t, s, path)
+        return i, j, alignment_from_path(q, t, self.scoring, path)
 
     def banded_paths(self, part):
         """(part, paths): a tile of survivors aligned in their bands on the GPU
         (:class:`nwalign.backends.cuda.banded.BandedAligner`, the CPU engine's doubling bands and paths)."""
         if self._banded is None:  # (this runs in a thread of its own: the aligner launches on its device)
-            from nwalign.backends.cuda.banded import BandedAligner
-
-            self._banded = BandedAligner(self.scoring, self.device, threads=self.threads, urgent=self.band_first)
+            self._banded = self.aligner.banded_aligner(urgent=self.band_first)
         clock = time.perf_counter()
         paths = self._banded.align([(self.a[i].codes, self.targets[j].codes) for i, j, _ in part],
                                    [int(score) for _, _, score in part], [self.w_max(i, j) for i, j, _ in part])
@@ -252,8 +244,6 @@ class _BlockRun:
         (:func:`nwalign.plan.bands.optimal_scores`: a pair's matrix is filled only in bands that the bound of
         :mod:`nwalign.plan.bands` proves optimal). A pair that the length test of :func:`identity_bound` filters
         whatever its score is not filled: its score is given as the int64 minimum, which the bound filters."""
-        from nwalign.backends.cuda.banded import BandedAligner
-
         a, b, targets = self.a, self.b, self.targets
         size = self.scoring.matrix.shape[0]
 
@@ -263,7 +253,7 @@ class _BlockRun:
         bound = OutsideBound(self.scoring, counts(a), None if b is None else counts(b))
         la = np.array([len(e.codes) for e in a], dtype=np.int64)
         lb = la if b is None else np.array([len(e.codes) for e in b], dtype=np.int64)
-        scorer = BandedAligner(self.scoring, self.device, threads=self.threads)
+        scorer = self.aligner.banded_aligner()
         self.stats["kernel"] = "banded"
         log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
                  "of nwalign.plan.bands (median length >= %d)%s", BAND_FIRST_LENGTH,

@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from nwalign import backends
 from nwalign.backends.aligner import Aligner
 from nwalign.jobs.allpairs.run import needs_traceback, run, score_blocks
 from nwalign.output.formats import format_results
@@ -91,9 +92,7 @@ def gpu_wave(task: PairsTask) -> int:
 
 def wave_of(a, b, task: PairsTask, device: int) -> int:
     """:func:`gpu_wave` on the encoded sets ``a``, ``b`` and GPU ``device``."""
-    from nwalign.backends.cuda.allpairs import AllPairsScorer  # CuPy's side: only on a GPU
-
     codes = [e.codes for e in a] + ([] if b is None else [e.codes for e in b])
-    scorer = AllPairsScorer(codes, task.scoring, task.kernel, task.slice_k, task.block, device)
     total = len(a) * (len(a) - 1) // 2 if b is None else len(a) * len(b)
-    return scorer.wave(scorer.kernel_for(total))
+    return backends.named(task.backend).pair_wave(codes, task.scoring, task.kernel, task.slice_k, task.block, device,
+                                                  total)

@@ -13,20 +13,20 @@ import logging
 import os
 import time
 
-from nwalign import names
-from nwalign.background import in_background
-from nwalign.backends.cpu.streamed import ChunkedScan, streams as cpu_streams
+from nwalign import backends, names
 from nwalign.io.database import Database, load_database
-from nwalign.backends.engine import choose_backend, encode_all
+from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError
-from nwalign.plan.prepare import ScoringRequest, check_spread, read_side
+from nwalign.parallel.placement import check_spread
+from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
 from nwalign.scoring.schemes import Scoring
 from nwalign.jobs.search.pipeline import search_all
-from nwalign.jobs.search.scaleout import ScaleOut, count_devices, device_database, estimated_cells
+from nwalign.jobs.search.scaleout import ScaleOut, count_devices, estimated_cells
 from nwalign.io.sequences import unique_ids, unique_records
 from nwalign.results.statistics import statistics_for
 from nwalign.results.strands import merge_strands, searched_strands, stranded_queries
+from nwalign.sizes import gpu_memory_bytes
 
 log = logging.getLogger("nwalign")
 
@@ -112,17 +112,16 @@ class Search:
                                cli=f"--max-evalue {max_evalue}: give an E-value >= 0")
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
         self._spread = check_spread(workers, scheduler, client, devices, backend)
-        chosen = choose_backend(backend) if backend != "auto" and not self._spread else None
-        worker_backend = "cpu"
+        chosen = backends.choose(backend) if backend != "auto" and not self._spread else None
+        worker_engine = backends.for_workers(backend)
         if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
-            worker_backend, backend = backend if backend == "cuda" else "cpu", "cpu"  # hits aligned here on the CPU
+            backend = "cpu"  # hits aligned here on the CPU
         self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
-        self.gpu_memory = _memory_cap(gpu_memory)
+        self.gpu_memory = None if gpu_memory is None else gpu_memory_bytes(gpu_memory)
         self.threads = threads or os.cpu_count() or 1
-        if backend != "cpu":  # CuPy is imported and the GPU's context made while the input is read
-            from nwalign.backends.cuda.warmup import warm_up_search
-
-            warm_up_search(device)
+        gpu = backends.may_use_gpu(backend)
+        if gpu:  # CuPy is imported and the GPU's context made while the input is read
+            backends.warm_up_search(device)
         resolved = None
         if not self._spread and kernel == "scan":  # GPUs counted meanwhile
             resolved = count_devices(devices, backend, device, estimated_cells(queries, database))
@@ -134,42 +133,29 @@ class Search:
         self.database = db = database if isinstance(database, Database) else \
             load_database(os.fspath(database), check_later=True)  # verified before the first hits: run()
         log.debug("search: database loaded")
-        on_scan = backend != "cpu" and kernel == "scan" and db.codes is not None
-        # (not where the memory is capped: a streamed database is sorted chunk by chunk)
-        order = self._length_order() if on_scan and not self._spread and not self._capped() else None
+        # The GPU's place for the database: its length order sorted now, in the background (a one-process
+        # search; a streamed database is sorted chunk by chunk), its upload started once the GPUs are known.
+        on_gpus = backends.named("cuda").search_place(db, kernel, self.gpu_memory, self.threads,
+                                                     sort=not self._spread) if gpu else None
         gpus = None
         if resolved is not None:
             device, gpus = self._settle_devices(resolved, devices, device)
-            if gpus is not None:
-                backend = "cuda"
-        # A .nwdb's codes go to the GPU now, while the queries' alphabet is settled (used when it is the
-        # file's); over several GPUs, to each of them at once.
-        # (not where the GPU memory is capped: the scan may stream it instead, decided once CuPy runs)
-        upload = self._upload(gpus or [device], order) if backend != "cpu" and on_scan and not self._capped() \
-            else None
+        if on_gpus is not None:  # a .nwdb's codes go to the GPUs while the queries' alphabet is settled
+            on_gpus.upload_to(gpus or [device])
         self._prepare(scoring, request, query_source, strand)
         log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
-        self.gpu = self._aligner = None
+        self.engine = backends.named("cuda") if gpus is not None else chosen or backends.choose(backend)
         self.leads: list = []
-        if gpus is not None:
-            self._lead_on(gpus, upload)
-        elif (chosen or choose_backend(backend)) == "cuda":
-            self._on_gpu(kernel, device, upload)
-        elif not self._spread and cpu_streams(db.total_length):  # the CPU engine, chunk by chunk
-            self.gpu = ChunkedScan(self._codes, db.offsets, self.scoring, self.threads)
+        if not self._spread:
+            place = on_gpus if self.engine.on_gpu else self.engine.search_place(db, kernel, None, self.threads)
+            self.leads = place.leads(gpus or [device], self._codes, self.scoring,
+                                     [int(q.codes.size) for q in self._encoded], self.align)
+        self.scanner, self._aligner = self.leads[0] if self.leads else (None, None)
         log.info("search: %d queries x %d database sequences (%d residues), %s, %d threads", len(self.queries),
                  db.count, db.total_length, self.scoring.matrix_name, self.threads)
         self._scaleout = None
         if self._spread:
-            self._scaleout = ScaleOut(database, db, workers, scheduler, client, shards, shared_dir, worker_backend)
-
-    def _length_order(self):
-        """The scan's length order of the database, sorted in the background while CuPy is imported
-        (NumPy's sort releases the GIL)."""
-        from nwalign.backends.cuda.devicedb import length_order
-
-        offsets = self.database.offsets
-        return in_background(lambda: length_order(offsets))
+            self._scaleout = ScaleOut(database, db, workers, scheduler, client, shards, shared_dir, worker_engine)
 
     @staticmethod
     def _settle_devices(resolved, devices, device: int) -> tuple[int, list[int] | None]:
@@ -181,15 +167,6 @@ class Search:
         if gpus is not None and len(gpus) == 1:
             return gpus[0], None
         return device, gpus
-
-    def _upload(self, gpus: list[int], order, codes=None) -> dict:
-        """Futures of the database's codes (``codes``, default the .nwdb's) on each of ``gpus``
-        (:class:`nwalign.backends.cuda.devicedb.DeviceDatabase`): uploaded to the first, copied from there to the
-        others."""
-        codes, offsets = self.database.codes if codes is None else codes, self.database.offsets
-        first = in_background(lambda: device_database(codes, offsets, gpus[0], order))
-        # the other GPUs copy the first one's (GPU to GPU) instead of each reading the host's memory
-        return {g: first if g == gpus[0] else in_background(lambda g=g: first.result().replica(g)) for g in gpus}
 
     def _prepare(self, scoring: Scoring | None, request: ScoringRequest, query_source: str,
                  strand: str | None) -> None:
@@ -215,112 +192,22 @@ class Search:
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
 
-    def _lead_on(self, gpus: list[int], upload) -> None:
-        """Over several GPUs: a searcher and aligner on each (``leads``; a thread each scans the next
-        queries, :meth:`_run_on_gpus`): the whole database on each GPU (uploaded to the first, copied to
-        the others), or streamed through each in chunks where it does not fit the GPU memory the search
-        may use there."""
-        from nwalign.backends.cuda.batch import BatchAligner
-        from nwalign.backends.cuda.device import require
-
-        db, scoring = self.database, self.scoring
-        if upload is not None and db.letters != scoring.alphabet:  # other codes than the scoring's: those
-            for pending in upload.values():  # copies leave the GPUs before the scoring's come
-                pending.exception()
-            upload.clear()
-            upload = None
-        if upload is None and not self._capped():  # a FASTA database's codes, or re-encoded ones
-            upload = self._upload(gpus, None, self._codes)
-
-        def lead_on(g):
-            searcher = self._streamed(g, None) if self._capped() else None
-            return (searcher or self._resident("scan", g, upload),
-                    BatchAligner(scoring, g) if self.align else None)
-        made = [in_background(lambda g=g: lead_on(g)) for g in gpus]
-        for m in made:
-            if m.exception() is not None:
-                raise m.exception()
-        self.leads = [m.result() for m in made]
-        self._aligner = self.leads[0][1]
-        require(gpus[0])  # this thread's GPU again (each searcher selected its own)
-
-    def _on_gpu(self, kernel: str, device: int, upload) -> None:
-        """One GPU: the scan's searcher (over the uploaded .nwdb where its codes are the scoring's) and
-        the aligner of the reported hits."""
-        from nwalign.backends.cuda.batch import BatchAligner
-
-        t0 = time.perf_counter()
-        self.gpu = self._streamed(device, None) if kernel == "scan" and self._capped() else None
-        if self.gpu is None:
-            self.gpu = self._resident(kernel, device, upload)
-        if self.align:  # the reported hits, one batch per query, while the GPU scans the next query
-            self._aligner = BatchAligner(self.scoring, device)
-        log.info("search: kernel %s on the GPU (database %s in %.2f s); hits aligned %s", kernel,
-                 "planned" if self.streamed else "uploaded", time.perf_counter() - t0,
-                 "on the GPU" if self.align else "(none: score columns only)")
-        if hasattr(self.gpu, "describe") and self._encoded:  # as for the longest query
-            log.info("search: %s", self.gpu.describe(max(int(q.codes.size) for q in self._encoded)))
-
     @property
     def streamed(self) -> bool:
-        """Whether the database is scanned in chunks: streamed through the GPU (:mod:`nwalign.backends.cuda.streamed`)
-        or held a chunk at a time by the CPU engine (:mod:`nwalign.backends.cpu.streamed`)."""
-        if isinstance(self.gpu, ChunkedScan):
-            return True
-        from nwalign.backends.cuda.streamed import StreamedScan
+        """Whether the database is scanned in chunks (streamed through the GPU, or held a chunk at a time by
+        the CPU engine)."""
+        return self.scanner is not None and self.scanner.chunked
 
-        return isinstance(self.gpu, StreamedScan)
-
-    def _capped(self) -> bool:
-        from nwalign.backends.cuda.streamed import env_limit
-
-        return self.gpu_memory is not None or env_limit()
-
-    def _streamed(self, device: int, failed):
-        """A :class:`nwalign.backends.cuda.streamed.StreamedScan` where the resident database would exceed the GPU
-        memory the search may use (or its upload ``failed``, an error: out of memory), else None."""
-        from nwalign.backends.cuda.device import require
-        from nwalign.backends.cuda.streamed import StreamedScan, budget_of, long_queries, resident_bytes
-
-        db = self.database
-        budget, source = budget_of(require(device), self.gpu_memory)
-        long = long_queries(len(q.codes) for q in self._encoded)
-        need = resident_bytes(db.total_length, db.count, long)
-        if failed is None and need <= budget:
-            log.info("search: the database is resident on GPU %d (about %.2f of %.2f GiB, %s)", device, need / 2**30,
-                     budget / 2**30, source)
-            return None
-        if failed is not None:
-            log.info("search: the database does not fit on GPU %d (%s)", device, failed)
-        return StreamedScan(self._codes, db.offsets, self.scoring, device, budget, long)
-
-    def _resident(self, kernel: str, device: int, upload):
-        """The GPU searcher over the whole database on ``device`` (the uploaded .nwdb where its codes are
-        the scoring's); streamed after all where the upload runs out of memory."""
-        import cupy
-
-        from nwalign.backends.cuda.devicedb import DoesNotFit
-        from nwalign.backends.cuda.search import GswSearcher, ScanSearcher
-
-        db, scoring = self.database, self.scoring
-        if kernel == "gsw":
-            return GswSearcher(db, scoring, device)
-        try:
-            uploaded = None
-            if upload and db.letters == scoring.alphabet:
-                uploaded = upload[device].result()
-            elif upload:  # other codes: wait for that copy, so that two are never on the GPU
-                upload[device].exception()
-                upload.clear()
-            return ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
-        except (DoesNotFit, cupy.cuda.memory.OutOfMemoryError) as exc:
-            return self._streamed(device, exc)
+    @property
+    def gpu(self):
+        """The scanner on the first device (kept for callers of earlier versions: :attr:`scanner`)."""
+        return self.scanner
 
     def _run_streamed(self, progress):
         """The queries in batches, each batch scanned over the database chunk by chunk (each chunk crosses
         the bus once per batch), then each query's hits reported and aligned as on a resident database."""
         for lo in range(0, len(self._encoded), self.STREAM_BATCH):
-            for q, hits in self._streamed_hits(self._encoded[lo:lo + self.STREAM_BATCH], self.gpu, self._aligner,
+            for q, hits in self._streamed_hits(self._encoded[lo:lo + self.STREAM_BATCH], self.scanner, self._aligner,
                                                progress):
                 yield q.record, hits
 
@@ -353,7 +240,7 @@ class Search:
             nwalign.errors.WorkerLost: (spread over workers) a task kept killing its workers.
         """
         results = self._scaleout.run(self, progress) if self._scaleout is not None else \
-            self._run_on_gpus(progress) if self.leads else \
+            self._run_on_gpus(progress) if len(self.leads) > 1 else \
             self._run_streamed(progress) if self.streamed else self._run_here(progress)
         if self.strands is None:
             yield from results
@@ -362,7 +249,7 @@ class Search:
 
     def _run_here(self, progress):
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
-                                  self.max_evalue, self.min_score, self.threads, self.gpu, progress, self.align,
+                                  self.max_evalue, self.min_score, self.threads, self.scanner, progress, self.align,
                                   self._aligner):
             self.database.verify()  # a checksum left running by the load (the first scans ran meanwhile)
             log.debug("search: query %s done", q.record.id)
@@ -378,19 +265,17 @@ class Search:
         from nwalign.parallel.devicethreads import DeviceThreads
 
         db, queries, gpus = self.database, self._encoded, len(self.leads)
-        streamed = any(not hasattr(searcher, "submit_query") for searcher, _ in self.leads)
+        streamed = any(searcher.chunked for searcher, _ in self.leads)
 
         def scan_on(tasks, lead):
-            import cupy
-
             searcher, aligner = lead
-            cupy.cuda.Device(searcher.device).use()
+            self.engine.use(searcher.device)
             if not streamed:
                 yield from search_all(tasks, db, self._codes, self.scoring, self.stats, self.top, self.max_evalue,
                                       self.min_score, self.threads, searcher, None, self.align, aligner)
                 return
             for batch in tasks:  # a streaming GPU scans a batch over each chunk; a resident one query by query
-                yield list(self._streamed_hits(batch, searcher, aligner) if not hasattr(searcher, "submit_query")
+                yield list(self._streamed_hits(batch, searcher, aligner) if searcher.chunked
                            else search_all(batch, db, self._codes, self.scoring, self.stats, self.top,
                                            self.max_evalue, self.min_score, self.threads, searcher, None, self.align,
                                            aligner))
@@ -416,13 +301,6 @@ class Search:
 
     def __iter__(self):
         return self.run()
-
-
-def _memory_cap(gpu_memory) -> int | None:
-    """Bytes of ``gpu_memory`` (a size such as ``"16G"``, or an int), or None."""
-    from nwalign.backends.cuda.streamed import parse_size
-
-    return None if gpu_memory is None else parse_size(str(gpu_memory))
 
 
 def search(queries, database, scoring: Scoring | None = None, **options) -> Search:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nwalign.backends.cpu.search import cpu_scan
+from nwalign import backends
 from nwalign.io.database import Database
 from nwalign.backends.engine import Encoded
 from nwalign.results.hits import Hit, aligned_hit, hits_from_paths, reported_hits, score_hit
@@ -21,11 +21,13 @@ log = logging.getLogger("nwalign")
 
 def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scoring, stats: KarlinAltschul | None,
                  top: int = 10, max_evalue: float | None = None, min_score: int | None = None,
-                 threads: int = 1, gpu=None, aligner=None) -> list[Hit]:
-    """Scan one query (on the CPU engine, or ``gpu``: a :class:`nwalign.backends.cuda.search.ScanSearcher` or
-    ``GswSearcher``), then align its reported hits (on the CPU engine, or the GPU with ``aligner``: a
-    :class:`nwalign.backends.cuda.batch.BatchAligner`; the same alignments) with statistics."""
-    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu,
+                 threads: int = 1, scanner=None, aligner=None) -> list[Hit]:
+    """Scan one query (``scanner``: a :class:`nwalign.backends.roles.Scanner`; default the CPU engine's),
+    then align its reported hits (on the CPU engine, or by ``aligner``: a
+    :class:`nwalign.backends.roles.HitAligner`; the same alignments) with statistics."""
+    if scanner is None:
+        scanner = backends.named("cpu").shard_scanner(codes, db.offsets, scoring, threads)
+    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, scanner,
                               aligner=aligner):
         return hits
     return []
@@ -33,25 +35,22 @@ def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scori
 
 def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
                stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
-               min_score: int | None = None, threads: int = 1, gpu=None, progress=None, align: bool = True,
+               min_score: int | None = None, threads: int = 1, scanner=None, progress=None, align: bool = True,
                aligner=None):
-    """Search every query; yields (query, hits) in query order.
+    """Search every query with ``scanner`` (a :class:`nwalign.backends.roles.Scanner`); yields (query, hits)
+    in query order.
 
-    With ``gpu``, the next query's scan is queued on the GPU before this query's scores are read back
-    (a searcher with ``submit_query``), and the reported hits of one query are aligned while the GPU scans the next: on the
-    GPU by ``aligner`` (a :class:`nwalign.backends.cuda.batch.BatchAligner`, all hits of a query in one launch), else
-    on the CPU engine by ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
+    Up to ``scanner.slots`` queries are in flight: the next query's scan is queued before this query's
+    scores are read back, and where the scan runs beside the host (``scanner.asynchronous``: a GPU's) the
+    reported hits of one query are aligned while the next scans: by ``aligner`` (a
+    :class:`nwalign.backends.roles.HitAligner`: all hits of a query in one launch), else on the CPU engine by
+    ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
     score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(cells)`` is called after
     each scan with its DP cells (query length x the database's residues).
     """
-    if gpu is not None and hasattr(gpu, "submit_query"):  # queries in flight: the GPU scans the next ones
-        submit, result, depth = gpu.submit_query, gpu.result, gpu.slots - 1  # while the host takes top hits
-    elif gpu is not None:
-        submit, result, depth = gpu.score_query, (lambda scores: scores), 0
-    else:
-        submit, result, depth = (lambda q: cpu_scan(q.codes, codes, db.offsets, scoring, threads)), \
-            (lambda scores: scores), 0
-    keep = 1 if gpu is not None else 0  # queries whose hits are still being aligned when the next one starts
+    # queries in flight: the GPU scans the next ones while the host takes top hits
+    submit, result, depth = scanner.submit, scanner.result, scanner.slots - 1
+    keep = 1 if scanner.asynchronous else 0  # queries whose hits are still being aligned when the next one starts
     pending = iter(queries)
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         scanning: deque = deque()

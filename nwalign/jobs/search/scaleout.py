@@ -11,10 +11,10 @@ import tempfile
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from nwalign import backends
 from nwalign.parallel import cluster as scaleout
 from nwalign.jobs.search import shards as shard_tasks
 from nwalign.background import in_background
-from nwalign.backends.cuda.devicedb import DeviceDatabase
 from nwalign.io.database import Database, write_database
 from nwalign.errors import NwalignError
 from nwalign.results.hits import hits_from_paths, reported_hits
@@ -66,11 +66,6 @@ def count_devices(devices, backend: str, device: int, cells: int | None = None):
                                                           scaleout.AUTO_MIN_SEARCH_CELLS))
 
 
-def device_database(codes, offsets, device, order=None):
-    """The .nwdb's codes on the GPU in the scan's order (``order``: a background :func:`length_order`)."""
-    return DeviceDatabase(codes, offsets, device, None if order is None else order.result())
-
-
 class ScaleOut(Owned):
     """A search's scan spread over Dask workers (see :mod:`nwalign.jobs.search.shards`); the hits are aligned here.
 
@@ -81,7 +76,7 @@ class ScaleOut(Owned):
     MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
 
     def __init__(self, database, db: Database, workers: int, scheduler, client, shards, shared_dir=None,
-                 backend: str = "cpu"):
+                 engine=None):
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
         self.client = self.cluster = None
@@ -100,12 +95,12 @@ class ScaleOut(Owned):
                 path = os.path.join(self.tmp, "database.nwdb")
                 write_database(db, path)
             self.path = os.path.abspath(path)
-            self.backend = backend
+            self.engine = backends.named(engine or "cpu")
             self.client, self.cluster = (client, None) if client is not None else \
                 scaleout.client_for(workers, scheduler)
             self.own_client = client is None
-            gpus = scaleout.worker_gpus(self.client) if backend == "cuda" else {}
-            if backend == "cuda":
+            gpus = scaleout.worker_gpus(self.client) if self.engine.on_gpu else {}
+            if self.engine.on_gpu:
                 scaleout.check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
             self._settle(None, gpus)
         except BaseException:
@@ -117,7 +112,7 @@ class ScaleOut(Owned):
         on every worker (the work balances itself, and each scan runs the whole database: fuller launches),
         else one shard per worker. ``fits``: the GPU workers' answers to
         :func:`nwalign.jobs.search.shards.preload_database` (None: ask them now)."""
-        if self.backend == "cuda" and fits is None and self._shards in (None, 1):
+        if self.engine.on_gpu and fits is None and self._shards in (None, 1):
             fits = all(self.client.run(shard_tasks.preload_database, self.path).values())
         found = self.client.scheduler_info()["workers"]
         workers = self.workers = len(found)
@@ -125,7 +120,7 @@ class ScaleOut(Owned):
         log.debug("search: %d Dask workers ready", workers)
         self.shards = self._shards or (1 if fits is not False else max(1, workers))
         log.info("search: %s on %d Dask workers (%s engine)", "query batches against the whole database"
-                 if self.shards == 1 else f"{self.shards} shards", workers, self.backend)
+                 if self.shards == 1 else f"{self.shards} shards", workers, self.engine.name)
         for name, (_, gpu) in sorted(gpus.items()):
             log.info("search: worker %s: %s", name, gpu)
 
@@ -147,7 +142,7 @@ class ScaleOut(Owned):
                         batch = batches[k + len(flying)]
                         flying.append(shard_tasks.submit_shards(self.client, self.path, [q.codes for q in batch],
                                                                 job.scoring, job.top, self.shards,
-                                                                backend=self.backend, align=job.align))
+                                                                engine=self.engine, align=job.align))
                     batch = batches[k]
                     found = shard_tasks.gather_shards(self.client, flying.popleft(), len(batch), job.top)
                     self.done += self.shards

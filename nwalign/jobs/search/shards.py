@@ -21,16 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nwalign.backends.cpu.search import cpu_scan
-from nwalign.backends.cpu.streamed import ChunkedScan, streams as cpu_streams
-from nwalign.backends.cuda.batch import BatchAligner
-from nwalign.backends.cuda.device import require
-from nwalign.backends.cuda.devicedb import DeviceDatabase, DoesNotFit
-from nwalign.backends.cuda.search import ScanSearcher
-from nwalign.backends.cuda import streamed as gpu_streamed
+from nwalign import backends
 from nwalign.io.database import MAGIC2, load_database
 from nwalign.errors import NwalignError, workers_lost
-from nwalign.results.hits import merge, top_hits
+from nwalign.records.candidates import merge, top_hits
 from nwalign.io.mapped import copy_of
 from nwalign.parallel.cluster import thread_cached, worker_cached, worker_uncache
 
@@ -57,7 +51,7 @@ class ShardTask:
     scoring: object               # the Scoring (a small matrix and its parameters)
     top: int
     threads: int = 1
-    backend: str = "cpu"          # "cuda": the worker's one visible GPU scans (the scan kernel)
+    backend: str = "cpu"          # the worker's engine by name; "cuda": its one visible GPU scans
     align: bool = False           # (cuda) the worker aligns its best hits too, on its GPU (one shard only)
 
 
@@ -101,155 +95,115 @@ def _members(codes, offsets: np.ndarray, member: np.ndarray, total: int, block: 
     return out
 
 
-def _shard_database(path: str, shard: int, count: int, scoring):
-    """:func:`_load_shard`, kept by the worker process between tasks (keyed by the file, its modification
-    time and the scoring alphabet)."""
-    key = (path, os.path.getmtime(path), shard, count, scoring.alphabet)
-    return worker_cached(key, lambda: _load_shard(path, shard, count, scoring))
-
-
 def _upload_key(path: str) -> tuple:
     return ("upload", path, os.path.getmtime(path))
 
 
-def preload_database(path: str) -> bool:
-    """On a GPU worker: the whole ``.nwdb`` at ``path`` (version 2) uploaded to the worker's GPU in the
-    scan's order (as a one-process search does while CuPy starts), kept for the first task of a
-    one-shard search. Returns False where it does not fit in the GPU's memory (the search then cuts the
-    database in one shard per worker), else True (also for a version-1 file: nothing uploaded)."""
+def preload_database(path: str, engine: str = "cuda") -> bool:
+    """On a GPU worker: the whole ``.nwdb`` at ``path`` (version 2) held by the worker's engine (uploaded to
+    its GPU in the scan's order, as a one-process search does while CuPy starts), kept for the first task of
+    a one-shard search. Returns False where it does not fit (the search then cuts the database in one shard
+    per worker), else True (also for a version-1 file: nothing held)."""
     with open(path, "rb") as handle:
         if handle.read(8) != MAGIC2:
             return True
     db = _worker_database(path)
     try:
-        worker_cached(_upload_key(path), lambda: DeviceDatabase(db.codes, db.offsets, 0))
+        worker_cached(_upload_key(path), lambda: backends.named(engine).preload_database(db.codes, db.offsets))
     except NwalignError:  # too large for this GPU
         return False
     return True
 
 
-def _shard_searcher(task: ShardTask):
-    """The shard's indices, a :class:`nwalign.backends.cuda.search.ScanSearcher` holding its sequences on the
-    worker's GPU, and their codes and offsets on the host, kept between tasks (a worker that takes over a
-    lost worker's shard holds both). The sequences are on the GPU once per worker process; each of its
-    threads (a GPU worker runs two tasks at a time) scans them with a searcher of its own (streams and
-    buffers)."""
+def _held_shard(task: ShardTask, engine):
+    """The shard's indices, what the worker's engine holds of it (its sequences on the worker's GPU, where
+    they fit), and their codes and offsets on the host, kept by the worker process between tasks (a worker
+    that takes over a lost worker's shard holds both)."""
     sc = task.scoring
-    key = ("gpu", task.database, os.path.getmtime(task.database), task.shard, task.shards, sc.alphabet,
-           sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
+    key = ("shard", engine.name, task.database, os.path.getmtime(task.database), task.shard, task.shards,
+           sc.alphabet, sc.matrix.tobytes(), sc.gap_open, sc.gap_extend)
 
-    def on_gpu():
+    def load():
         index, sub, offsets = _load_shard(task.database, task.shard, task.shards, sc)
-        # The whole database uploaded beforehand (preload_database), in the file's codes: used once.
-        uploaded = worker_uncache(_upload_key(task.database))
+        # The whole database held beforehand (preload_database), in the file's codes: used once.
+        preloaded = worker_uncache(_upload_key(task.database))
         if task.shards != 1 or _worker_database(task.database).letters != sc.alphabet:
-            uploaded = None
-        if uploaded is None and index.size:
-            try:
-                uploaded = DeviceDatabase(sub, offsets, 0)
-            except (DoesNotFit, MemoryError) as exc:  # streamed through the GPU in chunks instead
-                log.info("search: shard %d does not fit on this worker's GPU (%s)", task.shard, exc)
-        return index, uploaded, sub, offsets
+            preloaded = None
+        return index, engine.hold_shard(sub, offsets, preloaded) if index.size else None, sub, offsets
 
-    index, uploaded, sub, offsets = worker_cached(key, on_gpu)
-
-    def make():
-        if not index.size:
-            return None
-        if uploaded is None:  # a shard larger than the GPU's memory
-            # half the GPU's free memory: a GPU worker runs two tasks at a time, each with its own scan
-            return gpu_streamed.StreamedScan(sub, offsets, sc, 0, gpu_streamed.budget_of(require(0), None)[0] // 2)
-        return ScanSearcher(sub, offsets, sc, 0, uploaded=uploaded)
-
-    return index, thread_cached(key, make), sub, offsets
+    return key, worker_cached(key, load)
 
 
-def _worker_aligner(scoring):
-    """A :class:`nwalign.backends.cuda.batch.BatchAligner` on the worker's GPU for ``scoring``, kept between tasks
-    by each thread of the worker."""
-    key = ("aligner", scoring.alphabet, scoring.matrix.tobytes(), scoring.gap_open, scoring.gap_extend,
-           scoring.mode)
-
-    def make():
-        return BatchAligner(scoring, 0)
-
-    return thread_cached(key, make)
+def _worker_aligner(engine, scoring):
+    """The worker's hit aligner for ``scoring`` (its GPU's batch kernel), kept between tasks by each thread
+    of the worker."""
+    key = ("aligner", engine.name, scoring.alphabet, scoring.matrix.tobytes(), scoring.gap_open,
+           scoring.gap_extend, scoring.mode)
+    return thread_cached(key, lambda: engine.hit_aligner(scoring, 0))
 
 
 def best_of_shard(task: ShardTask) -> list[tuple]:
     """Per query: (database indices, scores) of the shard's best ``task.top`` hits, score descending then
     index ascending (int64 arrays), and with ``task.align`` (GPU workers, one shard: these are the
-    search's best hits) their alignments as a third item (:meth:`nwalign.backends.cuda.batch.BatchResult.result`'s
-    tuples, in the same order), aligned on the worker's GPU while it scans the next queries. Runs on a
-    worker: the CPU engine, or (``backend`` cuda) the scan kernel on the one GPU the worker sees, two
-    queries in flight."""
-    sc = task.scoring
+    search's best hits) their alignments as a third item (the hit aligner's paths, in the same order),
+    aligned while the worker scans the next queries. Runs on a worker, on the engine ``task.backend``
+    names: the CPU engine, or the scan kernel on the one GPU the worker sees, its ``slots`` queries in
+    flight."""
+    engine = backends.named(task.backend)
     queries = [np.frombuffer(q, dtype=np.uint8) for q in task.queries]
-    if task.backend == "cuda":
-        index, searcher, sub, offsets = _shard_searcher(task)
-        if searcher is None:
-            return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) + (([],) if task.align else ())
-                    for _ in queries]
-        aligner = _worker_aligner(sc) if task.align else None
-        if isinstance(searcher, gpu_streamed.StreamedScan):
-            return _streamed_shard(searcher, queries, task, index, sub, offsets, aligner)
-        flying = [(q, searcher.submit(q)) for q in queries[:searcher.slots]]
-        out, aligning, left = [], [], iter(queries[searcher.slots:])
-        while flying:
-            query, ticket = flying.pop(0)
-            scores = searcher.result(ticket)
-            q = next(left, None)
-            if q is not None:  # the freed slot scans on while this query's best are chosen
-                flying.append((q, searcher.submit(q)))
-            best = top_hits(scores, task.top, None)
-            out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
-            if aligner is not None:  # shard positions are database indices (one shard)
-                pairs = [(query, sub[offsets[k]:offsets[k + 1]]) for k in best.tolist()]
-                aligning.append(aligner.submit(pairs) if pairs else None)
-        if aligner is not None:  # the columns copied out of the aligner's reused page-locked buffers
-            out = [(i, s, [] if batch is None else [path[:5] + (np.array(path[5]),) for path in batch.result()])
-                   for (i, s), batch in zip(out, aligning)]
-        return out
-    index, sub, offsets = _shard_database(task.database, task.shard, task.shards, sc)
-    if index.size and cpu_streams(int(offsets[-1])):  # Opal's copy of a large shard, a chunk at a time
-        found = ChunkedScan(sub, offsets, sc, task.threads).best(queries, task.top)
-        return [(index[pos], scores) for pos, scores in found]
-    out = []
-    for q in queries:
-        if index.size == 0:
-            out.append((np.zeros(0, np.int64), np.zeros(0, np.int64)))
-            continue
-        scores = cpu_scan(q, sub, offsets, sc, task.threads)
+    key, (index, held, sub, offsets) = _held_shard(task, engine)
+    if not index.size:
+        return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) + (([],) if task.align else ()) for _ in queries]
+    scanner = thread_cached(key, lambda: engine.shard_scanner(sub, offsets, task.scoring, task.threads, held))
+    aligner = _worker_aligner(engine, task.scoring) if task.align else None
+    if scanner.chunked:  # the queries over each chunk in turn, aligned afterwards where asked
+        found = scanner.best(queries, task.top)
+        out = [(index[pos], np.asarray(scores, dtype=np.int64)) for pos, scores in found]
+        aligning = [_align_best(aligner, q, pos, sub, offsets) for q, (pos, _) in zip(queries, found)]
+        return out if aligner is None else _with_paths(out, aligning)
+    flying = [(q, scanner.submit(q)) for q in queries[:scanner.slots]]
+    out, aligning, left = [], [], iter(queries[scanner.slots:])
+    while flying:
+        query, ticket = flying.pop(0)
+        scores = scanner.result(ticket)
+        q = next(left, None)
+        if q is not None:  # the freed slot scans on while this query's best are chosen
+            flying.append((q, scanner.submit(q)))
         best = top_hits(scores, task.top, None)  # ties by shard position = by database index
-        out.append((index[best], scores[best]))
-    return out
+        out.append((index[best], np.asarray(scores[best], dtype=np.int64)))
+        aligning.append(_align_best(aligner, query, best, sub, offsets))  # while the next query scans
+    return out if aligner is None else _with_paths(out, aligning)
 
 
-def _streamed_shard(scan, queries, task: ShardTask, index, sub, offsets, aligner) -> list[tuple]:
-    """:func:`best_of_shard`'s results for a shard streamed through the worker's GPU in chunks (the
-    queries over each chunk in turn), aligned afterwards where asked."""
-    found = scan.best(queries, task.top)
-    out = [(index[pos], np.asarray(scores, dtype=np.int64)) for pos, scores in found]
-    if aligner is None:
-        return out
-    batches = [aligner.submit([(q, sub[offsets[k]:offsets[k + 1]]) for k in pos.tolist()]) if pos.size else None
-               for q, (pos, _) in zip(queries, found)]
+def _align_best(aligner, query, positions, sub, offsets):
+    """The aligner's batch of ``query`` against its best (shard ``positions``: database indices, one
+    shard), or None (no aligner, no hit)."""
+    if aligner is None or not positions.size:
+        return None
+    return aligner.submit([(query, sub[offsets[k]:offsets[k + 1]]) for k in positions.tolist()])
+
+
+def _with_paths(out, batches) -> list[tuple]:
+    """``out`` with each query's alignments as a third item, the columns copied out of the aligner's reused
+    page-locked buffers."""
     return [(i, s, [] if batch is None else [path[:5] + (np.array(path[5]),) for path in batch.result()])
             for (i, s), batch in zip(out, batches)]
 
 
 def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top: int, count: int,
-                  threads: int = 1, backend: str = "cpu", align: bool = False) -> list:
+                  threads: int = 1, engine=None, align: bool = False) -> list:
     """Start one task per shard of ``database`` (a .nwdb path) for ``queries``; returns their futures.
-    ``align``: GPU workers with one shard align the best hits themselves (see :func:`best_of_shard`).
+    ``engine``: the workers' (default the CPU engine); ``align``: GPU workers with one shard align the best
+    hits themselves (see :func:`best_of_shard`).
 
     Dask places the tasks (no restrictions: a task whose worker died must be free to run anywhere,
     and Dask's loose restrictions left such tasks waiting); a worker keeps every shard it has loaded
     (at most 4), so each worker loads a shard at most once."""
     codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
-    align = align and backend == "cuda" and count == 1
-    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, backend, align),
-                          pure=False) for s in range(count)]
+    engine = backends.named(engine or "cpu")
+    align = align and engine.on_gpu and count == 1
+    return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, engine.name,
+                                                   align), pure=False) for s in range(count)]
 
 
 def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple]:
