@@ -252,10 +252,10 @@ def test_bench_traceback_and_input(capsys, tmp_path):
 
 
 def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
-    import nwalign.bench.workloads
+    from nwalign.backends import kernels
 
-    real = nwalign.bench.workloads.score_codes
-    monkeypatch.setattr(nwalign.bench.workloads, "score_codes", lambda *a: real(*a) + 1)
+    real = kernels.cpu_score  # the reference the kernels are checked against, planted one too high
+    monkeypatch.setattr(kernels, "cpu_score", lambda *a: real(*a) + 1)
     code = main(["bench", "--sizes", "300", "--repeats", "1", "--warmup", "0", "--kernels", "cpu,cpu-serial",
                  "--backend", "cpu", "-q"])
     err = capsys.readouterr().err

@@ -73,6 +73,11 @@ def visible_gpu() -> tuple[str | None, str]:
         return None, "none"
 
 
+def requires_gpu(request: str) -> bool:
+    """Whether a ``--backend`` request insists on a GPU (``cuda``): an error where there is none."""
+    return request == "cuda"
+
+
 def may_use_gpu(request: str) -> bool:
     """Whether a ``--backend`` request (``auto``, ``cuda`` or ``cpu``) may end on a GPU: start its warm-up,
     its uploads, its GPU count while the input is read (all of them speculative for ``auto``)."""

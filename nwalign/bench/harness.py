@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nwalign.backends import cuda
-from nwalign import __version__
+from nwalign import __version__, backends
 from nwalign.errors import NwalignError
 
 log = logging.getLogger("nwalign")
@@ -61,19 +60,6 @@ def versions() -> dict:
     return out
 
 
-def _gpu_timer():
-    import cupy as cp
-
-    def run(fn):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        result = fn()
-        end.record()
-        end.synchronize()
-        return cp.cuda.get_elapsed_time(start, end) / 1000.0, result
-    return run
-
-
 def _wall_timer(fn):
     t0 = time.perf_counter()
     result = fn()
@@ -82,7 +68,7 @@ def _wall_timer(fn):
 
 def timed(fn, repeats: int, warmup: int, timer=_wall_timer) -> tuple[list[float], object]:
     """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed by ``timer`` (:func:`_wall_timer`
-    or :func:`_gpu_timer`'s); returns (seconds of each timed run, the last result)."""
+    or :func:`nwalign.backends.kernels.gpu_timer`'s); returns (seconds of each timed run, the last result)."""
     for _ in range(warmup):
         fn()
     times, result = [], None
@@ -108,9 +94,9 @@ def gpu_allowed(backend: str) -> bool:
     Raises:
         NwalignError: ``--backend cuda`` without a usable GPU.
     """
-    ok = backend != "cpu" and cuda.available()
-    if backend == "cuda" and not ok:
-        raise NwalignError(f"--backend cuda: {cuda.why_unavailable()}")
+    ok = backends.may_use_gpu(backend) and backends.gpu_available()
+    if backends.requires_gpu(backend) and not ok:
+        raise NwalignError(f"--backend cuda: {backends.why_no_gpu()}")
     return ok
 
 
@@ -124,7 +110,7 @@ def _without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kern
     gpu = [k for k in names if k in gpu_kernels]
     if not gpu or gpu_ok:
         return names
-    why = cuda.why_unavailable() if backend != "cpu" else "--backend cpu"
+    why = backends.why_no_gpu() if backends.may_use_gpu(backend) else "--backend cpu"
     names = [k for k in names if k not in gpu_kernels]
     if not names:
         raise NwalignError(f"--kernels {kernels}: GPU kernels only, and no GPU can be used ({why})")

@@ -13,14 +13,9 @@ import logging
 
 import numpy as np
 
-from nwalign.backends import cuda
-from nwalign.backends.cpu import align_codes, score_codes
-from nwalign.backends.cpu.pair import score_rows
-from nwalign.backends.cpu.search import cpu_scan
-from nwalign.backends.cuda.allpairs import DEFAULT_DSCAN_THREADS, DEFAULT_TILE, LAZY_THREADS, TILES, AllPairsScorer
-from nwalign.backends.cuda.allpairs import KERNELS as GPU_KERNELS
-from nwalign.backends.cuda.pair import Options, run_kernel
-from nwalign.backends.cuda.search import GswSearcher, ScanSearcher
+from nwalign import backends
+from nwalign.backends import kernels as catalog
+from nwalign.backends.kernels import GPU_ALLPAIRS_KERNELS as GPU_KERNELS, GPU_PAIR_KERNELS, cpu_scan
 from nwalign.io.database import Database, database_from_records, encode_database, load_database
 from nwalign.backends.engine import Encoded
 from nwalign.errors import NwalignError
@@ -29,7 +24,7 @@ from nwalign.records.alignment import Alignment, rescore
 from nwalign.scoring.schemes import Scoring, make_scoring
 from nwalign.io.sequences import Record, detect_alphabet, read_fasta
 from nwalign.io.simulate import mutate, random_records
-from nwalign.bench.harness import (Row, _gpu_timer, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch, spread, timed, versions)
+from nwalign.bench.harness import (Row, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch, spread, timed, versions)
 
 log = logging.getLogger("nwalign")
 
@@ -106,16 +101,16 @@ def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
 def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
     gpu_ok = gpu_allowed(backend)
     if kernels == "all":
-        names = list(CPU_KERNELS) + (list(cuda.KERNELS) if gpu_ok else []) + (list(PEERS) if peers else [])
+        names = list(CPU_KERNELS) + (list(GPU_PAIR_KERNELS) if gpu_ok else []) + (list(PEERS) if peers else [])
         if not gpu_ok:
-            log.warning("GPU kernels skipped: %s", cuda.why_unavailable() if backend != "cpu" else "--backend cpu")
+            log.warning("GPU kernels skipped: %s", backends.why_no_gpu() if backends.may_use_gpu(backend) else "--backend cpu")
         return names
     names = [k.strip() for k in kernels.split(",") if k.strip()]
-    known = set(CPU_KERNELS) | set(cuda.KERNELS) | set(PEERS)
+    known = set(CPU_KERNELS) | set(GPU_PAIR_KERNELS) | set(PEERS)
     for name in names:
         if name not in known:
             raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
-    return _without_gpu(names, cuda.KERNELS, gpu_ok, backend, kernels)
+    return _without_gpu(names, GPU_PAIR_KERNELS, gpu_ok, backend, kernels)
 
 
 def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: int = 1, mode: str = "global",
@@ -131,7 +126,7 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
     pairs = pair_inputs(sizes, inputs or [], seed, alphabet)
     kind = alphabet or detect_alphabet([r for p in pairs for r in p])
     scoring = make_scoring(kind, mode)
-    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
+    device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
     rows: list[Row] = _Rows(progress)
     for q, t in pairs:
@@ -140,8 +135,7 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
         cells = len(qc) * len(tc)
         reference, ref_name = None, ""
         if cells <= CPU_VERIFY_CELLS:
-            reference, ref_name = score_codes(qc, tc, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                              scoring.mode_code), "cpu engine"
+            reference, ref_name = catalog.cpu_score(qc, tc, scoring), "cpu engine"
         base_rows = len(rows)
         for name in names:
             variants = [(name, None)]
@@ -166,24 +160,19 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
 
 def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repeats, warmup, reference, ref_name,
              device, info) -> Row | None:
-    go, ge, mode = scoring.gap_open, scoring.gap_extend, scoring.mode_code
+    go, ge = scoring.gap_open, scoring.gap_extend
     timer = _wall_timer
     check_ops = None
-    if name == "cpu":
-        fn = (lambda: align_codes(qc, tc, scoring.matrix, go, ge, mode)) if traceback else \
-             (lambda: score_codes(qc, tc, scoring.matrix, go, ge, mode))
-    elif name == "cpu-serial":  # the papers' baseline: one thread, no SIMD, scalar row kernel
-        fn = (lambda: align_codes(qc, tc, scoring.matrix, go, ge, mode)) if traceback else \
-             (lambda: score_rows(qc, tc, scoring.matrix, go, ge, mode)[0])
+    if name in ("cpu", "cpu-serial"):  # cpu-serial: the papers' baseline, one thread, the scalar row kernel
+        fn = catalog.pair_call(name, qc, tc, scoring, traceback)
     elif name in PEERS:
         fn = _peer(name, q, t, scoring, traceback)
         if isinstance(fn, str):
             log.warning("peer %s skipped: %s", name, fn)
             return None
     else:
-        opts = Options(kernel=name, block=block or (32, 32), shared=shared)
-        fn = lambda: run_kernel(qc, tc, scoring, traceback, opts)[0]  # noqa: E731
-        timer = _gpu_timer()
+        fn = catalog.pair_call(name, qc, tc, scoring, traceback, block, shared)
+        timer = catalog.gpu_timer()
     times, result = timed(fn, repeats, warmup, timer)
     if isinstance(result, tuple):  # (score, qs, qe, ts, te, ops) or a run_kernel tuple
         score = int(result[0])
@@ -201,7 +190,7 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
             verified &= oracle() == score
             ref = "biopython"
     elif name == "cpu":
-        verified &= score_rows(qc, tc, scoring.matrix, go, ge, mode)[0] == score
+        verified &= catalog.serial_score(qc, tc, scoring) == score
         ref = "cpu-serial"
     if check_ops is not None:
         verified &= rescore(check_ops, qc, tc, scoring.matrix, go, ge) == score
@@ -210,7 +199,7 @@ def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repea
         mismatch(f"{label} {len(qc)} x {len(tc)}: score {score}, reference {reference} ({ref})")
     return Row("pair", label, len(qc), len(tc), scoring.mode, traceback, runs, median, fastest, slowest,
                len(qc) * len(tc) / median / 1e9, score, bool(verified), ref,
-               device if name in cuda.KERNELS else "cpu", versions=info)
+               device if name in GPU_PAIR_KERNELS else "cpu", versions=info)
 
 
 def synthetic_database(count: int, seed: int):
@@ -275,10 +264,10 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     sub_codes = encode_database(sub, scoring)
     gpu = {}
     if "gsw" in names:
-        gpu["gsw"] = GswSearcher(db, scoring)
+        gpu["gsw"] = catalog.gpu_scanner("gsw", db, codes, scoring)
     if "scan" in names:
-        gpu["scan"] = ScanSearcher(codes, db.offsets, scoring)
-    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"]
+        gpu["scan"] = catalog.gpu_scanner("scan", db, codes, scoring)
+    device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
     rows: list[Row] = _Rows(progress)
     for q in queries:
@@ -289,7 +278,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
                 fn, timer = (lambda: cpu_scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
             else:
                 enc = Encoded(q, qc)
-                fn, timer = (lambda: gpu[name].score_query(enc)), _gpu_timer()
+                fn, timer = (lambda: gpu[name].score_query(enc)), catalog.gpu_timer()
             times, scores = timed(fn, repeats, warmup, timer)
             verified, ref_name = _search_check(name, scores, cpu_scores, other_gpu,
                                                lambda: cpu_scan(qc, sub_codes, sub.offsets, scoring, threads))
@@ -335,10 +324,10 @@ def _allpairs_gpu_rows(rows, name, codes, scoring, pairs, sample, reference, fir
     mean_len, cells, mode, device, info = context
     for k_slice in (slices if name == "lazy-rscan" else [None]):
         for block in blocks:
-            if not _block_fits(name, block):
+            if not catalog.allpairs_block_fits(name, block):
                 continue
-            scorer = AllPairsScorer(codes, scoring, name, k_slice, block)
-            times, got = timed(lambda: scorer.scores(pairs, name), repeats, warmup, _gpu_timer())
+            scorer = catalog.allpairs_scorer(codes, scoring, name, k_slice, block)
+            times, got = timed(lambda: scorer.scores(pairs, name), repeats, warmup, catalog.gpu_timer())
             verified = bool(np.array_equal(got[sample], reference))
             ref_name = f"cpu engine ({len(sample)} sampled pairs)"
             if first_gpu is None:
@@ -347,7 +336,7 @@ def _allpairs_gpu_rows(rows, name, codes, scoring, pairs, sample, reference, fir
                 verified &= bool(np.array_equal(got, first_gpu))
                 ref_name += ", other GPU kernels (all pairs)"
             runs, median, fastest, slowest = spread(times)
-            config = _config(name, k_slice, block)
+            config = catalog.allpairs_config(name, k_slice, block)
             if not verified:
                 mismatch(f"allpairs {name} {config}: scores differ from the {ref_name}")
             rows.append(Row("allpairs", name, mean_len, mean_len, mode, False, runs, median,
@@ -378,7 +367,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     names = _without_gpu(names, GPU_KERNELS, gpu_ok, backend, kernels)
     slices = slices or [32]
     blocks = blocks or [None]
-    device = (cuda.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
+    device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
     info = versions()
     threads = os.cpu_count() or 1
     rows: list[Row] = _Rows(progress)
@@ -393,11 +382,10 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
         cells = int((lengths[pairs[:, 0]] * lengths[pairs[:, 1]]).sum())
         rng = np.random.default_rng(seed)
         sample = np.sort(rng.choice(len(pairs), size=min(check, len(pairs)), replace=False))
-        go, ge, mc = scoring.gap_open, scoring.gap_extend, scoring.mode_code
 
         def score_sample(idx, pool):
             work = [(codes[i], codes[j]) for i, j in pairs[idx].tolist()]
-            return np.fromiter(pool.map(lambda qt: score_codes(qt[0], qt[1], scoring.matrix, go, ge, mc), work),
+            return np.fromiter(pool.map(lambda qt: catalog.cpu_score(qt[0], qt[1], scoring), work),
                                dtype=np.int64, count=len(work))
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -410,8 +398,7 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
                     sample_cells = int((lengths[pairs[sample, 0]] * lengths[pairs[sample, 1]]).sum())
                     times, got = timed(lambda: score_sample(sample, pool), repeats, warmup)
                     few = sample[:50]
-                    serial = [score_rows(codes[i], codes[j], scoring.matrix, go, ge, mc)[0]
-                              for i, j in pairs[few].tolist()]
+                    serial = [catalog.serial_score(codes[i], codes[j], scoring) for i, j in pairs[few].tolist()]
                     verified = bool(np.array_equal(got, reference)) and list(got[:len(few)]) == serial
                     runs, median, fastest, slowest = spread(times)
                     cpu_gcups = sample_cells / median / 1e9
@@ -426,23 +413,3 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
                 if r.query_length == mean_len and cpu_gcups:
                     r.speedup_cpu = r.gcups / cpu_gcups
     return rows
-
-
-def _block_fits(kernel: str, block: int | None) -> bool:
-    if block is None:
-        return True
-    if kernel == "tiled-dscan":
-        return block in TILES
-    if kernel == "dscan":
-        return 32 <= block <= 1024 and block % 32 == 0
-    return 32 <= block <= 256 and block % 32 == 0
-
-
-def _config(kernel: str, k_slice: int | None, block: int | None) -> str:
-    if kernel == "tiled-dscan":
-        return f"tile {block or DEFAULT_TILE}"
-    if kernel == "dscan":
-        return f"{block or DEFAULT_DSCAN_THREADS} threads"
-    if kernel == "rscan":
-        return f"k=1, {block or LAZY_THREADS} threads"
-    return f"k={k_slice}, {block or LAZY_THREADS} threads"

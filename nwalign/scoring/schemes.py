@@ -15,7 +15,6 @@ import numpy as np
 from nwalign import names
 from nwalign.errors import NwalignError
 from nwalign.ops import GLOBAL, LOCAL, SEMIGLOBAL
-from nwalign.io.sequences import Record
 
 MODES = names.MODES
 MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
@@ -80,20 +79,24 @@ class Scoring:
     def mode_code(self) -> int:
         return MODE_CODES[self.mode]
 
-    def encode(self, record: Record, source: str = "") -> np.ndarray:
-        """Encode a record's letters as uint8 residue codes (shape (len,), dtype uint8).
+    def encode(self, record, source: str = "") -> np.ndarray:
+        """Encode a record's letters (anything with ``id`` and ``seq``: a
+        :class:`nwalign.io.sequences.Record`) as uint8 residue codes (shape (len,), dtype uint8).
 
         Raises:
             NwalignError: a letter the scoring alphabet does not have (names file, record and position).
         """
-        raw = np.frombuffer(record.seq.encode("ascii"), dtype=np.uint8)
+        return self._encode(record.seq, record.id, source)
+
+    def _encode(self, seq: str, name: str, source: str = "") -> np.ndarray:
+        raw = np.frombuffer(seq.encode("ascii"), dtype=np.uint8)
         codes = self._lut[raw]
         bad = np.flatnonzero(codes == 255)
         if bad.size:
             pos = int(bad[0])
             where = f"{source}: " if source else ""
             raise NwalignError(
-                f"{where}record {record.id}: letter {record.seq[pos]!r} at position {pos + 1} is not in "
+                f"{where}record {name}: letter {seq[pos]!r} at position {pos + 1} is not in "
                 f"the alphabet of {self.matrix_name} ({self.alphabet})"
             )
         return codes
@@ -104,7 +107,7 @@ class Scoring:
 
     def encode_str(self, seq: str) -> np.ndarray:
         """Encode a plain string (upper-cased) as residue codes; see :meth:`encode`."""
-        return self.encode(Record("sequence", "", seq.upper()))
+        return self._encode(seq.upper(), "sequence")
 
     def max_abs_score(self) -> int:
         return int(max(np.abs(self.matrix).max(), self.gap_open, self.gap_extend))
