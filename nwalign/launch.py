@@ -10,6 +10,8 @@ which backend runs.
 
 import sys
 
+from nwalign.backends import may_use_gpu
+
 GPU_COMMANDS = ("search", "allpairs", "pair")
 
 
@@ -28,7 +30,7 @@ def wants_gpu(argv: list[str]) -> tuple[str, list[int]] | None:
             return None
         if name in ("--backend", "--device", "--devices"):
             value = value or next(words, "")
-            if name == "--backend" and value == "cpu":
+            if name == "--backend" and not may_use_gpu(value):
                 return None
             if name == "--device":
                 if not value.isdigit():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import threading
 
 import nwalign
@@ -94,6 +95,33 @@ def usable(gpus: list[int] | None, devices) -> list[int] | None:
     if devices in (None, "auto"):
         return None
     raise NwalignError(f"devices {devices}: {backends.why_no_gpu()}", cli=f"--devices {devices}: {backends.why_no_gpu()}")
+
+
+def scratch_for_workers(shared_dir: str | None) -> str:
+    """A new temporary directory for the ``.nwdb`` files a job's workers read: in ``shared_dir`` (workers on
+    other hosts must read them), else the system's temporary directory.
+
+    Raises:
+        NwalignError: ``shared_dir`` is no directory.
+    """
+    if shared_dir is not None and not os.path.isdir(shared_dir):
+        raise NwalignError(f"shared_dir {shared_dir}: no such directory",
+                           cli=f"--shared-dir {shared_dir}: no such directory")
+    return tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+
+
+def workers_gpus(client, engine) -> dict[str, tuple[str | None, str]]:
+    """The GPU of each worker of ``client`` where ``engine`` runs on GPUs (:func:`worker_gpus`), checked
+    (:func:`check_gpus`: one each, none shared); empty for CPU-engine workers.
+
+    Raises:
+        NwalignError: a worker without a GPU, or two on one GPU.
+    """
+    if not engine.on_gpu:
+        return {}
+    found = worker_gpus(client)
+    check_gpus(found)
+    return found
 
 
 def client_for(workers: int = 0, scheduler: str | None = None):

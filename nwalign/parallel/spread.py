@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 
+from nwalign import backends
 from nwalign.parallel import cluster as scaleout
 from nwalign.io.database import database_from_records, load_database, write_database
 from nwalign.backends.engine import encode_all
-from nwalign.errors import NwalignError, workers_lost
-from nwalign.parallel.cluster import Owned, check_gpus, worker_cached, worker_gpus
+from nwalign.errors import workers_lost
+from nwalign.parallel.cluster import Owned, worker_cached
 
 log = logging.getLogger("nwalign")
 
@@ -52,7 +52,7 @@ class Spread(Owned):
     Arguments:
         label: the command, for messages (``allpairs``, ``pair``).
         sets: encoded record lists (or None), written in this order.
-        backend: the workers' engine (``cuda``: each worker's one visible GPU).
+        backend: the workers' engine, or its name (``cuda``: each worker's one visible GPU).
         workers, scheduler, client: as :func:`nwalign.parallel.cluster.client_for` takes them (or a ``distributed.Client``).
         gpus: this host's GPUs, a thread each, or None.
         shared_dir: where the temporary .nwdb files go (workers on other hosts must read them).
@@ -68,7 +68,8 @@ class Spread(Owned):
 
     def __init__(self, label: str, sets, backend: str, workers: int = 0, scheduler: str | None = None,
                  client=None, gpus: list[int] | None = None, shared_dir: str | None = None):
-        self.label, self.backend, self.gpus = label, backend, gpus
+        self.engine = backends.named(backend)
+        self.label, self.backend, self.gpus = label, self.engine.name, gpus
         self.client = self.cluster = self.tmp = None
         self.done, self.total = 0, None  # tasks whose results map yielded, of how many (its caller's count)
         if gpus:
@@ -76,10 +77,7 @@ class Spread(Owned):
             log.info("%s: %d GPUs, a thread each in this process", label, len(gpus))
             return
         try:
-            if shared_dir is not None and not os.path.isdir(shared_dir):
-                raise NwalignError(f"shared_dir {shared_dir}: no such directory",
-                                   cli=f"--shared-dir {shared_dir}: no such directory")
-            self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+            self.tmp = scaleout.scratch_for_workers(shared_dir)
             self.paths = tuple(None if encoded is None else os.path.join(self.tmp, f"set{k}.nwdb")
                                for k, encoded in enumerate(sets))
             for k, (path, encoded) in enumerate(zip(self.paths, sets)):
@@ -87,9 +85,7 @@ class Spread(Owned):
                     write_database(database_from_records([e.record for e in encoded], f"set{k}"), path)
             self.client, self.cluster = (client, None) if client is not None else scaleout.client_for(workers, scheduler)
             self.own_client = client is None
-            gpus_seen = worker_gpus(self.client) if backend == "cuda" else {}
-            if backend == "cuda":
-                check_gpus(gpus_seen)
+            gpus_seen = scaleout.workers_gpus(self.client, self.engine)
         except BaseException:
             self.close()
             raise

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -88,10 +87,7 @@ class ScaleOut(Owned):
                     raise NwalignError("a running cluster's workers need a .nwdb path they can all read "
                                        "(nwalign makedb, or shared_dir)", cli="--scheduler needs a .nwdb database "
                                        "that every worker can read (nwalign makedb), or --shared-dir")
-                if shared_dir is not None and not os.path.isdir(shared_dir):
-                    raise NwalignError(f"shared_dir {shared_dir}: no such directory",
-                                       cli=f"--shared-dir {shared_dir}: no such directory")
-                self.tmp = tempfile.mkdtemp(prefix="nwalign-", dir=shared_dir)
+                self.tmp = scaleout.scratch_for_workers(shared_dir)
                 path = os.path.join(self.tmp, "database.nwdb")
                 write_database(db, path)
             self.path = os.path.abspath(path)
@@ -99,9 +95,8 @@ class ScaleOut(Owned):
             self.client, self.cluster = (client, None) if client is not None else \
                 scaleout.client_for(workers, scheduler)
             self.own_client = client is None
-            gpus = scaleout.worker_gpus(self.client) if self.engine.on_gpu else {}
-            if self.engine.on_gpu:
-                scaleout.check_gpus(gpus)  # a running cluster: one GPU per worker, no two on the same GPU
+            # a running cluster: one GPU per worker, no two on the same GPU
+            gpus = scaleout.workers_gpus(self.client, self.engine)
             self._settle(None, gpus)
         except BaseException:
             self.close()
