@@ -76,7 +76,9 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
       nwalign allpairs data/16S_100_dada2.fasta.gz --matrix-out dist.phy --columns qseqid,sseqid,score
       nwalign allpairs data/16S_100_dada2.fasta.gz --columns qseqid,sseqid,score --backend cuda --kernel dscan
     """
-    from nwalign.jobs.allpairs.job import AllPairs  # NumPy and the engines: once a command runs, not for --help
+    from nwalign.jobs.allpairs.job import AllPairs, AllPairsOptions  # NumPy and the engines: once a command runs
+    from nwalign.plan.options import Placement
+    from nwalign.plan.prepare import ScoringRequest
     from nwalign.output.formats import Table, program_line
 
     setup_logging(verbose, quiet)
@@ -90,11 +92,11 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     check_output(output, (seqs, against))  # before the inputs are read
     if matrix_out and output and output != "-" and os.path.realpath(matrix_out) == os.path.realpath(output):
         raise NwalignError(f"--matrix-out {matrix_out} and -o {output}: the same file; give two paths")
-    job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None, mode=mode, alphabet=alphabet,
-                   matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open, gap_extend=gap_extend,
-                   columns=cols, min_identity=min_identity, distances=matrix_out is not None, backend=backend,
-                   kernel=ap_kernel, slice_k=int(slice_k), block=ap_block, device=device, threads=threads,
-                   workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir)
+    job = AllPairs(pathlib.Path(seqs), pathlib.Path(against) if against else None,
+                   request=ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend),
+                   placement=Placement(backend, device, devices, threads, workers, scheduler, None, shared_dir),
+                   options=AllPairsOptions(mode, cols, min_identity, matrix_out is not None, ap_kernel, int(slice_k),
+                                           ap_block))
     a, b, stats = job.a, job.b, job.stats
     log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode,
              job.backend, job.threads)

@@ -88,7 +88,9 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
       nwalign pair --mode local --format json q.fa.gz db.fa
       nwalign pair --random 10k,10k --score-only
     """
-    from nwalign.jobs.pair import Pairs  # NumPy and the engines: once a command runs, not for --help
+    from nwalign.jobs.pair import PairOptions, Pairs  # NumPy and the engines: once a command runs, not for --help
+    from nwalign.plan.options import Placement
+    from nwalign.plan.prepare import ScoringRequest
     from nwalign.io.simulate import parse_lengths, random_records
 
     setup_logging(verbose, quiet)
@@ -109,11 +111,11 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
     check_output(output, (query, target))  # before the inputs are read
     memory = parse_size(max_memory) if max_memory else DEFAULT_MAX_MEMORY
     check_shared_dir(shared_dir, workers, scheduler, devices)
-    job = Pairs(*inputs, mode=mode, alphabet=kind, matrix=matrix, match=match, mismatch=mismatch, gap_open=gap_open,
-                gap_extend=gap_extend, score_only=score_only, backend=backend, device=device, max_memory=memory,
-                threads=threads or os.cpu_count() or 1, kernel=kernel, block=parse_block(block), shared=shared,
-                gpu_max_memory=memory if max_memory else None, query_source=names[0], target_source=names[1],
-                workers=workers, scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand)
+    job = Pairs(*inputs, request=ScoringRequest(kind, matrix, match, mismatch, gap_open, gap_extend),
+                placement=Placement(backend, device, devices, threads or os.cpu_count() or 1, workers, scheduler,
+                                    None, shared_dir),
+                options=PairOptions(mode, score_only, memory, kernel, parse_block(block), shared,
+                                    memory if max_memory else None, strand, names[0], names[1]))
     try:
         _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet)
     finally:

@@ -71,7 +71,9 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
     """
     import numpy as np  # NumPy and the engines: once a command runs, not for --help
 
-    from nwalign.jobs.search.job import Search
+    from nwalign.jobs.search.job import Search, SearchOptions
+    from nwalign.plan.options import Placement
+    from nwalign.plan.prepare import ScoringRequest
     from nwalign.output.formats import HitWriter
 
     started = time.perf_counter()
@@ -81,11 +83,13 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
     check_output(output, (query, database))  # before the inputs are read
     cols = parse_columns(columns, SEARCH_COLUMNS)
     check_shared_dir(shared_dir, workers, scheduler, devices)
-    run = Search(pathlib.Path(query), database, alphabet=alphabet, matrix=matrix, match=match, mismatch=mismatch,
-                 gap_open=gap_open, gap_extend=gap_extend, top=top, max_evalue=max_evalue, min_score=min_score,
-                 align=fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),  # else the scan says it all
-                 backend=backend, kernel=search_kernel, device=device, threads=threads, workers=workers,
-                 scheduler=scheduler, devices=devices, shared_dir=shared_dir, strand=strand, gpu_memory=gpu_memory)
+    run = Search(pathlib.Path(query), database,
+                 request=ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend),
+                 placement=Placement(backend, device, devices, threads, workers, scheduler, None, shared_dir),
+                 options=SearchOptions(top, max_evalue, min_score,
+                                       # score columns only: the scan says it all
+                                       fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),
+                                       search_kernel, strand, gpu_memory=gpu_memory))
     scoring, db = run.scoring, run.database
     with output_stream(output, (query, database)) as out:
         writer = None

@@ -16,6 +16,7 @@ from nwalign import backends
 from nwalign.backends.engine import DEFAULT_MAX_MEMORY, encode_all, pair_plan
 from nwalign.plan.pairorder import chunks
 from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Alignment
 from nwalign.parallel.cluster import AUTO_MIN_PAIR_CELLS
@@ -27,6 +28,23 @@ from nwalign.parallel.spread import Spread, pair_sets
 log = logging.getLogger("nwalign")
 
 
+@dataclass(frozen=True)
+class PairOptions:
+    """The pair job's own options (see :class:`Pairs`): ``mode``, ``score_only``, ``max_memory``, ``kernel``,
+    ``block``, ``shared``, ``gpu_max_memory``, ``strand``, ``query_source``, ``target_source``."""
+
+    mode: str = "global"
+    score_only: bool = False
+    max_memory: int = DEFAULT_MAX_MEMORY
+    kernel: str = "wavefront"
+    block: tuple[int, int] = (32, 32)
+    shared: bool = True
+    gpu_max_memory: int | None = None
+    strand: str | None = None
+    query_source: str = "query"
+    target_source: str = "target"
+
+
 class Pairs:
     """The pair command's job, prepared and ready to run: query records against target records, paired as
     :func:`nwalign.backends.engine.pair_plan` says (one against each, each against one, or i against i), each
@@ -36,6 +54,9 @@ class Pairs:
     Arguments:
         queries, targets: records, or anything :func:`nwalign.io.sequences.as_records` takes, or FASTA files
             as ``pathlib.Path`` (an over-long record is refused while it is read).
+        request, placement, options: the scoring asked for (:class:`nwalign.plan.prepare.ScoringRequest`),
+            where the pairs run (:class:`nwalign.plan.options.Placement`) and the job's own options
+            (:class:`PairOptions`); every field may be given as a keyword of its name instead, as below.
         scoring: a :class:`~nwalign.scoring.schemes.Scoring`; None builds one from ``mode``, ``alphabet`` (``auto``:
             guessed from both sides' letters, which must agree), ``matrix``, ``match``/``mismatch``,
             ``gap_open``/``gap_extend`` with the command line's defaults.
@@ -68,34 +89,36 @@ class Pairs:
     BATCH_CELLS = 1 << 22   # GPU: pairs of at most this many cells go to the batch kernel (one warp each),
     BATCH_MIN = 32          # when the plan holds at least this many of them; larger pairs take the pair kernel
 
-    def __init__(self, queries, targets, scoring: Scoring | None = None, *, mode: str = "global",
-                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
-                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
-                 score_only: bool = False, backend: str = "auto", device: int = 0, threads: int = 1,
-                 max_memory: int = DEFAULT_MAX_MEMORY, kernel: str = "wavefront", block: tuple[int, int] = (32, 32),
-                 shared: bool = True, gpu_max_memory: int | None = None, query_source: str = "query",
-                 target_source: str = "target", workers: int = 0, scheduler: str | None = None, client=None,
-                 devices=None, shared_dir: str | None = None, strand: str | None = None):
-        request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+    def __init__(self, queries, targets, scoring: Scoring | None = None, *, request: ScoringRequest | None = None,
+                 placement: Placement | None = None, options: PairOptions | None = None, **keywords):
+        request, placement, options = sort_keywords("Pairs", keywords, request or ScoringRequest(),
+                                                    placement or Placement(), options or PairOptions())
         limit = request.limit() if scoring is None else None
-        qrecs, qname = read_side(queries, query_source, limit, "query")
-        trecs, tname = read_side(targets, target_source, limit, "target")
-        self.scoring = scoring = scoring or request.make(mode, [(qname, qrecs), (tname, trecs)])
+        qrecs, qname = read_side(queries, options.query_source, limit, "query")
+        trecs, tname = read_side(targets, options.target_source, limit, "target")
+        self.scoring = scoring = scoring or request.make(options.mode, [(qname, qrecs), (tname, trecs)])
         qrecs, trecs = unique_records(qrecs, qname), unique_records(trecs, tname)  # warns: after the errors
         log.info("scoring: %s, gap open %d, extend %d, mode %s", scoring.matrix_name, scoring.gap_open,
                  scoring.gap_extend, scoring.mode)
         self.queries, self.targets = encode_all(qrecs, scoring, qname), encode_all(trecs, scoring, tname)
         self.plan = pair_plan(self.queries, self.targets)
         # --strand: each query on the strands asked for (nucleotides), the better one reported per pair
-        self.strands = None if strand is None else searched_strands(strand, scoring.alphabet)
+        self.strands = None if options.strand is None else searched_strands(options.strand, scoring.alphabet)
         if self.strands is not None:
             n = len(self.strands)
             self.queries = stranded_queries(self.queries, scoring, self.strands, qname)
             self.plan = [(qi * n + k, ti) for qi, ti in self.plan for k in range(n)]
         for qi, ti in self.plan:
             scoring.check_lengths(len(self.queries[qi].codes), len(self.targets[ti].codes))
-        self.score_only, self.kernel = score_only, kernel
-        spread = check_spread(workers, scheduler, client, devices, backend)
+        self._place(placement, options)
+
+    def _place(self, placement: Placement, options: PairOptions) -> None:
+        """The engine, the GPUs or workers, and the aligner or the spread, resolved once."""
+        backend, device, devices = placement.backend, placement.device, placement.devices
+        kernel, block, shared = options.kernel, options.block, options.shared
+        threads = 1 if placement.threads is None else placement.threads
+        self.score_only, self.kernel = options.score_only, kernel
+        spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         gpus, over = None, ()
         if not spread:
             device, gpus = local_gpus(devices, backend, device, sum(self.cells(k) for k in range(len(self.plan))))
@@ -105,25 +128,27 @@ class Pairs:
         self.engine = backends.named("cuda") if gpus else backends.for_workers(backend) if spread else \
             backends.choose(backend)
         self.backend = self.engine.name
-        options = self.engine.pair_options(kernel, block, shared, 0 if gpus or spread else device, gpu_max_memory,
-                                           over)
+        engine_options = self.engine.pair_options(kernel, block, shared, 0 if gpus or spread else device,
+                                                  options.gpu_max_memory, over)
         if self.engine.on_gpu:
             log.info("kernel: %s%s", kernel, f" {block[0]}x{block[1]}, shared={shared}"
                      if kernel == "diagonal-block" else "")
         self._spread = None
         if spread or gpus:
-            self._start_spread(workers, scheduler, client, gpus, shared_dir, max_memory, threads, options)
+            self._start_spread(placement, gpus, options.max_memory, threads, engine_options)
             return
-        self.aligner = Aligner(scoring, self.backend, device, threads, max_memory, options, announce=False)
+        self.aligner = Aligner(self.scoring, self.backend, device, threads, options.max_memory, engine_options,
+                               announce=False)
 
-    def _start_spread(self, workers, scheduler, client, gpus, shared_dir, max_memory, threads, options) -> None:
+    def _start_spread(self, placement: Placement, gpus, max_memory, threads, options) -> None:
+        workers = placement.workers
         # Local CPU workers share this host's memory; a cluster's workers have their own.
         self._share = max(1, max_memory // workers) if workers > 1 else max_memory
         if not self.score_only:  # a CPU traceback that cannot fit is refused here, before any worker starts
             for qi, ti in self.plan:
                 self.engine.check_traceback(len(self.queries[qi].codes), len(self.targets[ti].codes), self._share)
-        self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, scheduler, client,
-                              gpus, shared_dir)
+        self._spread = Spread("pair", (self.queries, self.targets), self.backend, workers, placement.scheduler,
+                              placement.client, gpus, placement.shared_dir)
         self._options, self._threads = options, threads
         self.aligner = None
 

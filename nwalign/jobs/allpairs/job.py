@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 import time
 from collections.abc import Iterator
 
@@ -22,6 +23,7 @@ from nwalign.output.formats import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
 from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Block, PairResult
 from nwalign.scoring.schemes import Scoring
@@ -34,6 +36,36 @@ COLUMNS, DEFAULT_COLUMNS = names.ALLPAIRS_COLUMNS, names.ALLPAIRS_DEFAULT_COLUMN
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
 
 
+@dataclass(frozen=True)
+class AllPairsOptions:
+    """The allpairs job's own options (see :class:`AllPairs`): ``mode``, ``columns``, ``min_identity``,
+    ``distances``, ``kernel``, ``slice_k``, ``block``, ``source``, ``against_source``."""
+
+    mode: str = "global"
+    columns: tuple[str, ...] = DEFAULT_COLUMNS
+    min_identity: float | None = None
+    distances: bool = False
+    kernel: str = "auto"
+    slice_k: int | None = None
+    block: int | None = None
+    source: str = "sequences"
+    against_source: str = "against"
+
+    def check(self) -> None:
+        """Refuse what no allpairs job takes, before any input is read.
+
+        Raises:
+            NwalignError: an identity outside [0, 1], an unknown column, kernel or kernel option.
+        """
+        if self.min_identity is not None and not 0.0 <= self.min_identity <= 1.0:
+            raise option_error("min_identity", "--min-identity",
+                               f"{self.min_identity}: give a fraction between 0 and 1")
+        unknown = [c for c in self.columns if c not in COLUMNS]
+        if unknown:
+            raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
+        backends.check_allpairs_options(self.kernel, self.slice_k, self.block)
+
+
 class AllPairs:
     """All pairs of a set of sequences (i < j), or every sequence against every one of a second set,
     prepared and ready to run: iterate over it for :class:`PairResult` in pair order.
@@ -43,6 +75,9 @@ class AllPairs:
     module's docstring skipping the pairs that cannot reach it (global mode).
 
     Arguments:
+        request, placement, options: the scoring asked for (:class:`nwalign.plan.prepare.ScoringRequest`),
+            where the pairs run (:class:`nwalign.plan.options.Placement`) and the job's own options
+            (:class:`AllPairsOptions`); every field may be given as a keyword of its name instead, as below.
         sequences: records, or anything :func:`nwalign.io.sequences.as_records` takes, or a FASTA file as a
             ``pathlib.Path``; at least two unless ``against`` is given.
         against: a second set (same kinds), or None for the pairs within ``sequences``.
@@ -79,26 +114,18 @@ class AllPairs:
         NwalignError: fewer than two sequences, bad letters, sets of different alphabets, bad options.
     """
 
-    def __init__(self, sequences, against=None, scoring: Scoring | None = None, *, mode: str = "global",
-                 alphabet: str = "auto", matrix: str | None = None, match: int | None = None,
-                 mismatch: int | None = None, gap_open: int | None = None, gap_extend: int | None = None,
-                 columns: tuple[str, ...] = DEFAULT_COLUMNS, min_identity: float | None = None,
-                 distances: bool = False, backend: str = "auto", kernel: str = "auto", slice_k: int | None = None,
-                 block: int | None = None, device: int = 0, threads: int = 0, source: str = "sequences",
-                 against_source: str = "against", workers: int = 0, scheduler: str | None = None, client=None,
-                 devices=None, shared_dir: str | None = None):
-        if min_identity is not None and not 0.0 <= min_identity <= 1.0:
-            raise option_error("min_identity", "--min-identity", f"{min_identity}: give a fraction between 0 and 1")
-        unknown = [c for c in columns if c not in COLUMNS]
-        if unknown:
-            raise NwalignError(f"allpairs: unknown column {unknown[0]!r} (choose from {', '.join(COLUMNS)})")
-        backends.check_allpairs_options(kernel, slice_k, block)
-        spread = check_spread(workers, scheduler, client, devices, backend)
-        request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
+    def __init__(self, sequences, against=None, scoring: Scoring | None = None, *,
+                 request: ScoringRequest | None = None, placement: Placement | None = None,
+                 options: AllPairsOptions | None = None, **keywords):
+        request, placement, options = sort_keywords("AllPairs", keywords, request or ScoringRequest(),
+                                                    placement or Placement(), options or AllPairsOptions())
+        options.check()
+        backend, device, devices, mode = placement.backend, placement.device, placement.devices, options.mode
+        spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         limit = request.limit() if scoring is None else None
-        first, source = read_side(sequences, source, limit)
-        second, against_source = read_side(against, against_source, limit) if against is not None \
-            else (None, against_source)
+        first, source = read_side(sequences, options.source, limit)
+        second, against_source = read_side(against, options.against_source, limit) if against is not None \
+            else (None, options.against_source)
         if second is None and len(first) < 2:
             raise NwalignError(f"{source}: allpairs needs at least two sequences (or a second set: against)",
                                cli=f"{source}: allpairs needs at least two sequences (or --against)")
@@ -119,15 +146,16 @@ class AllPairs:
         self.b = encode_all(second, scoring, against_source) if second else None
         for rec in self.a + (self.b or []):
             scoring.check_lengths(len(rec.codes), len(rec.codes))
-        self.columns, self.min_identity, self.distances = tuple(columns), min_identity, distances
-        self.kernel, self.slice_k, self.block, self.device = kernel, slice_k, block, device
-        self.threads = threads or os.cpu_count() or 1
+        self.columns, self.min_identity, self.distances = tuple(options.columns), options.min_identity, \
+            options.distances
+        self.kernel, self.slice_k, self.block, self.device = options.kernel, options.slice_k, options.block, device
+        self.threads = placement.threads or os.cpu_count() or 1
         self.stats: dict = {}
         self._cells_along: PairCells | None = None
         self._spread = None
         if spread or gpus:
-            self._spread = Spread("allpairs", (self.a, self.b), self.backend, workers, scheduler, client, gpus,
-                                  shared_dir)
+            self._spread = Spread("allpairs", (self.a, self.b), self.backend, placement.workers, placement.scheduler,
+                                  placement.client, gpus, placement.shared_dir)
 
     @property
     def cells(self) -> int:

@@ -9,6 +9,7 @@ file written by ``nwalign makedb``), encoded once for all queries. The one-proce
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import logging
 import os
 import time
@@ -18,6 +19,7 @@ from nwalign.io.database import Database, load_database
 from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError
 from nwalign.parallel.placement import check_spread
+from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
 from nwalign.scoring.schemes import Scoring
@@ -36,6 +38,36 @@ COLUMNS, SCORE_COLUMNS = names.SEARCH_COLUMNS, names.SEARCH_SCORE_COLUMNS
 
 
 
+@dataclass(frozen=True)
+class SearchOptions:
+    """A search's own options (see :class:`Search`): ``top``, ``max_evalue``, ``min_score``, ``align``,
+    ``kernel``, ``strand``, ``query_source``, ``shards``, ``gpu_memory``."""
+
+    top: int = 10
+    max_evalue: float | None = None
+    min_score: int | None = None
+    align: bool = True
+    kernel: str = "scan"
+    strand: str | None = None
+    query_source: str = "queries"
+    shards: int | None = None
+    gpu_memory: int | str | None = None
+
+    def check(self) -> None:
+        """Refuse what no search takes, before any input is read.
+
+        Raises:
+            NwalignError: ``top`` < 1, an unknown kernel, a negative or NaN ``max_evalue``.
+        """
+        if self.top < 1:
+            raise NwalignError(f"top must be at least 1 (got {self.top})")
+        if self.kernel not in ("scan", "gsw"):
+            raise NwalignError(f"unknown search kernel {self.kernel!r} (choose from scan, gsw)")
+        if self.max_evalue is not None and not self.max_evalue >= 0:  # NaN compares false: refused too
+            raise NwalignError(f"max_evalue {self.max_evalue}: give an E-value >= 0",
+                               cli=f"--max-evalue {self.max_evalue}: give an E-value >= 0")
+
+
 class Search:
     """A database search, prepared and ready to run: iterate over it for ``(query, hits)`` in query order.
 
@@ -48,6 +80,11 @@ class Search:
     Arguments:
         queries: records, or anything :func:`nwalign.io.sequences.as_records` takes (str, bytes, Biopython
             ``Seq``/``SeqRecord``, or an iterable of them), or a FASTA file as a ``pathlib.Path``.
+        request, placement, options: the scoring asked for (:class:`nwalign.plan.prepare.ScoringRequest`:
+            ``alphabet``, ``matrix``, ``match``, ``mismatch``, ``gap_open``, ``gap_extend``), where the search
+            runs (:class:`nwalign.plan.options.Placement`: ``backend``, ``device``, ``devices``, ``threads``,
+            ``workers``, ``scheduler``, ``client``, ``shared_dir``) and the search's own options
+            (:class:`SearchOptions`); every field may be given as a keyword of its name instead, as below.
         database: a :class:`~nwalign.io.database.Database`, or the path of a FASTA or ``.nwdb`` file.
         scoring: a local-mode :class:`~nwalign.scoring.schemes.Scoring`; None builds one from ``alphabet``
             (``auto``: guessed from all letters of the queries and of the database, which must agree;
@@ -94,38 +131,30 @@ class Search:
             statistics, or an unusable GPU.
     """
 
-    def __init__(self, queries, database, scoring: Scoring | None = None, *, alphabet: str = "auto",
-                 matrix: str | None = None, match: int | None = None, mismatch: int | None = None,
-                 gap_open: int | None = None, gap_extend: int | None = None, top: int = 10,
-                 max_evalue: float | None = None, min_score: int | None = None, align: bool = True,
-                 backend: str = "auto", kernel: str = "scan", device: int = 0, threads: int = 0,
-                 query_source: str = "queries", workers: int = 0, scheduler: str | None = None, client=None,
-                 shards: int | None = None, devices=None, shared_dir: str | None = None, strand: str | None = None,
-                 gpu_memory: int | str | None = None):
+    def __init__(self, queries, database, scoring: Scoring | None = None, *, request: ScoringRequest | None = None,
+                 placement: Placement | None = None, options: SearchOptions | None = None, **keywords):
+        request, placement, options = sort_keywords("Search", keywords, request or ScoringRequest(),
+                                                    placement or Placement(), options or SearchOptions())
+        options.check()
         started = time.perf_counter()
-        if top < 1:
-            raise NwalignError(f"top must be at least 1 (got {top})")
-        if kernel not in ("scan", "gsw"):
-            raise NwalignError(f"unknown search kernel {kernel!r} (choose from scan, gsw)")
-        if max_evalue is not None and not max_evalue >= 0:  # NaN compares false: refused too
-            raise NwalignError(f"max_evalue {max_evalue}: give an E-value >= 0",
-                               cli=f"--max-evalue {max_evalue}: give an E-value >= 0")
+        backend, device, devices = placement.backend, placement.device, placement.devices
+        kernel, query_source = options.kernel, options.query_source
         # An unknown name, or cuda without a GPU, is said before any input is read; auto is resolved after.
-        self._spread = check_spread(workers, scheduler, client, devices, backend)
+        self._spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         chosen = backends.choose(backend) if backend != "auto" and not self._spread else None
         worker_engine = backends.for_workers(backend)
         if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
             backend = "cpu"  # hits aligned here on the CPU
-        self.top, self.max_evalue, self.min_score, self.align = top, max_evalue, min_score, align
-        self.gpu_memory = None if gpu_memory is None else gpu_memory_bytes(gpu_memory)
-        self.threads = threads or os.cpu_count() or 1
+        self.top, self.max_evalue, self.min_score, self.align = \
+            options.top, options.max_evalue, options.min_score, options.align
+        self.gpu_memory = None if options.gpu_memory is None else gpu_memory_bytes(options.gpu_memory)
+        self.threads = placement.threads or os.cpu_count() or 1
         gpu = backends.may_use_gpu(backend)
         if gpu:  # CuPy is imported and the GPU's context made while the input is read
             backends.warm_up_search(device)
         resolved = None
         if not self._spread and kernel == "scan":  # GPUs counted meanwhile
             resolved = count_devices(devices, backend, device, estimated_cells(queries, database))
-        request = ScoringRequest(alphabet, matrix, match, mismatch, gap_open, gap_extend)
         # an over-long record is refused while it streams
         self.queries, query_source = read_side(queries, query_source,
                                                request.limit() if scoring is None else None, "query")
@@ -142,7 +171,7 @@ class Search:
             device, gpus = self._settle_devices(resolved, devices, device)
         if on_gpus is not None:  # a .nwdb's codes go to the GPUs while the queries' alphabet is settled
             on_gpus.upload_to(gpus or [device])
-        self._prepare(scoring, request, query_source, strand)
+        self._prepare(scoring, request, query_source, options.strand)
         log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
         self.engine = backends.named("cuda") if gpus is not None else chosen or backends.choose(backend)
         self.leads: list = []
@@ -155,7 +184,7 @@ class Search:
                  db.count, db.total_length, self.scoring.matrix_name, self.threads)
         self._scaleout = None
         if self._spread:
-            self._scaleout = ScaleOut(database, db, workers, scheduler, client, shards, shared_dir, worker_engine)
+            self._scaleout = ScaleOut(database, db, placement, options.shards, worker_engine)
 
     @staticmethod
     def _settle_devices(resolved, devices, device: int) -> tuple[int, list[int] | None]:

@@ -74,8 +74,9 @@ class ScaleOut(Owned):
     IN_FLIGHT = 3  # rounds submitted: the workers scan the next ones while this one is aligned and written
     MIN_BATCH = 8  # the smallest round: the last rounds shrink so that no worker waits long for another
 
-    def __init__(self, database, db: Database, workers: int, scheduler, client, shards, shared_dir=None,
-                 engine=None):
+    def __init__(self, database, db: Database, placement, shards: int | None = None, engine=None):
+        workers, scheduler, client, shared_dir = \
+            placement.workers, placement.scheduler, placement.client, placement.shared_dir
         path = os.fspath(database) if isinstance(database, (str, os.PathLike)) else None
         self.tmp = None
         self.client = self.cluster = None
