@@ -24,7 +24,7 @@ TSV_COLUMNS = ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", 
 TSV_SCORE_COLUMNS = ("qseqid", "sseqid", "mode", "score")
 
 #: Every TSV column (BLAST's tabular names, and ``mode``, the alignment mode)
-#: and whether its value needs the alignment's columns rather than the score alone; nwalign.output.formats.COLUMNS
+#: and whether its value needs the alignment's columns rather than the score alone; nwalign.output.columns.COLUMNS
 #: computes the values.
 COLUMN_NEEDS_ALIGNMENT = {
     "qseqid": False, "sseqid": False, "pident": True, "length": True, "mismatch": True, "gapopen": True,

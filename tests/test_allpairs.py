@@ -215,7 +215,7 @@ def test_score_blocks_write_what_format_results_writes(mode, against, columns):
     """The score-only fast path (no Alignment per pair) gives the rows of the general path, in blocks that
     cover the pair order, for a span too."""
     from nwalign.jobs.allpairs.run import score_blocks
-    from nwalign.output.formats import format_results
+    from nwalign.output.writers.tsv import format_results
 
     scoring = make_scoring("dna", mode)
     enc = encode_all(_records(14), scoring, "16S")

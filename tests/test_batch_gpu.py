@@ -138,7 +138,7 @@ def test_search_hits_aligned_on_the_gpu_equal_cpu():
     """search with the scan kernel and the batched alignment: the same hits, columns and statistics."""
     from nwalign.backends.cuda.batch import BatchAligner
     from nwalign.backends.cuda.search import ScanSearcher
-    from nwalign.output.formats import hit_field as field
+    from nwalign.output.columns import hit_field as field
 
     scoring = make_scoring("protein", "local")
     stats = parameters(scoring)

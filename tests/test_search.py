@@ -588,7 +588,7 @@ def test_hits_from_a_batch_aligner_equal_the_cpu_hits():
     """The search path that takes the hits' alignments from a batch aligner (the GPU's BatchAligner on a
     GPU; here one with the same interface over the CPU engine) builds the same hits as the CPU path."""
     from nwalign.backends.cpu import align_codes
-    from nwalign.output.formats import hit_field as field
+    from nwalign.output.columns import hit_field as field
 
     class CpuBatch:
         def __init__(self, scoring):

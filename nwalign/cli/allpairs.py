@@ -79,7 +79,8 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
     from nwalign.jobs.allpairs.job import AllPairs, AllPairsOptions  # NumPy and the engines: once a command runs
     from nwalign.plan.options import Placement
     from nwalign.plan.prepare import ScoringRequest
-    from nwalign.output.formats import Table, program_line
+    from nwalign.output.writers.base import program_line
+    from nwalign.output.writers.tsv import Table
 
     setup_logging(verbose, quiet)
     cols = parse_columns(columns, ALLPAIRS_COLUMNS)

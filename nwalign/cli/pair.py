@@ -123,7 +123,7 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
 
 
 def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet) -> None:
-    from nwalign.output.formats import WRITERS, TsvWriter
+    from nwalign.output import writers
 
     _check_gpu_options(job.engine, backend)
     within = None  # a lone large pair on the CPU engine: progress through its traceback
@@ -132,10 +132,8 @@ def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, tar
     results = job.run(within)  # memory is checked here, before anything is written
     command = "nwalign " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     with output_stream(output, (query, target)) as out:
-        kwargs = dict(targets=[t.record for t in job.targets], header=header if fmt == "tsv" else header is not False,
-                      command=command)
-        writer = (TsvWriter(out, job.scoring, score_only=score_only, columns=cols, **kwargs) if fmt == "tsv"
-                  else WRITERS[fmt](out, job.scoring, **kwargs))
+        writer = writers.make(fmt, out, job.scoring, targets=[t.record for t in job.targets], header=header,
+                              command=command, columns=cols, score_only=score_only)
         writer.begin()
         cells = [job.cells(k) for k in range(len(job.plan))]  # the bar's rate in GCUPS
         progress = _progress("pair", sum(cells), quiet or len(job.plan) < 2, "cells", tasks=lambda: job.tasks)

@@ -74,7 +74,7 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
     from nwalign.jobs.search.job import Search, SearchOptions
     from nwalign.plan.options import Placement
     from nwalign.plan.prepare import ScoringRequest
-    from nwalign.output.formats import HitWriter
+    from nwalign.output import writers
 
     started = time.perf_counter()
     setup_logging(verbose, quiet)
@@ -97,8 +97,10 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
         for query_record, hits in run.run(_progress("search", cells, quiet, "cells", tasks=lambda: run.tasks)):  # GCUPS
             if writer is None:  # a header only once the first query's hits exist (and the database checked out)
                 targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
-                writer = HitWriter(out, fmt, scoring, cols, SEARCH_JSON_COLUMNS, header, targets)
-            writer.write(hits, query_record.id)
+                writer = writers.make(fmt, out, scoring, targets=list(targets), header=header, columns=cols,
+                                      json_columns=SEARCH_JSON_COLUMNS, program="search")
+                writer.begin()
+            writer.write_hits(hits, query_record.id)
             if output is None:
                 out.flush()
         writer.end()

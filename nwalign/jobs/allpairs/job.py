@@ -19,7 +19,7 @@ from nwalign.jobs.allpairs.tasks import PairsTask, block_of, gpu_wave, pair_bloc
 from nwalign import backends
 from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError, option_error
-from nwalign.output.formats import format_results
+from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
 from nwalign.parallel.placement import check_spread, local_gpus

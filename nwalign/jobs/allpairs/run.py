@@ -98,7 +98,7 @@ def score_blocks(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, co
                  block: int | None = None, device: int = 0, threads: int = 1,
                  span: tuple[int, int] | None = None) -> Iterator[Block]:
     """A job of score-only columns (:data:`SCORE_COLUMNS`) as blocks, one per batch of scores: the rows
-    :func:`nwalign.output.formats.format_results` would write (:class:`nwalign.output.scorerows.ScoreRows`). ``stats``
+    :func:`nwalign.output.writers.tsv.format_results` would write (:class:`nwalign.output.scorerows.ScoreRows`). ``stats``
     as :func:`run` fills it."""
     rows = ScoreRows(a, b, columns)
     start = 0 if span is None else span[0]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from nwalign import backends
 from nwalign.backends.aligner import Aligner
 from nwalign.jobs.allpairs.run import needs_traceback, run, score_blocks
-from nwalign.output.formats import format_results
+from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import Scored
 from nwalign.records.alignment import Block
 from nwalign.parallel.spread import pair_sets

@@ -1,0 +1,38 @@
+"""SAM 1.6 (the target, or the search's subject, as the reference)."""
+
+from __future__ import annotations
+
+from nwalign import __version__
+from nwalign.output.writers.base import Writer
+from nwalign.records.alignment import Alignment
+
+
+class SamWriter(Writer):
+    """SAM 1.6: the target is the reference; query overhangs are soft-clipped; AS:i score, NM:i edits."""
+
+    def begin(self) -> None:
+        if not self.header:
+            return
+        self.out.write("@HD\tVN:1.6\tSO:unsorted\n")
+        seen = set()
+        for rec in self.targets:  # records, or (id, length) pairs
+            name, length = (rec.id, len(rec.seq)) if hasattr(rec, "seq") else rec
+            if name not in seen:
+                seen.add(name)
+                self.out.write(f"@SQ\tSN:{name}\tLN:{length}\n")
+        cl = f"\tCL:{self.command}" if self.command else ""
+        self.out.write(f"@PG\tID:nwalign\tPN:nwalign\tVN:{__version__}{cl}\n")
+
+    def write(self, aln: Alignment) -> None:
+        if aln.length == 0:
+            self.out.write(f"{aln.query_id}\t4\t*\t0\t0\t*\t*\t0\t0\t{aln.query_seq}\t*\tAS:i:{aln.score}\n")
+            return
+        left = aln.query_start
+        right = aln.query_length - aln.query_end
+        cigar = (f"{left}S" if left else "") + aln.cigar() + (f"{right}S" if right else "")
+        edits = aln.length - aln.nident
+        flag = 16 if aln.strand == "minus" else 0  # SEQ is then the query's reverse complement, as SAM wants
+        self.out.write(
+            f"{aln.query_id}\t{flag}\t{aln.target_id}\t{aln.target_start + 1}\t255\t{cigar}\t*\t0\t0\t"
+            f"{aln.query_seq}\t*\tAS:i:{aln.score}\tNM:i:{edits}\n"
+        )
