@@ -38,7 +38,7 @@ gpu-search:
 
 # On a machine with a GPU: the allpairs GPU tests (banded traceback included), then the 418 SARS-CoV-2 genomes.
 gpu-allpairs:
-	NWALIGN_REQUIRE_GPU=1 $(PYTHON) -m pytest -q -m gpu -p no:cacheprovider tests/test_banded_gpu.py tests/test_allpairs_gpu.py
+	NWALIGN_REQUIRE_GPU=1 $(PYTHON) -m pytest -q -m gpu -p no:cacheprovider tests/backends/test_banded_gpu.py tests/backends/test_allpairs_gpu.py
 	bash benchmarks/gpu_allpairs.sh genomes
 
 # On a machine with two or more GPUs and Dask: the multigpu tests, then search and allpairs/pair on 1 and 2 GPUs.

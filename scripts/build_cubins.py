@@ -11,7 +11,7 @@ and ``kernels``, each kernel's name as the host writes it (``wave_score<0, 4, fa
 symbol in the cubin. At run time (nwalign.backends.cuda.modules.function) a cubin is used only when its manifest
 hash equals the installed sources' and the GPU's major architecture matches; otherwise, or if the driver
 cannot load it, the kernel is compiled from source by NVRTC (then cached on disk by CuPy).
-tests/test_cuda_compile.py checks that the manifest matches the sources and names every kernel the host
+tests/backends/test_cuda_compile.py checks that the manifest matches the sources and names every kernel the host
 asks for.
 """
 

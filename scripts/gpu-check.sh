@@ -10,7 +10,7 @@ source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv; date -u;
   python3 -c 'import cupy, numba, numpy; print("cupy", cupy.__version__, "numba", numba.__version__, "numpy", numpy.__version__)';
   python3 -m nwalign devices; } 2>&1 | tee "$OUT/device.txt"
-gpu_pytest "$OUT/gpu-tests.log" -m gpu -x tests/test_cuda.py tests/test_search.py tests/test_allpairs_gpu.py
+gpu_pytest "$OUT/gpu-tests.log" -m gpu -x tests/backends/test_cuda.py tests/jobs/test_search.py tests/backends/test_allpairs_gpu.py
 status=$?
 if [ "$MODE" = full ]; then
     python3 benchmarks/gpu_pair.py --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"

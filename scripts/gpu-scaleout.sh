@@ -9,6 +9,6 @@ mkdir -p "$OUT"
 source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total --format=csv; date -u; } | tee "$OUT/device.txt"
 timeout ${TEST_SECONDS:-200} bash -c "source scripts/device-site.sh; gpu_pytest '$OUT/scaleout-tests.log' -x \
-    tests/test_scaleout_one_gpu.py tests/test_scaleout_gpu.py" > /dev/null
+    tests/parallel/test_scaleout_one_gpu.py tests/parallel/test_scaleout_gpu.py" > /dev/null
 tail -n 5 "$OUT/scaleout-tests.log"
 bash benchmarks/gpu_scaling.sh "$OUT"

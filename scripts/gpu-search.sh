@@ -12,7 +12,7 @@ source scripts/device-site.sh
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv; date -u; } 2>&1 | tee "$OUT/device.txt"
 status=0
 if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
-    gpu_pytest "$OUT/gpu-search-tests.log" -m gpu tests/test_search.py tests/test_batch_gpu.py tests/test_cuda.py \
+    gpu_pytest "$OUT/gpu-search-tests.log" -m gpu tests/jobs/test_search.py tests/backends/test_batch_gpu.py tests/backends/test_cuda.py \
         || status=1
 fi
 if [ "$WHAT" = alltests ]; then

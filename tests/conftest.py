@@ -2,23 +2,14 @@ import os
 
 import pytest
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-GENOME_A = os.path.join(DATA, "sars-cov-2_wuhan-hu-1_MN908947.fasta")
-GENOME_B = os.path.join(DATA, "batcov_RaTG13.fasta")
+from helpers import DATA  # noqa: F401  (fixtures read it)
+
 
 # The tests' own cache (matrices read through Biopython): a user's cache is neither read nor written.
 if "NWALIGN_CACHE_DIR" not in os.environ:
     import tempfile
 
     os.environ["NWALIGN_CACHE_DIR"] = tempfile.mkdtemp(prefix="nwalign-test-cache-")
-
-
-def seed_of(*parts) -> int:
-    """A seed that is the same in every run (Python's ``hash`` of a string is not: it is salted per
-    process), from the test's parameters."""
-    import zlib
-
-    return zlib.crc32(repr(parts).encode())
 
 
 @pytest.fixture
@@ -79,40 +70,3 @@ def _gpu_required():
     seen = len(cuda.device_numbers())
     pytest.fail(f"NWALIGN_REQUIRE_GPU={REQUIRE_GPUS} but {seen} GPU(s) are seen ({cuda.why_unavailable() or 'ok'})",
                 pytrace=False)
-
-
-def tied_ecoli_nwdb(folder, every: int) -> str:
-    """The E. coli proteome with every ``every``-th record repeated under another name at the end (ties
-    across shards and chunks), written as ``tied.nwdb`` in ``folder``; its path."""
-    from nwalign.io.makedb import makedb
-    from nwalign.io.sequences import read_fasta
-
-    recs = read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))
-    text = "".join(f">{r.id}\n{r.seq}\n" for r in recs) + "".join(f">copy_{r.id}\n{r.seq}\n" for r in recs[::every])
-    (folder / "tied.fa").write_text(text)
-    makedb(str(folder / "tied.fa"), str(folder / "tied.nwdb"))
-    return str(folder / "tied.nwdb")
-
-
-def search_rows(results) -> list:
-    """(query id, database index, score, CIGAR, E-value) of every hit of a search's results."""
-    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
-
-
-def whole_upload_fails(monkeypatch, budget: int) -> None:
-    """A GPU on which the whole E. coli database's upload runs out of memory (more than 4,000 sequences)
-    while chunks of it fit ``budget`` bytes (the streamed scan's reserve and smallest chunk made small)."""
-    from nwalign.backends.cuda import devicedb
-    from nwalign.backends.cuda import streamed
-
-    real = devicedb.DeviceDatabase.__init__
-
-    def small_only(self, codes, offsets, device=0, order=None, staged=None):
-        if len(offsets) > 4000:  # the whole database, not a chunk
-            raise devicedb.DoesNotFit("test: the database does not fit")
-        real(self, codes, offsets, device, order, staged)
-
-    monkeypatch.setattr(devicedb.DeviceDatabase, "__init__", small_only)
-    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
-    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
-    monkeypatch.setattr(streamed, "budget_of", lambda cupy, limit: (budget, "test"))

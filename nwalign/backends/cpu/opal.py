@@ -4,7 +4,7 @@ Blažeka and Šikić 2015, Bioinformatics 31:2913; 8-32 target sequences per SSE
 
 nwalign's modes map onto Opal's algorithms: local -> ``sw``, global -> ``nw``, semiglobal (end gaps free
 on both sequences) -> ``ov``; its gap convention is nwalign's (a gap of length L costs open + (L-1)
-extend). Every score equals the Numba engine's (tests/test_opal.py); that engine stays the reference and
+extend). Every score equals the Numba engine's (tests/backends/test_opal.py); that engine stays the reference and
 does every traceback. Without pyopal (or for a scoring it cannot take) :func:`scorer` gives None and the
 callers use the Numba engine.
 """

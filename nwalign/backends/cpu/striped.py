@@ -11,7 +11,7 @@ import numpy as np
 
 # Where parasail's scores are nwalign's: global and local with gap open > extend. Its striped kernels
 # differ with linear gaps (open == extend: Farrar's lazy-F loop assumes open > extend), and its ``sg``
-# differs from nwalign's semiglobal in rare cases (measured on random pairs; tests/test_opal.py).
+# differs from nwalign's semiglobal in rare cases (measured on random pairs; tests/backends/test_opal.py).
 FUNCTIONS = {"global": "nw", "local": "sw"}
 _MATRICES: dict = {}
 

@@ -1,6 +1,6 @@
 """NumPy mirrors of every CUDA kernel's argument struct, in one place (``align=True`` lays fields out as a
 C compiler does; pointers are uint64). ``SOURCES`` names the struct each mirrors and the kernel source
-that defines it: tests/test_cuda_compile.py compiles those definitions on the host and checks every
+that defines it: tests/backends/test_cuda_compile.py compiles those definitions on the host and checks every
 field's offset and the struct's size against these dtypes."""
 
 import numpy as np

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The BLAST+ reference outputs of tests/test_blast_statistics.py, made with NCBI BLAST+ 2.12.0 (Debian's
+# The BLAST+ reference outputs of tests/results/test_blast_statistics.py, made with NCBI BLAST+ 2.12.0 (Debian's
 # ncbi-blast+ package) from the repository root: bash tests/data/blast/make.sh. The tests compare
 # nwalign's E-values and bit scores with these files and need no BLAST.
 set -euo pipefail

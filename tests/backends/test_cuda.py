@@ -11,7 +11,7 @@ from nwalign.records.alignment import rescore
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import Record, read_fasta
 
-from conftest import GENOME_A, GENOME_B, seed_of
+from helpers import GENOME_A, GENOME_B, seed_of
 from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
 
 pytestmark = pytest.mark.gpu

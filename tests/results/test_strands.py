@@ -13,7 +13,7 @@ from nwalign.cli import main
 from nwalign.errors import NwalignError
 from nwalign.io.sequences import read_fasta, reverse_complement
 
-from conftest import DATA
+from helpers import DATA
 
 LAMBDA = os.path.join(DATA, "phage_lambda_J02459.fasta")
 OPAL = os.path.join(DATA, "queries_5_opal.fasta")
@@ -32,7 +32,7 @@ def reverse_query(tmp_path, lambda_seq):
     return str(path)
 
 
-def _rows(capsys, *argv):
+def cli_rows(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -42,13 +42,13 @@ def _rows(capsys, *argv):
 def test_a_reverse_complement_is_found_on_the_minus_strand(capsys, reverse_query):
     """The lambda case: its 10,001-10,500 reverse-complemented is found whole, as BLAST reports it
     (blastn 2.12, +2/-3 with gaps 5/2: rev J02459.1 100.000 500 0 0 1 500 10500 10001 0.0 902 minus)."""
-    rows = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--columns", "std,sstrand,score")
+    rows = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--columns", "std,sstrand,score")
     assert rows[0] == ["rev", "J02459.1", "100.00", "500", "0", "0", "1", "500", "10500", "10001", "0.0", "902",
                        "minus", "1000"]
-    plus = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "plus", "--columns",
+    plus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "plus", "--columns",
                  "score,sstrand")
     assert plus[0][1] == "plus" and int(plus[0][0]) < 200  # the forward strand alone: a chance hit
-    minus = _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "minus", "--columns",
+    minus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "minus", "--columns",
                   "score,sstrand,sstart,send")
     assert minus[0] == ["1000", "minus", "10500", "10001"]
 
@@ -57,7 +57,7 @@ def test_minus_strand_hits_in_sam_pair_json_and_fasta(capsys, tmp_path, reverse_
     pysam = pytest.importorskip("pysam")
 
     sam = tmp_path / "hits.sam"
-    sam.write_text("\n".join("\t".join(r) for r in _rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu",
+    sam.write_text("\n".join("\t".join(r) for r in cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu",
                                                           "--format", "sam", "--top", "1")) + "\n")
     with pysam.AlignmentFile(str(sam), "r") as handle:
         (read,) = list(handle)
@@ -147,13 +147,13 @@ def test_gpu_search_on_both_strands_equals_the_cpu(capsys, tmp_path, reverse_que
 def test_pair_on_both_strands_reports_the_better_one(capsys, reverse_query):
     """pair --strand both: the query's reverse complement aligns whole to lambda's 10,001-10,500 (local,
     +5/-4: 2,500), reported on the minus strand; without --strand nothing changes (no strand column)."""
-    rows = _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "both", "--format", "tsv",
+    rows = cli_rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "both", "--format", "tsv",
                  "--columns", "score,qstart,qend,sstart,send,sstrand,cigar")
     assert rows == [["2500", "1", "500", "10500", "10001", "minus", "500="]]
-    rows = _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "plus", "--format", "tsv",
+    rows = cli_rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--strand", "plus", "--format", "tsv",
                  "--columns", "score,sstrand")
     assert rows[0][1] == "plus" and int(rows[0][0]) < 2500
-    assert _rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--format", "tsv", "--columns",
+    assert cli_rows(capsys, "pair", reverse_query, LAMBDA, "--mode", "local", "--format", "tsv", "--columns",
                  "sstrand") == [["N/A"]]
     code = main(["pair", SP196, SP196, "--strand", "minus"])
     assert code == 2 and "applies to nucleotide" in capsys.readouterr().err

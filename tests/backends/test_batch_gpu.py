@@ -15,7 +15,7 @@ from nwalign.jobs.search.pipeline import search_query
 from nwalign.io.sequences import read_fasta
 from nwalign.results.statistics import parameters
 
-from conftest import DATA
+from helpers import DATA
 
 pytestmark = pytest.mark.gpu
 

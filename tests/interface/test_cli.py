@@ -11,9 +11,9 @@ import pytest
 
 from nwalign.cli import main
 
-from conftest import DATA, GENOME_A, GENOME_B
+from helpers import DATA, GENOME_A, GENOME_B
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT
 
 
 def run(capsys, *args):

@@ -260,7 +260,7 @@ def test_peptide_of_nucleotide_codes_warns_once(tmp_path, capsys):
     code, out2, err = _cli(capsys, "pair", str(pep), str(pep), "--format", "tsv", "--alphabet", "protein", "-v")
     assert code == 0 and "warning" not in err and "alphabet: protein (as given)" in err and out2 != out
     # plain DNA, however short, and real data pass silently; -v says why
-    from conftest import GENOME_A, GENOME_B
+    from helpers import GENOME_A, GENOME_B
 
     code, out, err = _cli(capsys, "pair", GENOME_A, GENOME_B, "--score-only", "-v", "--backend", "cpu")
     assert code == 0 and "warning" not in err and "alphabet: dna (only nucleotide letters in" in err

@@ -9,7 +9,7 @@ import pytest
 from nwalign import search
 from nwalign.cli import main
 
-from conftest import DATA, tied_ecoli_nwdb, search_rows as _rows
+from helpers import DATA, tied_ecoli_nwdb, search_rows
 
 pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 distributed = pytest.importorskip("distributed")
@@ -27,9 +27,9 @@ def tied_nwdb(tmp_path_factory):
 def test_two_gpu_workers_equal_one_gpu(tied_nwdb, shards):
     from nwalign.parallel.cluster import gpu_cluster
 
-    want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", devices="0"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", devices="0"))
     with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
-        got = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", client=client, shards=shards))
+        got = search_rows(search(pathlib.Path(OPAL), tied_nwdb, top=25, backend="cuda", client=client, shards=shards))
     assert got == want and len(want) == 125
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
@@ -69,10 +69,10 @@ def test_a_gpu_worker_killed_mid_search_loses_nothing(tmp_path, tied_nwdb):
     from nwalign.parallel.cluster import gpu_cluster
     from test_scaleout import _KillOnTask
 
-    want = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", devices="0"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", devices="0"))
     with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
         client.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
-        got = _rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", client=client))
+        got = search_rows(search(pathlib.Path(OPAL), tied_nwdb, top=10, backend="cuda", client=client))
     assert (tmp_path / "killed").exists() and got == want
 
 

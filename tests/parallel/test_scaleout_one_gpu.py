@@ -10,7 +10,7 @@ import pytest
 
 from nwalign import search
 
-from conftest import DATA, whole_upload_fails, search_rows as _rows
+from helpers import DATA, whole_upload_fails, search_rows
 
 pytestmark = pytest.mark.gpu
 distributed = pytest.importorskip("distributed")
@@ -54,10 +54,10 @@ def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:12]
-    want = _rows(search(queries, ecoli_nwdb, top=9, backend="cuda", devices="0"))
+    want = search_rows(search(queries, ecoli_nwdb, top=9, backend="cuda", devices="0"))
     job = search(queries, ecoli_nwdb, top=9, backend="cuda", client=gpu_client, shards=shards)
     assert job._scaleout.shards == (shards or 1)
-    assert _rows(job) == want and len(want) == 17 * 9
+    assert search_rows(job) == want and len(want) == 17 * 9
 
 
 def _uploads_held() -> int:
@@ -73,8 +73,8 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
 
     assert gpu_client.run(preload_database, plain_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
     assert list(gpu_client.run(_uploads_held).values()) == [1]
-    want = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
-    got = _rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
+    want = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
+    got = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
     assert got == want and len(want) == 20
     assert list(gpu_client.run(_uploads_held).values()) == [0]
 
@@ -131,14 +131,14 @@ def test_devices_threads_scan_like_one_gpu(plain_nwdb, monkeypatch, form):
 
     queries = read_fasta(ECOLI)[:150]
     database = plain_nwdb if form == "nwdb" else ECOLI
-    want = _rows(search(queries, database, top=5, backend="cuda", devices="0"))
+    want = search_rows(search(queries, database, top=5, backend="cuda", devices="0"))
     _two_places(monkeypatch)
     lose = _LoseSecond(None)
     monkeypatch.setattr(nwalign.jobs.search.job, "search_all", lose.pipeline(nwalign.jobs.search.job.search_all))
     cells: list = []
     job = search(queries, database, top=5, backend="cuda")
     assert job._scaleout is None and len(job.leads) == 2
-    assert _rows(job.run(cells.append)) == want and len(cells) == len(queries)
+    assert search_rows(job.run(cells.append)) == want and len(cells) == len(queries)
     assert len(lose.seen) == 2 and sum(lose.seen.values()) == len(queries)
 
 
@@ -151,13 +151,13 @@ def test_a_gpu_lost_mid_search_loses_nothing(plain_nwdb, monkeypatch, caplog):
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:80]
-    want = _rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
+    want = search_rows(search(queries, plain_nwdb, top=5, backend="cuda", devices="0"))
     _two_places(monkeypatch)
     lose = _LoseSecond(3)
     monkeypatch.setattr(nwalign.jobs.search.job, "search_all", lose.pipeline(nwalign.jobs.search.job.search_all))
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)  # a CLI test may have turned it off
     with caplog.at_level(logging.WARNING, logger="nwalign"):
-        got = _rows(search(queries, plain_nwdb, top=5, backend="cuda"))
+        got = search_rows(search(queries, plain_nwdb, top=5, backend="cuda"))
     assert got == want and lose.seen[lose.order[1]] == 3 and sum(lose.seen.values()) == len(queries)
     assert "search: GPU 0 failed (CUDARuntimeError" in caplog.text
 
@@ -169,12 +169,12 @@ def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, 
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:30]
-    want = _rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
+    want = search_rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
     _two_places(monkeypatch)
     whole_upload_fails(monkeypatch, 2 << 20)  # chunks of < 4,000 sequences
     job = search(queries, plain_nwdb, top=6, backend="cuda")
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
-    assert _rows(job) == want and len(want) == 30 * 6
+    assert search_rows(job) == want and len(want) == 30 * 6
 
 
 @pytest.mark.parametrize("extra", [["--columns", "qseqid,sseqid,score,qlen,slen"],

@@ -12,7 +12,7 @@ import pytest
 
 from nwalign.errors import NwalignError
 
-from conftest import DATA, search_rows as _rows, tied_ecoli_nwdb, whole_upload_fails
+from helpers import DATA, search_rows, tied_ecoli_nwdb, whole_upload_fails
 
 ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 OPAL = os.path.join(DATA, "queries_5_opal.fasta")
@@ -111,13 +111,13 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:20]
-    want = _rows(search(queries, tied_db, top=12, backend="cuda", devices="0"))
+    want = search_rows(search(queries, tied_db, top=12, backend="cuda", devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     cells: list = []
     job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
-    assert _rows(job.run(cells.append)) == want and len(want) == 25 * 12
+    assert search_rows(job.run(cells.append)) == want and len(want) == 25 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
@@ -133,7 +133,7 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
     from nwalign.backends.cuda import devicedb
     from nwalign.backends.cuda import streamed
 
-    want = _rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", devices="0"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     monkeypatch.setattr(streamed, "READ_AHEAD_BYTES", ahead)
@@ -141,7 +141,7 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
     monkeypatch.setattr(dbsearch.Search, "STREAM_BATCH", 2)
     job = search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
-    assert _rows(job) == want and len(want) == 30
+    assert search_rows(job) == want and len(want) == 30
     assert 0 < job.gpu.upload_seconds < job.gpu.scan_seconds
 
 
@@ -182,12 +182,12 @@ def test_an_upload_out_of_memory_streams_instead(tied_db, monkeypatch, caplog):
 
     from nwalign import search
 
-    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0"))
     whole_upload_fails(monkeypatch, 8 << 20)
     monkeypatch.setattr(logging.getLogger("nwalign"), "propagate", True)
     with caplog.at_level(logging.INFO, logger="nwalign"):
         job = search(pathlib.Path(OPAL), tied_db, top=5, backend="cuda", devices="0")
-        assert job.streamed and _rows(job) == want
+        assert job.streamed and search_rows(job) == want
     assert "does not fit on GPU 0 (test: the database does not fit)" in caplog.text
 
 
@@ -236,12 +236,12 @@ def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL)[:2] + read_fasta(ECOLI)[:3]
-    want = _rows(search(queries, tied_db, top=12, backend="cpu", threads=2))
+    want = search_rows(search(queries, tied_db, top=12, backend="cpu", threads=2))
     monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 200_000)
     cells: list = []
     job = search(queries, tied_db, top=12, backend="cpu", threads=2)
     assert job.streamed and len(job.gpu.chunks) >= 5
-    assert _rows(job.run(cells.append)) == want and len(want) == 5 * 12
+    assert search_rows(job.run(cells.append)) == want and len(want) == 5 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
@@ -295,12 +295,12 @@ def test_letters_beyond_the_alphabet_are_encoded_where_read_on_the_cpu(extended_
     from nwalign.backends.cpu import streamed
     from nwalign.io.mapped import Recoded
 
-    want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
+    want = search_rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
     _recoded_everywhere(monkeypatch)
     monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 30_000)
     job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2)
     assert isinstance(job._codes, Recoded) and job.streamed and len(job.gpu.chunks) >= 4
-    assert _rows(job) == want and len(want) == 5 * 9
+    assert search_rows(job) == want and len(want) == 5 * 9
 
 
 def test_a_letter_the_scoring_cannot_score_is_found_in_recoded_codes(extended_db, monkeypatch):
@@ -325,17 +325,17 @@ def test_letters_beyond_the_alphabet_on_the_gpu_resident_and_streamed(extended_d
     from nwalign.backends.cuda import streamed
     from nwalign.io.mapped import Recoded
 
-    want = _rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
+    want = search_rows(search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2))
     _recoded_everywhere(monkeypatch)
     job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0")
-    assert isinstance(job._codes, Recoded) and not job.streamed and _rows(job) == want
+    assert isinstance(job._codes, Recoded) and not job.streamed and search_rows(job) == want
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     db = job.database  # four fifths of what it needs resident: two chunks
     long = streamed.long_queries(q.codes.size for q in job._encoded)
     need = streamed.resident_bytes(db.total_length, db.count, long)
     job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cuda", devices="0", gpu_memory=need * 4 // 5)
-    assert job.streamed and len(job.gpu.chunks) >= 2 and _rows(job) == want
+    assert job.streamed and len(job.gpu.chunks) >= 2 and search_rows(job) == want
 
 
 @pytest.mark.gpu

@@ -13,9 +13,9 @@ from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import read_fasta
 from nwalign.results.statistics import parameters
 
-from conftest import DATA
+from helpers import DATA, TEST_DATA
 
-BLAST = os.path.join(os.path.dirname(__file__), "data", "blast")
+BLAST = os.path.join(TEST_DATA, "blast")
 QUERIES = os.path.join(DATA, "queries_20_sw_benchmark.fasta")
 ECOLI = os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz")
 

@@ -13,7 +13,7 @@ from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import read_fasta
 from nwalign.results.statistics import parameters
 
-from conftest import DATA, seed_of
+from helpers import DATA, TEST_DATA, seed_of
 
 QUERIES = 50
 
@@ -83,7 +83,7 @@ def test_estimated_parameters_agree_with_published_ones_for_real_homologs():
     queries = {r.id: len(r.seq) for r in read_fasta(f"{DATA}/queries_20_sw_benchmark.fasta")}
     db = read_fasta(f"{DATA}/swissprot_ecoli_k12_4306.fasta.gz")
     subjects, total = {r.id: len(r.seq) for r in db}, sum(len(r.seq) for r in db)
-    path = os.path.join(os.path.dirname(__file__), "data", "blast", "blastp_BLOSUM62_10_1.tsv")
+    path = os.path.join(TEST_DATA, "blast", "blastp_BLOSUM62_10_1.tsv")
     compared = 0
     with open(path) as handle:
         for qseqid, sseqid, score, evalue, *_ in csv.reader(handle, delimiter="\t"):

@@ -10,7 +10,7 @@ from nwalign.backends.cpu.pair import score_codes
 from nwalign.backends.cpu.search import cpu_scan
 from nwalign.scoring.schemes import make_scoring
 
-from conftest import seed_of
+from helpers import seed_of
 
 pytest.importorskip("pyopal")
 GAPS = [(10, 1), (11, 1), (4, 4), (0, 0), (3, 1)]

@@ -20,7 +20,7 @@ from nwalign.jobs.search.pipeline import search_query
 from nwalign.io.sequences import Record, read_fasta
 from nwalign.results.statistics import parameters, published
 
-from conftest import DATA
+from helpers import DATA
 from helpers import biopython_aligner
 
 OPAL = os.path.join(DATA, "queries_5_opal.fasta")

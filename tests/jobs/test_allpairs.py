@@ -13,7 +13,7 @@ from nwalign.backends.engine import Encoded, align_pair, encode_all
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import Record, read_fasta
 
-from conftest import DATA
+from helpers import DATA
 from helpers import DNA, DNA_IUPAC, PROTEIN, biopython_aligner, mutate, random_seq
 
 SIXTEEN_S = os.path.join(DATA, "16S_100_dada2.fasta.gz")
@@ -541,7 +541,7 @@ def test_score_rows_compiled_and_joined_write_the_same_text(columns):
     from nwalign.scoring.schemes import make_scoring
     from nwalign.io.sequences import Record
 
-    from conftest import seed_of
+    from helpers import seed_of
 
     rng = np.random.default_rng(seed_of("score rows"))
     records = [Record(f"séq{k}_λ" if k % 5 == 0 else f"s{k}", "", "ACGT" * (k + 1)) for k in range(39)]

@@ -13,7 +13,7 @@ from nwalign.records.alignment import rescore
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import Record
 
-from conftest import seed_of
+from helpers import seed_of
 from helpers import DNA, PROTEIN, biopython_aligner, mutate, random_seq
 
 MODES = ["global", "local", "semiglobal"]

@@ -9,7 +9,7 @@ from nwalign.records.alignment import rescore
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import read_fasta
 
-from conftest import DATA, GENOME_A, GENOME_B
+from helpers import DATA, GENOME_A, GENOME_B
 from helpers import biopython_aligner
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from nwalign.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT
 OPAL = os.path.join(ROOT, "data", "queries_5_opal.fasta")
 SP196 = os.path.join(ROOT, "data", "swissprot_first196.fasta")
 

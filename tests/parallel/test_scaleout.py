@@ -16,7 +16,7 @@ from nwalign.errors import WorkerLost
 from nwalign.results.hits import merge
 from nwalign.jobs.search.shards import shards
 
-from conftest import DATA
+from helpers import DATA, search_rows
 
 distributed = pytest.importorskip("distributed")  # in the test extras; absent only outside them
 
@@ -51,9 +51,6 @@ def tied_db(tmp_path_factory):
     return str(path)
 
 
-def _rows(results):
-    return [(q.id, h.db_index, h.aln.score, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
-
 
 def test_shards_cover_the_database_once_balanced_by_residues():
     rng = np.random.default_rng(1)
@@ -81,10 +78,10 @@ def test_merge_equals_the_top_of_all_scores():
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_sharded_search_equals_one_process(client, tied_db, count):
-    want = _rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2))
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2))
     job = search(pathlib.Path(OPAL), tied_db, top=25, backend="cpu", threads=2, client=client, shards=count)
     cells: list = []
-    got = _rows(job.run(cells.append))
+    got = search_rows(job.run(cells.append))
     assert got == want
     assert cells == [len(q.seq) * job.database.total_length for q in job.queries]  # progress across workers
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
@@ -117,10 +114,10 @@ def test_query_batches_over_workers_in_many_rounds_equal_one_process(client, tie
     queries = read_fasta(SP196)[:23]
     monkeypatch.setattr(_ScaleOut, "BATCH", 4)
     monkeypatch.setattr(_ScaleOut, "MIN_BATCH", 1)
-    want = _rows(search(queries, OPAL, top=3, backend="cpu", threads=2))
+    want = search_rows(search(queries, OPAL, top=3, backend="cpu", threads=2))
     job = search(queries, OPAL, top=3, backend="cpu", client=client)
     assert job._scaleout.shards == 1 and job._scaleout.workers == 2 and job.tasks is None  # nothing planned yet
-    got = _rows(job)
+    got = search_rows(job)
     assert got == want and len(want) == 23 * 3
     assert job.tasks[0] == job.tasks[1] >= 6  # rounds of at most 4 queries, each one task, all gathered
 
@@ -182,11 +179,11 @@ def _settle(cluster, client, n):
 
 def test_a_worker_killed_mid_search_loses_nothing(tmp_path, tied_db):
     """One worker dies as a shard task starts: Dask runs the task again on a new worker; same hits."""
-    want = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False))
-        got = _rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=2))
+        got = search_rows(search(pathlib.Path(OPAL), tied_db, top=5, backend="cpu", client=c, shards=2))
         _settle(cl, c, 2)
     assert (tmp_path / "killed").exists() and got == want
 

@@ -11,7 +11,7 @@ import nwalign
 from nwalign import Database, NwalignError, make_scoring, search
 from nwalign.cli import main
 
-from conftest import DATA
+from helpers import DATA
 
 OPAL = os.path.join(DATA, "queries_5_opal.fasta")
 SP196 = os.path.join(DATA, "swissprot_first196.fasta")
@@ -25,7 +25,7 @@ def test_public_names():
     assert callable(nwalign.search) and nwalign.search.__module__ == "nwalign.jobs.search.job"
 
 
-def _rows(results):
+def hit_rows(results):
     return [(q.id, h.aln.target_id, h.aln.score, h.aln.query_start, h.aln.query_end, h.aln.target_start,
              h.aln.target_end, h.aln.cigar(), h.evalue) for q, hits in results for h in hits]
 
@@ -33,7 +33,7 @@ def _rows(results):
 def test_search_inputs_of_every_kind_give_the_same_hits(tmp_path):
     from Bio import SeqIO
 
-    want = _rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu", threads=2))
+    want = hit_rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu", threads=2))
     assert len(want) == 15
     records = nwalign.read_fasta(OPAL)
     db_path = str(tmp_path / "sp.nwdb")
@@ -41,7 +41,7 @@ def test_search_inputs_of_every_kind_give_the_same_hits(tmp_path):
     for queries, db in ((records, SP196), (list(SeqIO.parse(OPAL, "fasta")), Database.load(db_path)),
                         (SeqIO.parse(OPAL, "fasta"), pathlib.Path(db_path)),
                         (records, Database.from_records(SeqIO.parse(SP196, "fasta")))):
-        assert _rows(search(queries, db, top=3, backend="cpu", threads=2)) == want
+        assert hit_rows(search(queries, db, top=3, backend="cpu", threads=2)) == want
     # str and bytes sequences get generated names
     got = list(search([records[0].seq, records[1].seq.encode()], SP196, top=1, backend="cpu"))
     assert [q.id for q, _ in got] == ["query1", "query2"]
@@ -53,7 +53,7 @@ def test_search_equals_the_command_line(capsys):
                  "qseqid,sseqid,score,qstart,qend,sstart,send,cigar"]) == 0
     lines = capsys.readouterr().out.splitlines()
     api = [f"{q}\t{t}\t{s}\t{qs + 1}\t{qe}\t{ts + 1}\t{te}\t{c}"
-           for q, t, s, qs, qe, ts, te, c, _ in _rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu"))]
+           for q, t, s, qs, qe, ts, te, c, _ in hit_rows(search(pathlib.Path(OPAL), SP196, top=3, backend="cpu"))]
     assert lines == api
 
 

@@ -14,7 +14,7 @@ from nwalign.backends.cpu.banded import align_global_banded
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import read_fasta
 
-from conftest import DATA
+from helpers import DATA
 from helpers import DNA, PROTEIN, mutate, random_seq
 
 pytestmark = pytest.mark.gpu

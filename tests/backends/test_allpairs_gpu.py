@@ -12,7 +12,7 @@ from nwalign.backends.engine import encode_all
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import read_fasta
 
-from conftest import DATA
+from helpers import DATA
 from helpers import DNA, DNA_IUPAC, PROTEIN, mutate, random_seq
 
 pytestmark = pytest.mark.gpu
