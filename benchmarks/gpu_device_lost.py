@@ -17,7 +17,7 @@ def failing_after(run, seconds: float, started: float):
     import cupy
 
     def scan(*args, **kwargs):
-        searcher = args[9]  # search_all(queries, db, codes, scoring, stats, top, max_evalue, min_score, threads, gpu, ...)
+        searcher = args[7]  # search_all(queries, db, codes, scoring, stats, options, threads, scanner, ...)
         for item in run(*args, **kwargs):
             if searcher.device == 1 and time.perf_counter() - started > seconds:
                 raise cupy.cuda.runtime.CUDARuntimeError(700)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from nwalign import names
-from nwalign.jobs.allpairs.run import needs_traceback, run, score_blocks
+from nwalign.jobs.allpairs.run import needs_traceback, KernelChoice, run, score_blocks
 from nwalign.jobs.allpairs.tasks import PairsTask, block_of, gpu_wave, pair_block, scored_blocks_on, wave_of
 from nwalign import backends
 from nwalign.backends.engine import encode_all
@@ -193,7 +193,7 @@ class AllPairs:
         if self._spread is not None:
             raise NwalignError("allpairs spread over workers: iterate over blocks(), formatted by the workers")
         return run(self.a, self.b, self.scoring, self.columns, self.min_identity, self.distances, self.threads,
-                   self.stats, self.backend, self.kernel, self.slice_k, self.block, self.device)
+                   self.stats, self.backend, KernelChoice(self.kernel, self.slice_k, self.block), self.device)
 
     def __iter__(self):
         return self.run()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,10 +109,20 @@ def score_blocks(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, co
         start += len(pairs)
 
 
+@dataclass(frozen=True)
+class KernelChoice:
+    """The GPU's all-pairs score kernel and its knobs (see :mod:`nwalign.backends.cuda.allpairs`; ``auto``
+    chooses from the whole job's pair count, so every block runs the same kernel)."""
+
+    kernel: str = "auto"
+    slice_k: int | None = None
+    block: int | None = None
+
+
 def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tuple[str, ...],
         min_identity: float | None = None, need_identity_all: bool = False, threads: int = 1,
-        stats: dict | None = None, backend: str = "cpu", kernel: str = "auto", slice_k: int | None = None,
-        block: int | None = None, device: int = 0, span: tuple[int, int] | None = None) -> Iterator[PairResult]:
+        stats: dict | None = None, backend: str = "cpu", kernels: KernelChoice = KernelChoice(), device: int = 0,
+        span: tuple[int, int] | None = None) -> Iterator[PairResult]:
     """Align every pair (or those at positions ``span`` = (start, stop) of the pair order: one block of
     :func:`nwalign.plan.pairorder.blocks`), yielding results in pair order (row by row), batch by batch.
 
@@ -135,8 +146,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
             ``kernel`` (the GPU kernel, or ``cpu``), ``cells`` (DP cells scored), ``score_seconds`` (waiting
             for scores) and, on the GPU, ``gpu_seconds`` (kernel time by CUDA events).
         backend: ``cpu`` or ``cuda`` (resolve ``auto`` first).
-        kernel, slice_k, block, device: GPU kernel choice (see :mod:`nwalign.backends.cuda.allpairs`; ``auto``
-            chooses from the whole job's pair count, so every block runs the same kernel).
+        kernels, device: the GPU's score kernel (:class:`KernelChoice`) and the GPU.
         span: (start, stop) positions in the pair order; None for every pair.
 
     Raises:
@@ -147,7 +157,7 @@ def run(a: list[Encoded], b: list[Encoded] | None, scoring: Scoring, columns: tu
     stats = stats if stats is not None else {}
     stats.update(pairs=0, filtered=0, below=0, kernel="cpu", cells=0, score_seconds=0.0)
     job = _BlockRun(a, b, scoring, columns, min_identity, need_identity_all, threads, stats, backend, device)
-    yield from job.results(kernel, slice_k, block, span)
+    yield from job.results(kernels.kernel, kernels.slice_k, kernels.block, span)
 
 
 def _long(seqs: list[Encoded]) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nwalign import backends
 from nwalign.backends.aligner import Aligner
-from nwalign.jobs.allpairs.run import needs_traceback, run, score_blocks
+from nwalign.jobs.allpairs.run import needs_traceback, KernelChoice, run, score_blocks
 from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import Scored
 from nwalign.records.alignment import Block
@@ -55,7 +55,7 @@ def block_of(a, b, task: PairsTask, device: int):
         block = Block(task.span[0], task.span[1], text, None, sum(p.reported for p in parts))
     else:
         results = list(run(a, b, task.scoring, task.columns, task.min_identity, task.distances, task.threads, stats,
-                           task.backend, task.kernel, task.slice_k, task.block, device, task.span))
+                           task.backend, KernelChoice(task.kernel, task.slice_k, task.block), device, task.span))
         block = format_results(results, task.columns, task.distances, task.span[0])
     stats["ran"] = (began, time.time(), os.getpid(), device)
     return block, stats

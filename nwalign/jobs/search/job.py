@@ -9,7 +9,6 @@ file written by ``nwalign makedb``), encoded once for all queries. The one-proce
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 import logging
 import os
 import time
@@ -23,6 +22,7 @@ from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
 from nwalign.scoring.schemes import Scoring
+from nwalign.jobs.search.options import SearchOptions
 from nwalign.jobs.search.pipeline import search_all
 from nwalign.jobs.search.scaleout import ScaleOut, count_devices, estimated_cells
 from nwalign.io.sequences import unique_ids, unique_records
@@ -36,36 +36,6 @@ log = logging.getLogger("nwalign")
 BLAST_COLUMNS, JSON_COLUMNS = names.SEARCH_BLAST_COLUMNS, names.SEARCH_JSON_COLUMNS
 COLUMNS, SCORE_COLUMNS = names.SEARCH_COLUMNS, names.SEARCH_SCORE_COLUMNS
 
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """A search's own options (see :class:`Search`): ``top``, ``max_evalue``, ``min_score``, ``align``,
-    ``kernel``, ``strand``, ``query_source``, ``shards``, ``gpu_memory``."""
-
-    top: int = 10
-    max_evalue: float | None = None
-    min_score: int | None = None
-    align: bool = True
-    kernel: str = "scan"
-    strand: str | None = None
-    query_source: str = "queries"
-    shards: int | None = None
-    gpu_memory: int | str | None = None
-
-    def check(self) -> None:
-        """Refuse what no search takes, before any input is read.
-
-        Raises:
-            NwalignError: ``top`` < 1, an unknown kernel, a negative or NaN ``max_evalue``.
-        """
-        if self.top < 1:
-            raise NwalignError(f"top must be at least 1 (got {self.top})")
-        if self.kernel not in ("scan", "gsw"):
-            raise NwalignError(f"unknown search kernel {self.kernel!r} (choose from scan, gsw)")
-        if self.max_evalue is not None and not self.max_evalue >= 0:  # NaN compares false: refused too
-            raise NwalignError(f"max_evalue {self.max_evalue}: give an E-value >= 0",
-                               cli=f"--max-evalue {self.max_evalue}: give an E-value >= 0")
 
 
 class Search:
@@ -145,6 +115,7 @@ class Search:
         worker_engine = backends.for_workers(backend)
         if self._spread:  # CPU-engine workers, or (backend cuda) a running cluster's GPU workers
             backend = "cpu"  # hits aligned here on the CPU
+        self.options = options
         self.top, self.max_evalue, self.min_score, self.align = \
             options.top, options.max_evalue, options.min_score, options.align
         self.gpu_memory = None if options.gpu_memory is None else gpu_memory_bytes(options.gpu_memory)
@@ -277,9 +248,8 @@ class Search:
             yield from merge_strands(results, self.strands, self.queries, self.top)
 
     def _run_here(self, progress):
-        for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.top,
-                                  self.max_evalue, self.min_score, self.threads, self.scanner, progress, self.align,
-                                  self._aligner):
+        for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.options,
+                                  self.threads, self.scanner, progress, self._aligner):
             self.database.verify()  # a checksum left running by the load (the first scans ran meanwhile)
             log.debug("search: query %s done", q.record.id)
             yield q.record, hits
@@ -300,14 +270,13 @@ class Search:
             searcher, aligner = lead
             self.engine.use(searcher.device)
             if not streamed:
-                yield from search_all(tasks, db, self._codes, self.scoring, self.stats, self.top, self.max_evalue,
-                                      self.min_score, self.threads, searcher, None, self.align, aligner)
+                yield from search_all(tasks, db, self._codes, self.scoring, self.stats, self.options, self.threads,
+                                      searcher, None, aligner)
                 return
             for batch in tasks:  # a streaming GPU scans a batch over each chunk; a resident one query by query
                 yield list(self._streamed_hits(batch, searcher, aligner) if searcher.chunked
-                           else search_all(batch, db, self._codes, self.scoring, self.stats, self.top,
-                                           self.max_evalue, self.min_score, self.threads, searcher, None, self.align,
-                                           aligner))
+                           else search_all(batch, db, self._codes, self.scoring, self.stats, self.options,
+                                           self.threads, searcher, None, aligner))
 
         size = min(self.STREAM_BATCH, max(1, -(-len(queries) // (2 * gpus))))  # two batches a GPU at least
         tasks = iter(queries) if not streamed else (queries[lo:lo + size] for lo in range(0, len(queries), size))

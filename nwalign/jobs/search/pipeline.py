@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from nwalign import backends
+from nwalign.jobs.search.options import SearchOptions
 from nwalign.io.database import Database
 from nwalign.backends.engine import Encoded
 from nwalign.results.hits import Hit, aligned_hit, hits_from_paths, reported_hits, score_hit
@@ -27,15 +28,14 @@ def search_query(query: Encoded, db: Database, codes: np.ndarray, scoring: Scori
     :class:`nwalign.backends.roles.HitAligner`; the same alignments) with statistics."""
     if scanner is None:
         scanner = backends.named("cpu").shard_scanner(codes, db.offsets, scoring, threads)
-    for _, hits in search_all([query], db, codes, scoring, stats, top, max_evalue, min_score, threads, scanner,
-                              aligner=aligner):
+    options = SearchOptions(top, max_evalue, min_score)
+    for _, hits in search_all([query], db, codes, scoring, stats, options, threads, scanner, aligner=aligner):
         return hits
     return []
 
 
 def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring: Scoring,
-               stats: KarlinAltschul | None, top: int = 10, max_evalue: float | None = None,
-               min_score: int | None = None, threads: int = 1, scanner=None, progress=None, align: bool = True,
+               stats: KarlinAltschul | None, options: SearchOptions, threads: int = 1, scanner=None, progress=None,
                aligner=None):
     """Search every query with ``scanner`` (a :class:`nwalign.backends.roles.Scanner`); yields (query, hits)
     in query order.
@@ -44,7 +44,8 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
     scores are read back, and where the scan runs beside the host (``scanner.asynchronous``: a GPU's) the
     reported hits of one query are aligned while the next scans: by ``aligner`` (a
     :class:`nwalign.backends.roles.HitAligner`: all hits of a query in one launch), else on the CPU engine by
-    ``threads`` threads (the engine releases the GIL). ``align=False``: the hits carry
+    ``threads`` threads (the engine releases the GIL). ``options``: ``top``, ``max_evalue``, ``min_score``
+    and ``align`` (:class:`nwalign.jobs.search.options.SearchOptions`); ``align=False``: the hits carry
     score-only alignments (enough for :data:`SCORE_COLUMNS`). ``progress(cells)`` is called after
     each scan with its DP cells (query length x the database's residues).
     """
@@ -73,10 +74,10 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
                 # in flight share the GPU's streams: the other one is often nearly done by now)
             if progress:
                 progress(len(q.codes) * db.total_length)
-            reported = reported_hits(q, scores, db, stats, top, max_evalue, min_score)
+            reported = reported_hits(q, scores, db, stats, options.top, options.max_evalue, options.min_score)
             picked = {k: int(scores[k]) for k, _, _ in reported}  # not every score: 50 M sequences, 200 MB a query
             del scores
-            aligning.append((q, collect_hits(q, reported, picked, db, codes, scoring, align, aligner, pool)))
+            aligning.append((q, collect_hits(q, reported, picked, db, codes, scoring, options.align, aligner, pool)))
             if not depth:
                 fill()
             while len(aligning) > keep:

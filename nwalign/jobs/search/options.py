@@ -1,0 +1,37 @@
+"""A search's own options (beside the scoring asked for and where it runs: :mod:`nwalign.plan.options`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nwalign.errors import NwalignError
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """A search's own options (see :class:`Search`): ``top``, ``max_evalue``, ``min_score``, ``align``,
+    ``kernel``, ``strand``, ``query_source``, ``shards``, ``gpu_memory``."""
+
+    top: int = 10
+    max_evalue: float | None = None
+    min_score: int | None = None
+    align: bool = True
+    kernel: str = "scan"
+    strand: str | None = None
+    query_source: str = "queries"
+    shards: int | None = None
+    gpu_memory: int | str | None = None
+
+    def check(self) -> None:
+        """Refuse what no search takes, before any input is read.
+
+        Raises:
+            NwalignError: ``top`` < 1, an unknown kernel, a negative or NaN ``max_evalue``.
+        """
+        if self.top < 1:
+            raise NwalignError(f"top must be at least 1 (got {self.top})")
+        if self.kernel not in ("scan", "gsw"):
+            raise NwalignError(f"unknown search kernel {self.kernel!r} (choose from scan, gsw)")
+        if self.max_evalue is not None and not self.max_evalue >= 0:  # NaN compares false: refused too
+            raise NwalignError(f"max_evalue {self.max_evalue}: give an E-value >= 0",
+                               cli=f"--max-evalue {self.max_evalue}: give an E-value >= 0")
