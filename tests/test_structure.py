@@ -145,3 +145,116 @@ def test_the_repository_speaks_of_the_product():
         if not any(f.startswith(name + ":") for f in found) and words.search(joined.replace(allowed, "")):
             found.append(f"{name}: (across lines)")
     assert found == []
+
+
+# The layers of docs/architecture.md, checked against the imports.
+
+def _layer_table() -> list[tuple[str, list[str]]]:
+    """(layer, module prefixes) from the table under "## The layers" of docs/architecture.md, bottom up."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or cells[0] in ("layer", "") or set(cells[0]) <= {"-"}:
+            continue
+        names = re.findall(r"`([a-z_]+)/?(?: \([^)]*\))?`", cells[1])
+        layers.append((cells[0], ["nwalign" if n == "nwalign" else f"nwalign.{n}" for n in names]))
+    return layers
+
+
+def _layer_of(module: str, layers) -> int | None:
+    """The index of ``module``'s layer (its longest matching prefix), or None."""
+    best = None
+    for k, (_, prefixes) in enumerate(layers):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+                best = (k, len(p))
+    return None if best is None else best[0]
+
+
+def test_every_module_is_in_one_documented_layer():
+    layers = _layer_table()
+    assert [name for name, _ in layers][:2] == ["base", "scoring"] and len(layers) >= 10
+    assert [m for m in _modules() if _layer_of(m, layers) is None] == []
+
+
+def test_imports_go_down_the_documented_layers():
+    """No import (function-level ones included) reaches a layer above its module's."""
+    layers, modules = _layer_table(), _modules()
+    upward = []
+    for name, path in modules.items():
+        for other in _imports(name, path, modules):
+            here, there = _layer_of(name, layers), _layer_of(other, layers)
+            if there > here:
+                upward.append(f"{name} ({layers[here][0]}) -> {other} ({layers[there][0]})")
+    assert upward == []
+
+
+def test_only_the_backends_import_the_engines():
+    """No module outside nwalign.backends imports the CPU engine's or the CUDA kernels' modules: jobs,
+    tasks, the command line and the benchmark reach them through the seam (nwalign.backends)."""
+    modules = _modules()
+    engines = ("nwalign.backends.cpu", "nwalign.backends.cuda")
+    found = [f"{name} -> {other}" for name, path in modules.items() if not name.startswith("nwalign.backends")
+             for other in _imports(name, path, modules) if other.startswith(engines)]
+    assert found == []
+
+
+def test_no_engine_name_is_compared_outside_the_backends():
+    """Outside nwalign.backends, no code compares a value with "cpu" or "cuda" (jobs ask engine.on_gpu, or
+    nwalign.backends about a --backend request). ``nwalign bench`` is left out: its kernels are named cpu
+    and cpu-serial beside the GPU kernels' names."""
+    found = []
+    for name, path in _modules().items():
+        if name.startswith(("nwalign.backends", "nwalign.bench")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            sides += [e for s in node.comparators if isinstance(s, (ast.Tuple, ast.List, ast.Set)) for e in s.elts]
+            if any(isinstance(s, ast.Constant) and s.value in ("cpu", "cuda") for s in sides):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
+def test_every_engine_plays_every_role():
+    from nwalign.backends import named
+    from nwalign.backends.roles import roles_of
+
+    assert roles_of(named("cpu")) == [] and roles_of(named("cuda")) == []
+    assert named("cpu").on_gpu is False and named("cuda").on_gpu is True
+
+
+def test_few_modules_directly_in_the_package():
+    top = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(top) <= 12, top
+
+
+MAX_PARAMETERS = 12
+
+
+def test_no_long_parameter_lists():
+    """No public function or constructor outside the command line takes more than MAX_PARAMETERS
+    parameters (options travel as objects: nwalign.plan.options). Left out: Click's command functions
+    (cli/) and the bench functions they call with the command's options one by one (bench/), and the
+    Numba kernels (their arrays one by one)."""
+    long = []
+    for name, path in _modules().items():
+        if name.startswith(("nwalign.cli", "nwalign.bench")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if node.name.startswith("_") and node.name != "__init__":
+                continue
+            if any("jit" in ast.unparse(d) for d in node.decorator_list):
+                continue
+            a = node.args
+            count = len([x for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")])
+            if count > MAX_PARAMETERS:
+                long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {count}")
+    assert long == []
