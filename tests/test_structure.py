@@ -160,7 +160,7 @@ def _layer_table() -> list[tuple[str, list[str]]]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 3 or cells[0] in ("layer", "") or set(cells[0]) <= {"-"}:
             continue
-        names = re.findall(r"`([a-z_]+)/?(?: \([^)]*\))?`", cells[1])
+        names = re.findall(r"`([a-z_]+)/?`", re.sub(r"\([^)]*\)", "", cells[1]))  # (notes) left out
         layers.append((cells[0], ["nwalign" if n == "nwalign" else f"nwalign.{n}" for n in names]))
     return layers
 
@@ -170,7 +170,8 @@ def _layer_of(module: str, layers) -> int | None:
     best = None
     for k, (_, prefixes) in enumerate(layers):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+            inside = module == p or (p != "nwalign" and module.startswith(p + "."))  # the package: itself only
+            if inside and (best is None or len(p) > best[1]):
                 best = (k, len(p))
     return None if best is None else best[0]
 
