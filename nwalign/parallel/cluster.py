@@ -31,7 +31,7 @@ __all__ = ["AUTO_MIN_CELLS", "AUTO_MIN_PAIR_CELLS", "AUTO_MIN_SEARCH_CELLS", "Ow
 # Under devices=auto, less work than this stays on one GPU: each further GPU costs its context, its
 # kernels and (search) its copy of the database, a few tenths of a second, made at once on every GPU.
 AUTO_MIN_CELLS = 10**12  # allpairs and pair: about half a second on one GPU
-AUTO_MIN_SEARCH_CELLS = 3 * 10**12  # a search's, estimated from its files' sizes: ~0.6 s on one H100
+AUTO_MIN_SEARCH_CELLS = 3 * 10**12  # a search's, estimated from its files' sizes: under a second on one GPU
 # One pair's score pass spread over the GPUs (auto): below this, starting the other GPUs costs about what
 # they save (a 1 Mb pair, 0.34 s of pass, took 1.31 s on one H200 and 1.60 s on two); 3.2 Mb and up.
 AUTO_MIN_PAIR_CELLS = 10**13
@@ -182,7 +182,7 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
                                                       "local_directory": scratch}}
     # Without Dask's MALLOC_TRIM_THRESHOLD_ for the worker processes: setting it also fixes glibc's mmap
     # threshold, so that each query's score array (MBs) is mapped and its pages faulted in anew (a GPU
-    # worker's scan measured 2.7-3.2 % over one process with it, 1.1-1.5 % without, on an H100).
+    # worker's scan measured slower with it than without).
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "temporary-directory": scratch}):
         cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},

@@ -23,6 +23,23 @@ def fits_float32(m: int, n: int, max_abs: int) -> bool:
     return (m + n + 2) * max_abs < _EXACT
 
 
+@njit(nogil=True, fastmath=True, inline="always")
+def gotoh_scores(h_diag, s, h_left, e_left, h_up, f_up, go, ge):
+    """Gotoh's cell (Gotoh 1982), scores only: H(i-1,j-1), S(q_i, t_j), H/E(i,j-1) and H/F(i-1,j) give (H, E,
+    F), written as selects so that a loop over an anti-diagonal's cells vectorises. The fills with a
+    traceback take the same comparisons with their tie flags (:func:`nwalign.backends.cpu.dp.gotoh_cell`)."""
+    a1 = h_left - go
+    a2 = e_left - ge
+    e = a1 if a1 > a2 else a2
+    b1 = h_up - go
+    b2 = f_up - ge
+    f = b1 if b1 > b2 else b2
+    h = h_diag + s
+    h = h if h > e else e
+    h = h if h > f else f
+    return h, e, f
+
+
 @njit(nogil=True, fastmath=True, boundscheck=False, inline="always")
 def _diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho, Eo, Fo, go, ge, local):
     """One anti-diagonal, given as equal-length views; returns the largest H (used in local mode)."""
@@ -36,35 +53,13 @@ def _diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho,
     best = _ZERO
     if local:
         for k in range(cnt):
-            a1 = Hl[k] - go
-            a2 = El[k] - ge
-            e = a1 if a1 > a2 else a2
-            b1 = Hu[k] - go
-            b2 = Fu[k] - ge
-            f = b1 if b1 > b2 else b2
-            h = Hd[k] + sub[k]
-            h = h if h > e else e
-            h = h if h > f else f
-            h = h if h > _ZERO else _ZERO
-            Ho[k] = h
-            Eo[k] = e
-            Fo[k] = f
+            h, Eo[k], Fo[k] = gotoh_scores(Hd[k], sub[k], Hl[k], El[k], Hu[k], Fu[k], go, ge)
+            Ho[k] = h if h > _ZERO else _ZERO
         for k in range(cnt):  # a separate pass: folding the max into the loop above stops vectorisation
             best = best if best > Ho[k] else Ho[k]
     else:
         for k in range(cnt):
-            a1 = Hl[k] - go
-            a2 = El[k] - ge
-            e = a1 if a1 > a2 else a2
-            b1 = Hu[k] - go
-            b2 = Fu[k] - ge
-            f = b1 if b1 > b2 else b2
-            h = Hd[k] + sub[k]
-            h = h if h > e else e
-            h = h if h > f else f
-            Ho[k] = h
-            Eo[k] = e
-            Fo[k] = f
+            Ho[k], Eo[k], Fo[k] = gotoh_scores(Hd[k], sub[k], Hl[k], El[k], Hu[k], Fu[k], go, ge)
     return best
 
 

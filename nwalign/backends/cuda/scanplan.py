@@ -44,8 +44,7 @@ def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple
 
 #: Plan ``auto`` takes plan ``profile`` for databases of at least this many residues per multiprocessor
 #: (50.7 M on an H100): below it the profile launches are too short for their fill and tail, and plan
-#: ``wider`` is faster (H100, the 20 benchmark queries: 36 M residues 3,611 against 3,872 GCUPS, 72 M 4,320
-#: against 3,974; docs/performance.md).
+#: ``wider`` is faster (measured on either side of it: docs/performance.md).
 PROFILE_MIN_RESIDUES_PER_SM = 384_000
 #: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
 PROFILE_CONFIGS = [(4, r) for r in (16, 20, 24, 28, 32, 36)] + [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] \
@@ -106,8 +105,8 @@ WIDE_SINGLE = {True: [(32, 24), (32, 28)], False: []}
 WIDER_SINGLE = {True: [(32, 32), (32, 40)], False: []}
 GROUPS = (4, 8, 16, 32)
 #: Threads per block where not 256, by configuration (G, R, multi). Empty: blocks of 192 for G=32, R=24
-#: (168 registers: two blocks, 12 warps per SM instead of 8) measured within the run-to-run noise on the
-#: H100 (4,170 and 4,190 GCUPS against 4,136 and 4,202; docs/performance.md), so the simpler rule stays.
+#: (168 registers: two blocks, 12 warps per SM instead of 8) measured within the run-to-run noise
+#: (docs/performance.md), so the simpler rule stays.
 BLOCK_THREADS: dict = {}
 MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the next longer range
 

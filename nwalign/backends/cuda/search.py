@@ -134,9 +134,8 @@ class ScanSearcher:
             :data:`WIDE_SINGLE`'s and :data:`WIDER_SINGLE`'s groups of 168-228 registers, one block per
             SM; multi-pass groups of 32 beyond), ``wide`` (single passes up to 896 residues), ``single``
             (up to 640, 128 registers) or ``cost`` (the configuration with the fewest cell slots per
-            range, small multi-pass groups for short queries). On an H100 over the 20 benchmark queries:
-            ``profile`` 4,793 GCUPS, ``wider`` 4,134-4,158, ``wide`` 4,069-4,099, ``single`` 3,955;
-            ``cost`` slower still (docs/performance.md).
+            range, small multi-pass groups for short queries). Fastest first on an H100: ``profile``,
+            ``wider``, ``wide``, ``single``, ``cost`` (the figures: docs/performance.md).
         min_threads: merge length ranges smaller than this into the next longer one (default
             :data:`MIN_THREADS`; tests use 0 to run every configuration on a small database).
         slots: queries in flight at once (:meth:`submit`), each with its own score buffers (default
@@ -170,8 +169,8 @@ class ScanSearcher:
         self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
         # Successive queries' sw_profile launches alternate between two lanes (a stream and a region of
-        # the boundary rows each): one query's launch fills the GPU while the other's drains (a 40 M-residue
-        # chunk of a streamed database on an H100: 3,998 GCUPS one query at a time, 4,877 two at once).
+        # the boundary rows each): one query's launch fills the GPU while the other's drains (most felt on the
+        # short launches of a streamed database's chunks: docs/performance.md).
         self.profile_streams = [cp.cuda.Stream(non_blocking=True) for _ in range(PROFILE_LANES)]
         # Host-to-GPU copies go on a stream with nothing queued, so that they never wait for scans in
         # flight; scores are scattered and copied back on `main`.
