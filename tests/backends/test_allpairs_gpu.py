@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from nwalign.jobs.allpairs.run import run
+from nwalign.jobs.allpairs.run import KernelChoice, run
 from nwalign.cli import main
 from nwalign.backends.cpu import score_codes
 from nwalign.backends.engine import encode_all
@@ -81,7 +81,7 @@ def test_16s_every_kernel_equals_cpu_and_filter_matches():
     cols = ("qseqid", "sseqid", "score")
     cpu = [(r.i, r.j, r.aln.score) for r in run(enc, None, scoring, cols, threads=4)]
     for kernel in ("lazy-rscan", "rscan", "dscan", "tiled-dscan", "auto"):
-        gpu = [(r.i, r.j, r.aln.score) for r in run(enc, None, scoring, cols, backend="cuda", kernel=kernel)]
+        gpu = [(r.i, r.j, r.aln.score) for r in run(enc, None, scoring, cols, backend="cuda", kernels=KernelChoice(kernel))]
         assert gpu == cpu, kernel
     stats_cpu, stats_gpu = {}, {}
     cols = ("qseqid", "sseqid", "score", "pident", "length")
