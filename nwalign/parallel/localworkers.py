@@ -14,8 +14,10 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 
 _STARTED: dict[str, object] = {}  # scratch directory -> its local cluster (None while it starts)
+_MADE: list[str] = []  # every scratch directory made here (removed again as the process exits on a signal)
 #: True once :func:`stop_now` has killed the workers: nothing is to be closed in order any more.
 stopped = False
 
@@ -25,6 +27,7 @@ def scratch_directory() -> str:
     a signal kills whatever the start has spawned."""
     directory = tempfile.mkdtemp(prefix="nwalign-dask-")
     _STARTED[directory] = None
+    _MADE.append(directory)
     return directory
 
 
@@ -65,10 +68,14 @@ def stop_now(last: bool = False) -> None:
     for cluster in _STARTED.values():  # a nanny restarts a worker that dies (in its event loop thread)
         for nanny in getattr(cluster, "workers", {}).values():
             nanny.auto_restart = False
+    if last:  # killed here on purpose: a nanny thread still starting a worker would relaunch it, and say so
+        warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
     kill_children(tracker=last)
-    for directory in list(_STARTED):
+    # Every scratch directory made here, again on the last call: a cluster stopped while it started has
+    # nannies in this process's event loop that may make a worker's directories after the first removal.
+    for directory in _MADE:
         shutil.rmtree(directory, ignore_errors=True)
-        del _STARTED[directory]
+    _STARTED.clear()
 
 
 def _quiet_new_children() -> None:
