@@ -133,13 +133,12 @@ __device__ void batch_pair(const BatchArgs &a, const BatchJob &J, unsigned *prof
                         // Bit planes, one funnel shift per bit (each the sign of a difference): E beats the
                         // diagonal, F beats both, F(i, j) extended (F + go > H(i-1, j)), and into the next
                         // column's word, E(i, j + 1) extended (E - ge > H - go); trace.cuh's nw_nibble.
-                        de = __viaddmax_s32(hd, sc, E[r]);
-                        h = __viaddmax_s32(fg, -go, de);
-                        word = __funnelshift_l(hd + sc - E[r], word, 1);
-                        word = __funnelshift_l(de - fg + go, word, 1);
-                        word = __funnelshift_l(h_up - fg, word, 1);
-                        enext = __funnelshift_l(h - E[r] + (ge - go), enext, 1);
-                        E[r] = __viaddmax_s32(h, -go, E[r] - ge);
+                        const int e_in = E[r], fg_in = fg;
+                        h = nw_cell_dpx(hd, sc, E[r], fg, go, ge, de);
+                        word = __funnelshift_l(hd + sc - e_in, word, 1);
+                        word = __funnelshift_l(de - fg_in + go, word, 1);
+                        word = __funnelshift_l(h_up - fg_in, word, 1);
+                        enext = __funnelshift_l(h - e_in + (ge - go), enext, 1);
                     } else {  // nibbles from the DPX operations' predicates
                         bool diag_wins, opened;
                         de = __vibmax_s32(hd + sc, E[r], &diag_wins);
@@ -155,8 +154,8 @@ __device__ void batch_pair(const BatchArgs &a, const BatchJob &J, unsigned *prof
                         bool keep;  // each row's best cell: the earliest column of its largest score
                         bs[r] = __vibmax_s32(bs[r], h, &keep);
                         if (!keep) bj[r] = j;
+                        fg = __viaddmax_s32(fg, -ge, de);  // F(i + 1, j) + go
                     }
-                    fg = __viaddmax_s32(fg, -ge, de);  // F(i + 1, j) + go
                     hd = H[r];
                     H[r] = h;
                     h_up = h;

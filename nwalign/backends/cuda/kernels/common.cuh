@@ -33,6 +33,20 @@ __device__ __forceinline__ u8 nw_cell(int h_diag, int h_up, int f_up, int h_left
     return src | flags;
 }
 
+// The same cell as the score passes write it with Hopper's DPX instructions (Gotoh 1982; scores only, F
+// carried as F + go so that each update is one add-max): hd = H(i-1,j-1), sc = S(q_i, t_j), e = E(i,j),
+// fg = F(i,j) + go. Returns H(i,j) and de = max(H(i-1,j-1) + s, E(i,j)) (with RELU, and 0: local mode);
+// e becomes E(i,j+1) and fg F(i+1,j) + go. Ties are the recurrence's; the kernels that store directions
+// take their bits from the inputs and these results (trace.cuh reads them).
+template <bool RELU = false>
+__device__ __forceinline__ int nw_cell_dpx(int hd, int sc, int &e, int &fg, int go, int ge, int &de) {
+    de = RELU ? __viaddmax_s32_relu(hd, sc, e) : __viaddmax_s32(hd, sc, e);
+    const int h = __viaddmax_s32(fg, -go, de);
+    e = __viaddmax_s32(h, -go, e - ge);
+    fg = __viaddmax_s32(fg, -ge, de);
+    return h;
+}
+
 // Where an alignment may end besides (m, n): anywhere (local), last row or column (semiglobal).
 __device__ __forceinline__ bool nw_end_candidate(int i, int j, int m, int n, int mode) {
     return mode == NW_LOCAL || (mode == NW_SEMIGLOBAL && (i == m || j == n));

@@ -124,14 +124,12 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
                     // Bit planes, one funnel shift per bit (each bit is the sign of a difference): E beats
                     // the diagonal, F beats both, F(i, j) extended (F + go > H(i-1, j)), and into the next
                     // column's word, E(i, j + 1) extended (E - ge > H - go). trace.cuh's nw_dir reads them.
-                    de = __viaddmax_s32(hd, sc, E[r]);
-                    h = __viaddmax_s32(fg, -a.go, de);
-                    word = __funnelshift_l(hd + sc - E[r], word, 1);
-                    word = __funnelshift_l(de - fg + a.go, word, 1);
-                    word = __funnelshift_l(h_up - fg, word, 1);
-                    enext = __funnelshift_l(h - E[r] + (a.ge - a.go), enext, 1);
-                    E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);
-                    fg = __viaddmax_s32(fg, -a.ge, de);
+                    const int e_in = E[r], fg_in = fg;
+                    h = nw_cell_dpx(hd, sc, E[r], fg, a.go, a.ge, de);
+                    word = __funnelshift_l(hd + sc - e_in, word, 1);
+                    word = __funnelshift_l(de - fg_in + a.go, word, 1);
+                    word = __funnelshift_l(h_up - fg_in, word, 1);
+                    enext = __funnelshift_l(h - e_in + (a.ge - a.go), enext, 1);
                     h_up = h;
                 } else if (STORE) {  // local: nibbles (a start is a fifth case), from the DPX ops' predicates
                     bool diag_wins;
@@ -149,10 +147,7 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
                     fg = __viaddmax_s32(fg, -a.ge, de);
                     h_up = h;
                 } else {
-                    de = MODE == NW_LOCAL ? __viaddmax_s32_relu(hd, sc, E[r]) : __viaddmax_s32(hd, sc, E[r]);
-                    h = __viaddmax_s32(fg, -a.go, de);
-                    E[r] = __viaddmax_s32(h, -a.go, E[r] - a.ge);  // E(i, j + 1)
-                    fg = __viaddmax_s32(fg, -a.ge, de);            // F(i + 1, j) + go
+                    h = nw_cell_dpx<MODE == NW_LOCAL>(hd, sc, E[r], fg, a.go, a.ge, de);
                 }
                 hd = H[r];
                 H[r] = h;
