@@ -53,12 +53,12 @@ def main() -> int:
         return value
 
     from nwalign.backends.cuda import modules
-    from nwalign.backends.cuda.wavefront import _WAVE_SCORE_NAMES, _WAVEFRONT_NAMES, _WINDOW_NAME
+    from nwalign.backends.cuda.wavefront import WAVE_SCORE_NAMES, WAVEFRONT_NAMES, WINDOW_NAME
 
     # Compile (or load from CuPy's cache) every kernel the alignment launches before anything is timed: on
     # a fresh machine NVRTC compiles wave_score.cu's instantiations once (tens of seconds).
-    modules.function("wave_score", _WINDOW_NAME, name_expressions=_WAVE_SCORE_NAMES)
-    modules.function("wavefront", "wave_trace", name_expressions=_WAVEFRONT_NAMES)
+    modules.function("wave_score", WINDOW_NAME, name_expressions=WAVE_SCORE_NAMES)
+    modules.function("wavefront", "wave_trace", name_expressions=WAVEFRONT_NAMES)
     wf = Wavefront(cp, q, t, scoring)
     wf.score()  # compile and warm up
     score = timed("score_s", wf.score)

@@ -60,14 +60,14 @@ def versions() -> dict:
     return out
 
 
-def _wall_timer(fn):
+def wall_timer(fn):
     t0 = time.perf_counter()
     result = fn()
     return time.perf_counter() - t0, result
 
 
-def timed(fn, repeats: int, warmup: int, timer=_wall_timer) -> tuple[list[float], object]:
-    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed by ``timer`` (:func:`_wall_timer`
+def timed(fn, repeats: int, warmup: int, timer=wall_timer) -> tuple[list[float], object]:
+    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed by ``timer`` (:func:`wall_timer`
     or :func:`nwalign.backends.kernels.gpu_timer`'s); returns (seconds of each timed run, the last result)."""
     for _ in range(warmup):
         fn()
@@ -100,7 +100,7 @@ def gpu_allowed(backend: str) -> bool:
     return ok
 
 
-def _without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kernels: str) -> list[str]:
+def without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kernels: str) -> list[str]:
     """``names`` less the GPU kernels when no GPU can be used (a warning names them); only GPU kernels
     asked for and no GPU is an error.
 
@@ -118,7 +118,7 @@ def _without_gpu(names: list[str], gpu_kernels, gpu_ok: bool, backend: str, kern
     return names
 
 
-def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[str]:
+def workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[str]:
     """--kernels for the search and allpairs workloads: ``all`` or names from ``known``."""
     names = list(known) if kernels == "all" else [k.strip() for k in kernels.split(",") if k.strip()]
     for name in names:
@@ -127,7 +127,7 @@ def _workload_kernels(kernels: str, known: tuple[str, ...], what: str) -> list[s
     return names
 
 
-class _Rows(list):
+class Rows(list):
     """The result rows of a benchmark; ``progress(row)`` (the ``progress`` argument of the run_*
     functions) hears of each as it is measured."""
 

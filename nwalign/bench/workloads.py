@@ -24,7 +24,7 @@ from nwalign.records.alignment import Alignment, rescore
 from nwalign.scoring.schemes import Scoring, make_scoring
 from nwalign.io.sequences import Record, detect_alphabet, read_fasta
 from nwalign.io.simulate import mutate, random_records
-from nwalign.bench.harness import (Row, _Rows, _wall_timer, _without_gpu, _workload_kernels, gpu_allowed, mismatch, spread, timed, versions)
+from nwalign.bench.harness import (Row, Rows, wall_timer, without_gpu, workload_kernels, gpu_allowed, mismatch, spread, timed, versions)
 
 log = logging.getLogger("nwalign")
 
@@ -110,7 +110,7 @@ def _kernel_list(kernels: str, backend: str, peers: bool) -> list[str]:
     for name in names:
         if name not in known:
             raise NwalignError(f"--kernels: unknown kernel {name!r} (known: all, {', '.join(sorted(known))})")
-    return _without_gpu(names, GPU_PAIR_KERNELS, gpu_ok, backend, kernels)
+    return without_gpu(names, GPU_PAIR_KERNELS, gpu_ok, backend, kernels)
 
 
 def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: int = 1, mode: str = "global",
@@ -128,7 +128,7 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
     scoring = make_scoring(kind, mode)
     device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
-    rows: list[Row] = _Rows(progress)
+    rows: list[Row] = Rows(progress)
     for q, t in pairs:
         qc, tc = scoring.encode(q), scoring.encode(t)
         scoring.check_lengths(len(qc), len(tc))
@@ -161,7 +161,7 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
 def _measure(label, name, block, shared, q, t, qc, tc, scoring, traceback, repeats, warmup, reference, ref_name,
              device, info) -> Row | None:
     go, ge = scoring.gap_open, scoring.gap_extend
-    timer = _wall_timer
+    timer = wall_timer
     check_ops = None
     if name in ("cpu", "cpu-serial"):  # cpu-serial: the papers' baseline, one thread, the scalar row kernel
         fn = catalog.pair_call(name, qc, tc, scoring, traceback)
@@ -254,8 +254,8 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     kernel is timed too, else on the first ``check`` database sequences.
     """
     gpu_ok = gpu_allowed(backend)
-    names = _workload_kernels(kernels, SEARCH_KERNELS, "a search")
-    names = _without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
+    names = workload_kernels(kernels, SEARCH_KERNELS, "a search")
+    names = without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
     queries, db = _search_inputs(query_lengths, db_size, inputs, seed)
     scoring = make_scoring("protein", "local", matrix, None, None, gap_open, gap_extend)
     codes = encode_database(db, scoring)
@@ -269,13 +269,13 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
         gpu["scan"] = catalog.gpu_scanner("scan", db, codes, scoring)
     device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"]
     info = versions()
-    rows: list[Row] = _Rows(progress)
+    rows: list[Row] = Rows(progress)
     for q in queries:
         qc = scoring.encode(q)
         cpu_scores = other_gpu = None
         for name in names:
             if name == "cpu":
-                fn, timer = (lambda: cpu_scan(qc, codes, db.offsets, scoring, threads)), _wall_timer
+                fn, timer = (lambda: cpu_scan(qc, codes, db.offsets, scoring, threads)), wall_timer
             else:
                 enc = Encoded(q, qc)
                 fn, timer = (lambda: gpu[name].score_query(enc)), catalog.gpu_timer()
@@ -361,16 +361,16 @@ def run_allpairs(sizes: list[int], count: int, kernels: str = "all", repeats: in
     from concurrent.futures import ThreadPoolExecutor
 
     gpu_ok = gpu_allowed(backend)
-    names = _workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
+    names = workload_kernels(kernels, ALLPAIRS_KERNELS, "an allpairs")
     if count < 2:
         raise NwalignError("--count: allpairs needs at least 2 sequences")
-    names = _without_gpu(names, GPU_KERNELS, gpu_ok, backend, kernels)
+    names = without_gpu(names, GPU_KERNELS, gpu_ok, backend, kernels)
     slices = slices or [32]
     blocks = blocks or [None]
     device = (backends.device_info() or [{"name": "cpu only"}])[0]["name"] if gpu_ok else "cpu"
     info = versions()
     threads = os.cpu_count() or 1
-    rows: list[Row] = _Rows(progress)
+    rows: list[Row] = Rows(progress)
     for size in ([0] if inputs else sizes):
         records = allpairs_records(size, count, seed, inputs, alphabet)
         kind = alphabet or detect_alphabet(records)

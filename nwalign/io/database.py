@@ -20,8 +20,8 @@ from nwalign.io.mapped import BLOCK, RangeReader, Recoded, each_block
 from nwalign.scoring.schemes import Scoring, make_scoring
 from nwalign.io import fastastream
 from nwalign.io import mapped
-from nwalign.io.nwdb_names import _Names, _names_section
-from nwalign.io.sequences import NUCLEOTIDE_LETTERS, Record, _chunks, as_records, kind_of, read_fasta_arrays
+from nwalign.io.nwdb_names import NamesSection, names_section
+from nwalign.io.sequences import NUCLEOTIDE_LETTERS, Record, in_blocks, as_records, kind_of, read_fasta_arrays
 
 MAGIC = b"NWDB\x01\x00\x00\x00"    # .nwdb version 1: residues as ASCII letters
 MAGIC2 = b"NWDB\x02\x00\x00\x00"   # version 2: residues as letter indices (the search engines' codes)
@@ -168,14 +168,14 @@ class Database:
 def byte_counts(data: np.ndarray) -> np.ndarray:
     """How often each value occurs in a uint8 array (int64, shape (256,)): :func:`nwalign.io.fastastream.byte_counts`
     in pieces of 4 M pairs on up to 8 threads."""
-    return fastastream.byte_counts(data, 1 << 22, _chunks)
+    return fastastream.byte_counts(data, 1 << 22, in_blocks)
 
 
 def _take_chunked(table: np.ndarray, index: np.ndarray) -> np.ndarray:
     """table[index] for a uint8 index array, in cache-sized chunks (NumPy indexes through an intp copy of
     the index array, 8 bytes per element), on up to 8 threads (205 Mb: 0.45 -> 0.25 s on two cores)."""
     out = np.empty(index.size, dtype=table.dtype)
-    _chunks(index.size, lambda a, b: np.take(table, index[a:b], out=out[a:b]), 1 << 18)
+    in_blocks(index.size, lambda a, b: np.take(table, index[a:b], out=out[a:b]), 1 << 18)
     return out
 
 
@@ -219,7 +219,7 @@ def write_database(db: Database, path: str, version: int = 2) -> None:
     """
     offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
     if version == 2:
-        names = _names_section(list(db.ids), list(db.descriptions))
+        names = names_section(list(db.ids), list(db.descriptions))
         _write_v2(db.ascii(), offsets, names, len(set(db.ids)) == db.count, path, db.letter_counts())
         return
     fields = {"count": db.count, "total": db.total_length, "ids": list(db.ids), "descriptions": list(db.descriptions)}
@@ -241,7 +241,7 @@ def _write_v2(ascii_: np.ndarray, offsets: np.ndarray, names: bytes, ids_unique:
               "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)}, "ids_unique": bool(ids_unique),
               "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                         "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
-    fields["crc32"]["header"] = _header_crc(fields)
+    fields["crc32"]["header"] = header_crc(fields)
     _write_file(MAGIC2, v2_header(fields), names, offsets, body, path)
 
 
@@ -331,7 +331,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
     if names_bytes < 0 or os.path.getsize(path) != start + 8 * (count + 1) + total:
         raise ValueError("file size does not match its header")
     # Memory-mapped, not read: the names of 60 million sequences are gigabytes, and a search decodes only
-    # its hits' (dbnames._Names); the pages it touches are page cache.
+    # its hits' (dbnames.NamesSection); the pages it touches are page cache.
     names_raw = np.memmap(path, dtype=np.uint8, mode="r", offset=16 + size, shape=(names_bytes,)) \
         if names_bytes else b""
     offsets = np.asarray(np.memmap(path, dtype=np.int64, mode="r", offset=start, shape=(count + 1,)))
@@ -339,7 +339,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
     pending = None
     if head[:8] == MAGIC2:
         crc = header["crc32"]
-        if "header" in crc and _header_crc(header) != crc["header"]:  # files before 0.2 have none
+        if "header" in crc and header_crc(header) != crc["header"]:  # files before 0.2 have none
             raise ValueError("checksum of the header differs")
         sections = [("names", names_raw), ("offsets", offsets), ("residues", body)]
         if check_later and not written_here:  # names and residues checked while the search starts
@@ -349,7 +349,7 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
         elif written_here:
             sections = sections[:2]
         _check_crc(sections, crc)
-        names = _Names(names_raw, count, path, header.get("names_format", "json"))  # read when first used
+        names = NamesSection(names_raw, count, path, header.get("names_format", "json"))  # read when first used
         ids, descriptions = names.ids, names.descriptions
         if total and not written_here and _max_code(body) >= len(header["letters"]):
             raise ValueError("residue codes outside the letters")
@@ -373,7 +373,7 @@ def _rising(offsets: np.ndarray, block: int = 1 << 20) -> bool:
     return not any(np.any(np.diff(offsets[a:a + block + 1]) < 1) for a in range(0, len(offsets) - 1, block))
 
 
-def _header_crc(fields: dict) -> int:
+def header_crc(fields: dict) -> int:
     """CRC-32 of a version-2 header's fields (its own checksum left out), in one canonical JSON form: an
     edited letter order or ``ids_unique`` gave wrong hits without a word before it was checked."""
     crc = {k: v for k, v in fields["crc32"].items() if k != "header"}

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nwalign.io.database import (MAGIC2, Database, _header_crc, crc32_function, database_letters, load_database, v2_header, written_atomically)
+from nwalign.io.database import (MAGIC2, Database, header_crc, crc32_function, database_letters, load_database, v2_header, written_atomically)
 from nwalign.errors import NwalignError
 from nwalign.io.fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
 
@@ -187,7 +187,7 @@ def _write(scratch: _Scratch, out, threads: int) -> None:
     out.write(pad)
     out.write(offsets.tobytes())
     fields["crc32"] = {"names": zlib.crc32(pad, names_crc), "offsets": zlib.crc32(offsets), "residues": residues_crc}
-    fields["crc32"]["header"] = _header_crc(fields)
+    fields["crc32"]["header"] = header_crc(fields)
     header = v2_header(fields)
     assert len(header) == room
     out.seek(0)

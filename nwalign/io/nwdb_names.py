@@ -14,7 +14,7 @@ from nwalign.io import mapped
 from nwalign.io.mapped import RangeReader
 
 
-def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
+def names_section(ids: list[str], descriptions: list[str]) -> bytes:
     """A version-2 names section of format ``indexed``, padded to 8 bytes."""
     text = [name.encode() for name in ids + descriptions]
     starts = np.zeros(len(text) + 1, dtype=np.int64)
@@ -23,7 +23,7 @@ def _names_section(ids: list[str], descriptions: list[str]) -> bytes:
     return names + b" " * (-len(names) % 8)
 
 
-class _Names:
+class NamesSection:
     """The ids and descriptions of a version-2 .nwdb, read when first used. An ``indexed`` section starts
     with where each name starts, so a search that reports 200 hits decodes 200 names and parses nothing
     else; a ``json`` section (files written by nwalign 0.1 before 2026-11-23) is parsed whole (570,000 names: ~0.07-0.09 s
@@ -116,9 +116,9 @@ class _Names:
 
 
 class _LazyList(Sequence):
-    """One of :class:`_Names`' lists, read on first use."""
+    """One of :class:`NamesSection`' lists, read on first use."""
 
-    def __init__(self, names: _Names, which: int):
+    def __init__(self, names: NamesSection, which: int):
         self._names, self._which = names, which
 
     def __len__(self) -> int:

@@ -66,8 +66,8 @@ def test_every_default_kernel_ships_under_the_name_the_host_asks_for():
     from nwalign.backends.cuda import wavefront
     from nwalign.backends.cuda.modules import kernel_key, shipped_symbol
 
-    wanted = {"wave_score": wavefront._WAVE_SCORE_NAMES, "wave_score16": wavefront._WAVE_SCORE16_NAMES,
-              "wavefront": wavefront._WAVEFRONT_NAMES + ("wave_trace",), "allpairs": allpairs._NAMES,
+    wanted = {"wave_score": wavefront.WAVE_SCORE_NAMES, "wave_score16": wavefront.WAVE_SCORE16_NAMES,
+              "wavefront": wavefront.WAVEFRONT_NAMES + ("wave_trace",), "allpairs": allpairs._NAMES,
               "banded_align": ("banded_align_global", "banded_score_global"),
               "antidiagonal": ("adiag_step", "adiag_sweep"), "skewed_lockfree": ("skewed_lockfree",),
               "diagonal_block": tuple(f"diagonal_block<{h}, {w}, {s}>" for h, w in ((8, 8), (16, 16), (32, 32))

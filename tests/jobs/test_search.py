@@ -362,16 +362,16 @@ def test_scan_profile_plan_equals_cpu(alphabet, monkeypatch):
 def test_scan_profile_chunks_cover_the_range(first, residues):
     """Plan profile's chunks (no GPU needed): contiguous, covering sequences first.. once, each within the
     residue bound unless it is a single pair, every chunk but the last an even number of sequences."""
-    from nwalign.backends.cuda.scanplan import _chunks
+    from nwalign.backends.cuda.scanplan import profile_chunks_of
 
     lengths = np.array([9, 8, 7, 7, 5, 5, 4, 3, 3, 1, 1], dtype=np.int64)
-    chunks = _chunks(lengths, first, residues)
+    chunks = profile_chunks_of(lengths, first, residues)
     assert chunks[0][0] == first and sum(c[1] for c in chunks) == lengths.size - first
     for (a, n, base, size), nxt in zip(chunks, chunks[1:] + [(lengths.size,)]):
         assert a + n == nxt[0] and base == lengths[:a].sum() and size == lengths[a:a + n].sum()
         assert size <= residues or n <= 2
     assert all(c[1] % 2 == 0 for c in chunks[:-1])
-    assert _chunks(lengths, lengths.size, residues) == []
+    assert profile_chunks_of(lengths, lengths.size, residues) == []
 
 
 @pytest.mark.gpu
@@ -480,13 +480,13 @@ def test_scan_partitions_cover_the_database(hopper, m):
     """The scan's launch plan (no GPU needed): contiguous ranges covering every sequence once, longest
     first; a single-pass configuration only for sequences that fit its G x R columns; every range large
     enough to fill a GPU, or merged into the next longer one."""
-    from nwalign.backends.cuda.scanplan import CONFIGS, MIN_THREADS, _partitions
+    from nwalign.backends.cuda.scanplan import CONFIGS, MIN_THREADS, length_partitions
 
     rng = np.random.default_rng(5)
     lengths = np.sort(np.clip(rng.lognormal(5.7, 0.6, size=60_000), 1, 9000).astype(np.int64))[::-1]
     widths = {g * r for g, r in CONFIGS[hopper][0]}
     for single in (False, True):
-        parts = _partitions(lengths, True, hopper, m, single)
+        parts = length_partitions(lengths, True, hopper, m, single)
         assert parts[0].first == 0 and sum(p.count for p in parts) == lengths.size
         for a, b in zip(parts, parts[1:]):
             assert a.first + a.count == b.first
@@ -497,7 +497,7 @@ def test_scan_partitions_cover_the_database(hopper, m):
             assert p.G in (4, 8, 16, 32)
         for p in parts[1:]:
             assert (p.count + 1) // 2 * p.G >= MIN_THREADS
-    wide = _partitions(lengths, False, hopper, m)
+    wide = length_partitions(lengths, False, hopper, m)
     assert len(wide) == 1 and wide[0].multi and wide[0].count == lengths.size
 
 

@@ -72,7 +72,7 @@ def test_boundary_rows_of_pairs_do_not_overlap_and_fit_half_the_residues(seed):
     """sw_profile.cu keeps a pair's n0 boundary entries from (o0 + Lmax - n0) / 2 of its piece (lengths
     decreasing): the pairs' entries never overlap and end within scanplan.bound_words, half the residues."""
     from nwalign.backends.cuda.devicedb import length_order
-    from nwalign.backends.cuda.scanplan import _chunks, bound_words
+    from nwalign.backends.cuda.scanplan import profile_chunks_of, bound_words
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, [8, 60, 4096][seed % 3], size=int(rng.integers(1, 3000)))
@@ -80,7 +80,7 @@ def test_boundary_rows_of_pairs_do_not_overlap_and_fit_half_the_residues(seed):
         lengths[:] = 7  # all equal
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     _, ordered = length_order(offsets)
-    for first, count, start, residues in _chunks(ordered, 0, int(rng.integers(50, 20000))):
+    for first, count, start, residues in profile_chunks_of(ordered, 0, int(rng.integers(50, 20000))):
         part = ordered[first:first + count].astype(np.int64)
         o0 = np.concatenate(([0], np.cumsum(part)))[:-1:2]
         n0 = part[::2]

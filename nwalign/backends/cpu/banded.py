@@ -31,7 +31,7 @@ from numba import njit
 
 from nwalign.plan.bands import band_limits
 from nwalign.backends.cpu.antidiagonal import diagonal_buffers, fits_float32, lane_codes
-from nwalign.backends.cpu.dp import NEG, _trace_step, gotoh_cell
+from nwalign.backends.cpu.dp import NEG, trace_step, gotoh_cell
 from nwalign.backends.cpu.pair import align_codes, finish_path
 
 _NEG32 = np.float32(NEG)
@@ -86,7 +86,7 @@ def trace_banded(dirs, lo, m, n, ops):
     column 0 (the columns are in reverse order in ops)."""
     i, j, state, nops = m, n, 0, 0
     while i > 0 and j > 0:
-        i, j, state, nops, _ = _trace_step(dirs[i - 1, j - i - lo], i, j, state, ops, nops)
+        i, j, state, nops, _ = trace_step(dirs[i - 1, j - i - lo], i, j, state, ops, nops)
     return i, j, nops
 
 
@@ -187,7 +187,7 @@ def trace_banded_antidiagonal(dirs, offs, ilo, m, n, ops):
     i, j, state, nops = m, n, 0, 0
     while i > 0 and j > 0:
         d = i + j
-        i, j, state, nops, _ = _trace_step(dirs[offs[d] + i - ilo[d]], i, j, state, ops, nops)
+        i, j, state, nops, _ = trace_step(dirs[offs[d] + i - ilo[d]], i, j, state, ops, nops)
     return i, j, nops
 
 

@@ -107,7 +107,7 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _trace_step(d, i, j, state, ops, nops):
+def trace_step(d, i, j, state, ops, nops):
     """One traceback step at cell (i, j) with direction byte d. Returns (i, j, state, nops, stopped)."""
     if state == 0:
         src = d & 3
@@ -134,7 +134,7 @@ def trace_band(dirs, i0, i, j, state, ops, nops):
     Returns (i, j, state, nops, stopped) where ``stopped`` marks a local-alignment start.
     """
     while i > i0 and j > 0:
-        i, j, state, nops, stopped = _trace_step(dirs[i - i0 - 1, j], i, j, state, ops, nops)
+        i, j, state, nops, stopped = trace_step(dirs[i - i0 - 1, j], i, j, state, ops, nops)
         if stopped:
             return i, j, state, nops, True
     return i, j, state, nops, False
@@ -150,7 +150,7 @@ def trace_antidiagonal_major(adm, offsets, n, i, j, state, ops, nops):
     while i > 0 and j > 0:
         d = i + j
         lo = 1 if d - n < 1 else d - n
-        i, j, state, nops, stopped = _trace_step(adm[offsets[d] + i - lo], i, j, state, ops, nops)
+        i, j, state, nops, stopped = trace_step(adm[offsets[d] + i - lo], i, j, state, ops, nops)
         if stopped:
             return i, j, state, nops, True
     return i, j, state, nops, False

@@ -158,3 +158,8 @@ def device_info() -> list[dict]:
                         cupy=cupy.__version__, cuda_runtime=cupy.cuda.runtime.runtimeGetVersion(),
                         cuda_driver=cupy.cuda.runtime.driverGetVersion()))
     return out
+
+
+def device_ptr(arr) -> int:
+    """The device address of a CuPy array, as a kernel's argument struct holds it (0 for None)."""
+    return 0 if arr is None else int(arr.data.ptr)

@@ -17,7 +17,7 @@ from nwalign.ops import GLOBAL, LOCAL, finish_path, format_bytes  # Numba (the C
 from nwalign.errors import NwalignError, option_error
 from nwalign.backends.cuda import modules
 from nwalign.backends.cuda import BLOCK_SHAPES, KERNELS
-from nwalign.backends.cuda.device import pinned_empty, require
+from nwalign.backends.cuda.device import device_ptr, pinned_empty, require
 
 log = logging.getLogger("nwalign")
 
@@ -42,10 +42,6 @@ class Options:
     # (4, 6, 8, 12, 16; 8, 12, 16 for the 16-bit pass); None: the measured best (wavefront.DEFAULT_*ROWS)
     packed: bool | None = None  # wavefront: 16-bit packed score pass (None: where the scoring allows it)
     spread: tuple[int, ...] = ()  # wavefront: GPUs its 16-bit score passes spread over (the first: ``device``)
-
-
-def _ptr(arr) -> int:
-    return 0 if arr is None else int(arr.data.ptr)
 
 
 def _border(k: np.ndarray, mode: int, go: int, ge: int) -> np.ndarray:
@@ -94,9 +90,9 @@ class _Run:
 
 
 def _adiag_args(run: _Run, H, E, F, dirs=None, store=0, adm_off=None, adm_base=0):
-    return np.array([(_ptr(run.q), _ptr(run.t), _ptr(run.S), run.A, run.m, run.n, run.go, run.ge, run.mode,
-                      _ptr(H), _ptr(E), _ptr(F), _ptr(dirs), store, _ptr(adm_off), adm_base, _ptr(run.corner),
-                      _ptr(run.best), run.pos_keys)], dtype=_ADIAG_ARGS)[0]
+    return np.array([(device_ptr(run.q), device_ptr(run.t), device_ptr(run.S), run.A, run.m, run.n, run.go, run.ge, run.mode,
+                      device_ptr(H), device_ptr(E), device_ptr(F), device_ptr(dirs), store, device_ptr(adm_off), adm_base, device_ptr(run.corner),
+                      device_ptr(run.best), run.pos_keys)], dtype=_ADIAG_ARGS)[0]
 
 
 def _adiag_buffers(run: _Run):
@@ -214,9 +210,9 @@ def _run_tiles(run: _Run, opts: Options, persistent: bool) -> None:
     colE = cp.full(m + 1, -(1 << 30), dtype=cp.int32)
     tiles_i, tiles_j = (m + bh - 1) // bh, (n + bw - 1) // bw
     corner_left = cp.zeros(tiles_i, dtype=cp.int32)
-    args = np.array([(_ptr(run.q), _ptr(run.t), _ptr(run.S), run.A, m, n, run.go, run.ge, run.mode, _ptr(rowH),
-                      _ptr(rowF), _ptr(colH), _ptr(colE), _ptr(corner_left), _ptr(run.dirs), run.store,
-                      _ptr(run.corner), _ptr(run.best), run.pos_keys)], dtype=_TILE_ARGS)[0]
+    args = np.array([(device_ptr(run.q), device_ptr(run.t), device_ptr(run.S), run.A, m, n, run.go, run.ge, run.mode, device_ptr(rowH),
+                      device_ptr(rowF), device_ptr(colH), device_ptr(colE), device_ptr(corner_left), device_ptr(run.dirs), run.store,
+                      device_ptr(run.corner), device_ptr(run.best), run.pos_keys)], dtype=_TILE_ARGS)[0]
     if persistent:
         func = modules.function("skewed_lockfree", "skewed_lockfree")
         blocks = min(modules.resident_blocks(func, 1024), min(tiles_i, tiles_j))

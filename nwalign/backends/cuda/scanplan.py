@@ -10,7 +10,7 @@ import numpy as np
 from nwalign.backends.cuda import modules
 
 
-_QPAD = 32  # SW_QPAD in sw_search.cu
+QPAD = 32  # SW_QPAD in sw_search.cu
 PLANS = ("auto", "wider", "wide", "single", "cost", "profile")
 #: Plan ``profile``: database sequences up to this length take sw_profile.cu (longer ones would hold one
 #: group of the persistent grid for longer than the average group's whole share of the launch).
@@ -26,7 +26,7 @@ def bound_words(residues: int, longest: int) -> int:
     return (residues + longest) // 2 + 1
 
 
-def _chunks(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple[int, int, int, int]]:
+def profile_chunks_of(sorted_lengths: np.ndarray, first: int, residues: int) -> list[tuple[int, int, int, int]]:
     """Cut sequences ``first``.. (length order) into contiguous chunks of at most ``residues`` residues
     (or one sequence pair, if longer) that start at an even distance from ``first``; each as (first,
     count, first residue, residues)."""
@@ -83,7 +83,7 @@ def profile_kernel_names() -> list[str]:
     return [_profile_mangled(g, r) for g, r in PROFILE_CONFIGS]
 
 
-def _profile_kernel(G: int, R: int):
+def profile_kernel(G: int, R: int):
     """sw_profile<G, R> from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
     names = tuple(f"sw_profile<{g}, {r}>" for g, r in PROFILE_CONFIGS)
     return modules.kernel("sw_profile", _profile_mangled(G, R), f"sw_profile<{G}, {R}>", names)
@@ -113,12 +113,12 @@ MIN_THREADS = 16384  # a launch with fewer threads than this is merged into the 
 
 
 
-class _Part:
+class Part:
     def __init__(self, G, R, multi, first, count):
         self.G, self.R, self.multi, self.first, self.count = G, R, multi, first, count
 
     def __repr__(self):
-        return f"_Part(G={self.G}, R={self.R}, multi={self.multi}, first={self.first}, count={self.count})"
+        return f"Part(G={self.G}, R={self.R}, multi={self.multi}, first={self.first}, count={self.count})"
 
 
 def _name(wide: bool, G: int, R: int, multi: bool) -> str:
@@ -147,12 +147,12 @@ def kernel_names(hopper: bool = True) -> list[str]:
     return [_mangled(*c) for c in _configs(hopper)] + ["sw_gather", "sw_scatter_scores"]
 
 
-def _kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
+def scan_kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
     """The kernel from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
     return modules.kernel("sw_search", _mangled(wide, G, R, multi), _name(wide, G, R, multi), _names(hopper))
 
 
-def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
+def length_partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
                 min_threads: int = None, wide: bool = False, wider: bool = False) -> list:
     """Contiguous ranges of the length-sorted (longest first) database, each with its kernel
     configuration, for a query of ``m`` residues.
@@ -171,7 +171,7 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
     if wide:
         single = single + WIDE_SINGLE[hopper] + (WIDER_SINGLE[hopper] if wider else [])
     if not packed16:
-        return [_Part(*wide32, True, 0, n)]
+        return [Part(*wide32, True, 0, n)]
     asc = -sorted_lengths  # ascending, for searchsorted
     widths = sorted({g * r: (g, r) for g, r in reversed(single)}.items())  # smallest G for each width
     cuts = [0] + [w for w, _ in widths] + [None]
@@ -194,7 +194,7 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
         if parts and (parts[-1].G, parts[-1].R, parts[-1].multi) == cfg and parts[-1].first + parts[-1].count == a:
             parts[-1].count += b - a
         else:
-            parts.append(_Part(*cfg, a, b - a))
+            parts.append(Part(*cfg, a, b - a))
     # A range too small to fill the GPU would run as a latency-bound launch of its own: the next longer
     # range's configuration holds it as well.
     min_threads = MIN_THREADS if min_threads is None else min_threads
@@ -207,11 +207,11 @@ def _partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int
     return parts
 
 
-def _table_words(A: int, wide: bool) -> int:
+def table_words(A: int, wide: bool) -> int:
     return (A + 1) * (A + 1) * (1 if wide else 32)
 
 
-def _scores_plus_go(matrix: np.ndarray, go: int) -> np.ndarray:
+def scores_plus_go(matrix: np.ndarray, go: int) -> np.ndarray:
     """S + go (int64, (A + 1, A + 1)) with the padding letter A, which scores _PAD_SCORE against everything."""
     A = matrix.shape[0]
     s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
@@ -219,13 +219,13 @@ def _scores_plus_go(matrix: np.ndarray, go: int) -> np.ndarray:
     return s + go
 
 
-def _score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
+def score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
     """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A.
 
     wide: word [a][b] = S(a, b) + go. Packed: word [(a * (A + 1) + b) * 32 + l] = (S(a, b) + go) & 0xffff
     for every lane l (32 interleaved copies, so that lane l's loads stay in bank l).
     """
-    s = _scores_plus_go(matrix, go).ravel()
+    s = scores_plus_go(matrix, go).ravel()
     if wide:
         return s.astype(np.int32).view(np.uint32)
     return np.repeat((s & 0xFFFF).astype(np.uint32), 32)

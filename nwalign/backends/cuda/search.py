@@ -15,7 +15,7 @@ from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, requi
 from nwalign.backends.cuda.devicedb import DeviceDatabase
 from nwalign.backends.cuda.structs import SP_ARGS as _SP_ARGS
 from nwalign.backends.cuda.structs import SW_ARGS as _ARGS
-from nwalign.backends.cuda.scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN, PROFILE_MIN_RESIDUES_PER_SM, _QPAD, _chunks, _kernel, _Part, _partitions, _profile_kernel, _score_table, _scores_plus_go, _table_words, bound_words, profile_config, profile_shared_bytes)
+from nwalign.backends.cuda.scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFILE_CHUNK_RESIDUES, PROFILE_MAX_LEN, PROFILE_MIN_RESIDUES_PER_SM, QPAD, profile_chunks_of, scan_kernel, Part, length_partitions, profile_kernel, score_table, scores_plus_go, table_words, bound_words, profile_config, profile_shared_bytes)
 
 log = logging.getLogger("nwalign")
 MAX_QUERY = 60000  # GSW_MAX_QUERY in gsw.cu (constant memory)
@@ -159,14 +159,14 @@ class ScanSearcher:
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
         dev = cp.cuda.Device()
         self.hopper = int(dev.compute_capability) >= 90  # "90", "100": compare as numbers
-        need = 4 * _table_words(A, False)
+        need = 4 * table_words(A, False)
         smem = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
         if need > smem:
             raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
         self.limit = 32767 - int(scoring.matrix.max()) - self.go
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
-        self.tables = {wide: cp.asarray(_score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
+        self.tables = {wide: cp.asarray(score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
         # Successive queries' sw_profile launches alternate between two lanes (a stream and a region of
         # the boundary rows each): one query's launch fills the GPU while the other's drains (most felt on the
@@ -185,7 +185,7 @@ class ScanSearcher:
         self.recomputed = 0
         self.cells = 0
         self.scan_seconds = 0.0  # wall time inside scores(), summed
-        self.wide_part = _Part(*CONFIGS[self.hopper][2], True, 0, 0)
+        self.wide_part = Part(*CONFIGS[self.hopper][2], True, 0, 0)
         self._plans: dict = {}
         if plan not in PLANS:
             raise NwalignError(f"scan: plan {plan!r} is not one of {', '.join(PLANS)}")
@@ -197,7 +197,7 @@ class ScanSearcher:
                 else "wider"
         self.plan = plan
         self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
-        self._profile_table = _scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
+        self._profile_table = scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
         self.swap(db)
 
     def swap(self, db: DeviceDatabase) -> None:
@@ -222,7 +222,7 @@ class ScanSearcher:
         #: Pieces are as large as PROFILE_CHUNK_RESIDUES allows: each is a launch's fill and drain.
         profile_residues = int(self.sorted_lengths[self.profile_first:].sum())
         piece = min(PROFILE_CHUNK_RESIDUES, profile_residues)
-        self.profile_chunks = _chunks(self.sorted_lengths, self.profile_first, max(piece, 1))
+        self.profile_chunks = profile_chunks_of(self.sorted_lengths, self.profile_first, max(piece, 1))
         #: uint64 words of the boundary rows: a region for each lane, as the largest piece needs (sw_profile.cu:
         #: half its residues and half its longest sequence)
         self.bound_words = PROFILE_LANES * max((bound_words(residues, int(self.sorted_lengths[first]))
@@ -242,12 +242,12 @@ class ScanSearcher:
         self.db = self.d_order = self.d_off = self.d_res = self._bound = None
 
     def partitions(self, m: int) -> list:
-        """The sw_search.cu launches for a query of ``m`` residues (see :func:`_partitions`; cached by
+        """The sw_search.cu launches for a query of ``m`` residues (see :func:`length_partitions`; cached by
         length). Plan ``profile``: those of plan ``wider`` over the sequences longer than
         :data:`PROFILE_MAX_LEN` only (the rest take sw_profile.cu)."""
         if m not in self._plans:
             wider = self.plan in ("wider", "profile")
-            parts = _partitions(self.sorted_lengths[:self.profile_first], self.packed16, self.hopper, m,
+            parts = length_partitions(self.sorted_lengths[:self.profile_first], self.packed16, self.hopper, m,
                                 self.plan != "cost", self.min_threads, self.plan in ("wide", "wider", "profile"), wider)
             self._plans[m] = parts
         return self._plans[m]
@@ -287,7 +287,7 @@ class ScanSearcher:
                                    f"residues ({8 * self.bound_words / 2**30:.1f} GiB): split the database, or use "
                                    "--backend cpu") from None
         bound = self._bound[lane * (self._bound.size // PROFILE_LANES):] if passes > 1 else d_prof
-        func = _profile_kernel(G, R)
+        func = profile_kernel(G, R)
         threads = 256
         shared = profile_shared_bytes(G, R, A1, threads)
         if shared > 48 << 10:
@@ -316,8 +316,8 @@ class ScanSearcher:
         before it and enough after it for the longest pipeline (G = 32) and the loads 4 steps ahead."""
         A1 = self.A + 1
         stride = 4 * A1 * (1 if wide else 32)
-        q = np.full(_QPAD + query.size + 32 + 3 + 8, self.A, dtype=np.int64)
-        q[_QPAD:_QPAD + query.size] = query
+        q = np.full(QPAD + query.size + 32 + 3 + 8, self.A, dtype=np.int64)
+        q[QPAD:QPAD + query.size] = query
         return self.cp.asarray((q * stride).astype(np.int32))
 
     def _launch(self, part, query: np.ndarray, qrows: dict, stream, d_scores, wide: bool = False, d_list=None,
@@ -332,12 +332,12 @@ class ScanSearcher:
         threads = self.block_threads.get((G, R, multi), 256)
         table = self.tables[wide]
         shared = 4 * int(table.size)
-        func = _kernel(self.hopper, wide, G, R, multi)
+        func = scan_kernel(self.hopper, wide, G, R, multi)
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
         blocks = min((groups * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
         slots = blocks * (threads // G)  # group slots of the persistent grid
-        bound = cp.empty(2 * (steps + _QPAD + 40) * slots * 2 if multi else 1, dtype=cp.uint32)
+        bound = cp.empty(2 * (steps + QPAD + 40) * slots * 2 if multi else 1, dtype=cp.uint32)
         args = np.array([(self.d_res.data.ptr, self.d_off.data.ptr, 0 if d_list is None else d_list.data.ptr,
                           part.first, count, qrows[wide].data.ptr, m, steps, table.data.ptr, table.size,
                           self.A, self.go, self.ge, bound.data.ptr, d_scores.data.ptr, counter.data.ptr)],

@@ -18,25 +18,21 @@ SCORE_WARPS = 4  # wave_score.cu: WAVE_WARPS, bands (warps) per block
 BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 # Every instantiation of the two sources, named in one module each: one NVRTC compilation per source
 # (a module per name compiled the whole source once per name on a fresh machine).
-_WINDOW_NAME = f"wave_score<0, {STORE_R}, true, true>"  # the direction-storing pass over a window of columns
+WINDOW_NAME = f"wave_score<0, {STORE_R}, true, true>"  # the direction-storing pass over a window of columns
 # (WINDOW, the last template parameter, written out: the shipped cubins name it so.)
-_WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}, false>" for mode in range(3)
-                          for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")]) + (_WINDOW_NAME,)
-_WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
+WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}, false>" for mode in range(3)
+                          for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")]) + (WINDOW_NAME,)
+WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
                          for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
-_RING_BYTES = 2 << 30  # cap on the band hand-off ring
+RING_BYTES = 2 << 30  # cap on the band hand-off ring
 # Linear space, global mode: each block of checkpointed rows is recomputed only over a window of columns
 # around where the path can cross it: from its exit column back by the block's height (scaled by n / m)
 # and a margin, at least WINDOW_MARGIN or half the block's height. Blocks of about WINDOW_ROWS rows.
 WINDOW_ROWS = 16384
 WINDOW_MARGIN = 4096
 WINDOW_WIDEN = (1, 8, 64)  # the margin's factor when a window missed the path, before whole rows
-_WAVE_SCORE16_NAMES = tuple(f"{kernel}<{rows // 2}>" for kernel in ("wave_score16", "wave_score16_spread")
+WAVE_SCORE16_NAMES = tuple(f"{kernel}<{rows // 2}>" for kernel in ("wave_score16", "wave_score16_spread")
                             for rows in PACKED_ROWS)
-
-
-def _ptr(arr) -> int:
-    return 0 if arr is None else int(arr.data.ptr)
 
 
 def dirs_bytes(rows: int, ncols: int) -> int:
@@ -45,7 +41,7 @@ def dirs_bytes(rows: int, ncols: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _handoff_row(cp):
+def handoff_row(cp):
     """Elementwise (H, F, go, ge) -> wave_score.cu's hand-off word of band -1 (one launch, not six)."""
     return cp.ElementwiseKernel(
         "int32 h, int32 f, int32 go, int32 ge", "uint64 w",

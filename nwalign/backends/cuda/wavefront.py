@@ -25,7 +25,8 @@ from nwalign.errors import NwalignError
 from nwalign.backends.cuda import modules
 from nwalign.backends.cuda.structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
 from nwalign.backends.cuda.wavetrace import trace_ahead
-from nwalign.backends.cuda.wavebase import (_RING_BYTES, _WAVE_SCORE16_NAMES, _WAVE_SCORE_NAMES, _WAVEFRONT_NAMES, _WINDOW_NAME, DEFAULT_ROWS, LOOKAHEAD, PACKED_MIN_ROWS, PACKED_ROWS, SCORE_ROWS, SCORE_WARPS, STORE_R, WINDOW_MARGIN, WINDOW_ROWS, WINDOW_WIDEN, _handoff_row, _ptr, dirs_bytes)
+from nwalign.backends.cuda.wavebase import (RING_BYTES, WAVE_SCORE16_NAMES, WAVE_SCORE_NAMES, WAVEFRONT_NAMES, WINDOW_NAME, DEFAULT_ROWS, LOOKAHEAD, PACKED_MIN_ROWS, PACKED_ROWS, SCORE_ROWS, SCORE_WARPS, STORE_R, WINDOW_MARGIN, WINDOW_ROWS, WINDOW_WIDEN, handoff_row, dirs_bytes)
+from nwalign.backends.cuda.device import device_ptr
 
 log = logging.getLogger("nwalign")
 
@@ -125,7 +126,7 @@ class Wavefront:
 
     def _function(self, store: bool, rows: int):
         return modules.function("wavefront", f"wavefront<{self.mode}, {'true' if store else 'false'}, {rows}>",
-                                name_expressions=_WAVEFRONT_NAMES)
+                                name_expressions=WAVEFRONT_NAMES)
 
     def _score_launch(self, r0: int, r1: int, ncols: int, topH, topF, store: bool, track: bool, ck_every: int,
                       ckH, ckF, packed: bool = False, lo: int = 0):
@@ -135,12 +136,12 @@ class Wavefront:
         rows = STORE_R if store else self.rows_per_lane
         nbands = -(-(r1 - r0) // (32 * rows))
         if packed:
-            func = modules.function("wave_score16", f"wave_score16<{rows // 2}>", name_expressions=_WAVE_SCORE16_NAMES)
+            func = modules.function("wave_score16", f"wave_score16<{rows // 2}>", name_expressions=WAVE_SCORE16_NAMES)
             words = 2 if rows <= 8 else 4
             overflow = cp.zeros(1, dtype=cp.int32)
         else:
-            name = _WINDOW_NAME if lo else f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}, false>"
-            func = modules.function("wave_score", name, name_expressions=_WAVE_SCORE_NAMES)
+            name = WINDOW_NAME if lo else f"wave_score<{self.mode}, {rows}, {'true' if store else 'false'}, false>"
+            func = modules.function("wave_score", name, name_expressions=WAVE_SCORE_NAMES)
             words = 1 if rows <= 4 else (2 if rows <= 8 else 4)
             overflow = None
         # One query profile per warp, and with directions a ring of 32 x 64 words per warp.
@@ -151,16 +152,16 @@ class Wavefront:
         groups = -(-nbands // SCORE_WARPS)
         blocks = min(modules.resident_blocks(func, threads, shared), groups, self.max_blocks or groups)
         # The hand-off row starts as row r0: H, and F of row r0 + 1 as H - F, tagged as band -1's.
-        row = _handoff_row(cp)(topH[:ncols + 1], topF[:ncols + 1], self.go, self.ge)
+        row = handoff_row(cp)(topH[:ncols + 1], topF[:ncols + 1], self.go, self.ge)
         track = track or self.mode != GLOBAL  # the kernel always reports local and semiglobal end cells
         band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
         ld = ncols + 1
         dirs = cp.empty(nbands * 32 * ld, dtype=cp.uint32) if store else None
-        args = np.array([(_ptr(self.q), _ptr(self.t) + lo, _ptr(self.S), self.A, self.m, self.n - lo, self.go, self.ge,
-                          r0, r1, ncols, nbands, _ptr(row), _ptr(ckH), _ptr(ckF), ck_every,
-                          _ptr(self.corner), _ptr(band_best), _ptr(dirs), ld)], dtype=_SCORE_ARGS)[0]
+        args = np.array([(device_ptr(self.q), device_ptr(self.t) + lo, device_ptr(self.S), self.A, self.m, self.n - lo, self.go, self.ge,
+                          r0, r1, ncols, nbands, device_ptr(row), device_ptr(ckH), device_ptr(ckF), ck_every,
+                          device_ptr(self.corner), device_ptr(band_best), device_ptr(dirs), ld)], dtype=_SCORE_ARGS)[0]
         if packed:
-            args = np.array([(args, self.limit16, _ptr(overflow))], dtype=_SCORE16_ARGS)[0]
+            args = np.array([(args, self.limit16, device_ptr(overflow))], dtype=_SCORE16_ARGS)[0]
         func((blocks,), (threads,), (args,), shared_mem=shared)
         overflowed = packed and bool(overflow.get()[0])
         return dirs, (band_best.get().reshape(-1, 3) if track else None), overflowed
@@ -202,16 +203,16 @@ class Wavefront:
         shared = self.A * self.A * 4
         resident = modules.resident_blocks(func, 32, shared)  # one warp per block spreads bands over SMs
         warps = min(resident, nbands)
-        slots = max(1, min(warps, _RING_BYTES // (8 * ld)))
+        slots = max(1, min(warps, RING_BYTES // (8 * ld)))
         ringH = cp.empty(slots * ld, dtype=cp.int32)
         ringF = cp.empty(slots * ld, dtype=cp.int32)
         progress = cp.zeros(nbands, dtype=cp.int32)
         dirs = cp.empty(nbands * 32 * ld, dtype=cp.uint32) if store else None
         band_best = cp.zeros(3 * nbands, dtype=cp.int32) if track else None
-        args = np.array([(_ptr(self.q), _ptr(self.t), _ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
-                          r1, ncols, _ptr(topH), _ptr(topF), _ptr(ringH), _ptr(ringF), _ptr(progress), slots,
-                          nbands, _ptr(dirs), _ptr(ckH), _ptr(ckF), ck_every, _ptr(self.corner),
-                          _ptr(band_best), int(track))], dtype=_ARGS)[0]
+        args = np.array([(device_ptr(self.q), device_ptr(self.t), device_ptr(self.S), self.A, self.m, self.n, self.go, self.ge, r0,
+                          r1, ncols, device_ptr(topH), device_ptr(topF), device_ptr(ringH), device_ptr(ringF), device_ptr(progress), slots,
+                          nbands, device_ptr(dirs), device_ptr(ckH), device_ptr(ckF), ck_every, device_ptr(self.corner),
+                          device_ptr(band_best), int(track))], dtype=_ARGS)[0]
         func((warps,), (32,), (args,), shared_mem=shared)
         return dirs, (band_best.get().reshape(-1, 3) if track else None)
 
@@ -221,7 +222,7 @@ class Wavefront:
         io: int32 device array {i, j, state, nops, stopped} (in: the first four); ops: uint8 device array
         receiving the columns in reverse order.
         """
-        func = modules.function("wavefront", "wave_trace", name_expressions=_WAVEFRONT_NAMES)
+        func = modules.function("wavefront", "wave_trace", name_expressions=WAVEFRONT_NAMES)
         planes = self.fast and self.mode != LOCAL  # wave_score.cu's bit planes, else nibbles
         func((1,), (32,), (dirs, np.int32(r0), np.int32(ncols), np.int32(self.mode == LOCAL), np.int32(planes), io,
                            ops))

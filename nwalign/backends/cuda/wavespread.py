@@ -26,7 +26,8 @@ import numpy as np
 
 from nwalign.background import in_background
 from nwalign.backends.cuda.structs import SCORE_ARGS, SPREAD16_ARGS
-from nwalign.backends.cuda.wavebase import SCORE_WARPS, _WAVE_SCORE16_NAMES, _handoff_row, _ptr
+from nwalign.backends.cuda.device import device_ptr
+from nwalign.backends.cuda.wavebase import SCORE_WARPS, WAVE_SCORE16_NAMES, handoff_row
 
 log = logging.getLogger("nwalign")
 
@@ -119,7 +120,7 @@ class SpreadPass:
             else:
                 q, t, S = cupy.asarray(wf.q), cupy.asarray(wf.t), cupy.asarray(wf.S)
             modules.function("wave_score16", f"wave_score16_spread<{wf.rows_per_lane // 2}>",
-                             name_expressions=_WAVE_SCORE16_NAMES)
+                             name_expressions=WAVE_SCORE16_NAMES)
             cupy.cuda.Device(d).synchronize()  # the copies done before another thread's stream reads them
             return q, t, S, cupy.cuda.Stream(non_blocking=True)
 
@@ -142,14 +143,14 @@ class SpreadPass:
         funcs, blocks = [], []
         for d in places:
             with cupy.cuda.Device(d):
-                func = modules.function("wave_score16", name, name_expressions=_WAVE_SCORE16_NAMES)
+                func = modules.function("wave_score16", name, name_expressions=WAVE_SCORE16_NAMES)
                 if shared > 48 << 10:
                     func.max_dynamic_shared_size_bytes = shared
                 funcs.append(func)
                 blocks.append(max(1, modules.resident_blocks(func, threads, shared) // self.share[d]))
         chunk = self.chunk or chunk_bands(nbands, len(places), min(blocks) * SCORE_WARPS)
         overflow = cupy.zeros(1, dtype=cupy.int32)  # on the first GPU, as the corner and checkpoints
-        hand = [_handoff_row(cupy)(topH[:ncols + 1], topF[:ncols + 1], wf.go, wf.ge)]
+        hand = [handoff_row(cupy)(topH[:ncols + 1], topF[:ncols + 1], wf.go, wf.ge)]
         for d in places[1:]:
             with cupy.cuda.Device(d):
                 hand.append(cupy.zeros(ncols + 1, dtype=cupy.uint64))  # zeroed words carry no band's tag
@@ -161,10 +162,10 @@ class SpreadPass:
             count = local_bands(nbands, len(places), chunk, g)
             if count == 0:
                 continue
-            a = (_ptr(q), _ptr(t), _ptr(S), wf.A, wf.m, wf.n, wf.go, wf.ge, r0, r1, ncols, nbands, _ptr(hand[g]),
-                 _ptr(ckH), _ptr(ckF), ck_every, _ptr(wf.corner), 0, 0, ncols + 1)
-            args = np.array([((np.array([a], dtype=SCORE_ARGS)[0], wf.limit16, _ptr(overflow)),
-                              _ptr(hand[(g + 1) % len(places)]), g, len(places), chunk, count)],
+            a = (device_ptr(q), device_ptr(t), device_ptr(S), wf.A, wf.m, wf.n, wf.go, wf.ge, r0, r1, ncols, nbands, device_ptr(hand[g]),
+                 device_ptr(ckH), device_ptr(ckF), ck_every, device_ptr(wf.corner), 0, 0, ncols + 1)
+            args = np.array([((np.array([a], dtype=SCORE_ARGS)[0], wf.limit16, device_ptr(overflow)),
+                              device_ptr(hand[(g + 1) % len(places)]), g, len(places), chunk, count)],
                             dtype=SPREAD16_ARGS)[0]
             with cupy.cuda.Device(d), stream:
                 marks.append((d, cupy.cuda.Event(), cupy.cuda.Event()))
