@@ -21,11 +21,20 @@ def _query_cover(aln: Alignment) -> int:
 
 
 def btop(aln: Alignment) -> str:
-    """BLAST's traceback operations: the length of each run of identical columns, and for every other
-    column the query letter then the subject letter ('-' for a gap)."""
+    """BLAST's traceback operations, in the orientation of the rows shown (``qseq``/``sseq``: blastn's, the
+    query's plus strand): the length of each run of identical columns, and for every other column the query
+    letter then the subject letter ('-' for a gap).
+
+    >>> from nwalign import align
+    >>> btop(align("GATTACA", "GATCACA"))
+    '3TC3'
+    """
     q, t = aln.shown()
+    columns = aln.columns.tolist()
+    if aln.strand == "minus":  # the rows shown are reverse-complemented: their columns run backwards
+        columns.reverse()
     out, run = [], 0
-    for col, a, b in zip(aln.columns.tolist(), q, t):
+    for col, a, b in zip(columns, q, t):
         if col == 0:
             run += 1
             continue

@@ -167,3 +167,44 @@ def test_the_strand_columns_parse_with_comments(capsys, reverse_query):
                  "std,sstrand,qcovhsp"]) == 0
     (result,) = list(SearchIO.parse(io.StringIO(capsys.readouterr().out), "blast-tab", comments=True))
     assert result.hsps[0].bitscore == 902
+
+
+def _btop_rows(btop: str) -> tuple[str, str] | None:
+    """The (qseq, sseq) that a BTOP string spells, with the identical runs left as '=' (their letters are
+    not in BTOP), or None when it holds a pair of identical letters (no BTOP operation is one)."""
+    import re
+
+    q, s = [], []
+    for number, pair in re.findall(r"(\d+)|([A-Za-z-]{2})", btop):
+        if number:
+            q.append("=" * int(number))
+            s.append("=" * int(number))
+        elif pair[0] == pair[1]:
+            return None
+        else:
+            q.append(pair[0])
+            s.append(pair[1])
+    return "".join(q), "".join(s)
+
+
+@pytest.mark.parametrize("strand", ["plus", "minus"])
+def test_btop_spells_the_rows_shown_on_either_strand(tmp_path, capsys, strand):
+    """A 600-nt lambda fragment with one substitution and a 3-base insertion, searched as it is and as its
+    reverse complement: BTOP spells exactly the qseq and sseq of its row (blastn's orientation: the query's
+    plus strand), its identical runs where the letters agree; never a pair of identical letters."""
+    lam = read_fasta(os.path.join(DATA, "phage_lambda_J02459.fasta"))[0].seq
+    frag = lam[1000:1600]
+    frag = frag[:100] + ("A" if frag[100] != "A" else "C") + frag[101:300] + "GGG" + frag[300:]
+    query = frag if strand == "plus" else reverse_complement(frag)
+    (tmp_path / "q.fa").write_text(f">q\n{query}\n")
+    (row,) = cli_rows(capsys, "search", str(tmp_path / "q.fa"), os.path.join(DATA, "phage_lambda_J02459.fasta"),
+                      "--top", "1", "--backend", "cpu", "--columns", "sstrand,btop,qseq,sseq")
+    got_strand, btop, qseq, sseq = row
+    assert got_strand == strand
+    spelled = _btop_rows(btop)
+    assert spelled is not None, btop
+    q, s = spelled
+    assert len(q) == len(qseq) == len(sseq) and q.count("-") == 0 and s.count("-") == 3  # the insertion
+    for a, b, x, y in zip(q, s, qseq, sseq):
+        assert (a == b == "=" and x == y) or (a, b) == (x, y)
+    assert sum(1 for a, b in zip(q, s) if a != "=" and "-" not in (a, b)) == 1  # the substitution
