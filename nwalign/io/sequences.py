@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import itertools
 import os
 import stat
 import sys
@@ -406,16 +407,22 @@ def unique_records(records: list[Record], source: str) -> list[Record]:
 def phylip_names(names: list[str], width: int = 10) -> list[str]:
     """Names cut to PHYLIP's ``width`` characters and still distinct: where cuts would coincide, a name
     keeps its first characters and ends in ``~`` and its 1-based row number (``Bacteria;Proteo...`` in
-    row 12 becomes ``Bacteri~12``)."""
+    row 12 becomes ``Bacteri~12``), and where that too is taken (by a name given so), ``~12-1``, ``~12-2``...
+
+    >>> phylip_names(["abcdef", "abcdeg", "abc~2"], width=5)
+    ['abc~1', 'a~2-1', 'abc~2']
+    """
     from collections import Counter
 
     cut = [n[:width] for n in names]
     clash = {c for c, n in Counter(cut).items() if n > 1}
+    used = {c for c in cut if c not in clash}
     out = []
     for k, (name, c) in enumerate(zip(names, cut), start=1):
         if c in clash:
-            tag = f"~{k}"
-            c = name[:width - len(tag)] + tag
+            tries = (f"~{k}" if j == 0 else f"~{k}-{j}" for j in itertools.count())
+            c = next(cand for cand in (name[:max(0, width - len(tag))] + tag for tag in tries) if cand not in used)
+            used.add(c)
         out.append(c)
     return out
 

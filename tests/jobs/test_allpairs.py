@@ -569,3 +569,17 @@ def test_score_rows_warm_up_loads_the_compiled_loop_for_large_jobs_only():
     scores = np.arange(len(pairs), dtype=np.int64) - 7
     assert len(pairs) >= ScoreRows.COMPILED_FROM
     assert rows(pairs, scores) == rows(pairs[:4000], scores[:4000]) + rows(pairs[4000:], scores[4000:])
+
+
+def test_phylip_rows_are_distinct_even_beside_a_name_like_a_made_one(tmp_path):
+    """Twelve ids Bacteria_sample_NN cut to PHYLIP's 10 characters clash and are renamed Bacteri~NN; a
+    thirteenth record really named Bacteri~12 keeps its name, and row 12 takes another: 13 distinct rows."""
+    rng = np.random.default_rng(7)
+    base = random_seq(rng, DNA, 60)
+    ids = [f"Bacteria_sample_{k:02d}" for k in range(1, 13)] + ["Bacteri~12"]
+    (tmp_path / "in.fa").write_text("".join(f">{i}\n{mutate(rng, base, DNA, 0.05)}\n" for i in ids))
+    phy = tmp_path / "d.phy"
+    assert main(["allpairs", str(tmp_path / "in.fa"), "--backend", "cpu", "--matrix-out", str(phy), "-o",
+                 str(tmp_path / "pairs.tsv")]) == 0
+    rows = [line[:10].rstrip() for line in phy.read_text().splitlines()[1:]]
+    assert len(rows) == 13 and len(set(rows)) == 13 and rows[12] == "Bacteri~12"
