@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nwalign import backends
+from nwalign.scoring.cache import cache_dir, read_entry, write_entry
 from nwalign.scoring.blast_tables import NUCLEOTIDE, NUCLEOTIDE_CODES, PROTEIN, ROBINSON
 
 LN2 = math.log(2)
@@ -281,7 +282,7 @@ SIMULATED_LENGTH = 1000  # at 300, lambda came out 12 % high for BLOSUM62 11/1 (
 def estimated(matrix: np.ndarray, alphabet: str, gap_open: int, gap_extend: int) -> KarlinAltschul:
     """Gapped lambda and K fitted to the best local scores of :data:`SIMULATED_PAIRS` seeded pairs of
     random sequences (letters drawn from :func:`background`), cached on disk per scoring
-    (nwalign.scoring.schemes.cache_dir). H is the ungapped relative entropy; alpha = lambda/H, beta = 0.
+    (nwalign.scoring.cache: every entry checked, made again where it fails). H is the ungapped relative entropy; alpha = lambda/H, beta = 0.
 
     Raises:
         ValueError: the scoring has no local statistics (see :func:`ungapped`).
@@ -291,7 +292,7 @@ def estimated(matrix: np.ndarray, alphabet: str, gap_open: int, gap_extend: int)
     key = hashlib.sha256(json.dumps([np.asarray(matrix).tolist(), alphabet, gap_open, gap_extend, SIMULATED_PAIRS,
                                      SIMULATED_LENGTH, 2]).encode()).hexdigest()[:24]  # 2: the method's version
     path = _cache_path(key)
-    cached = _read_cache(path)
+    cached = read_entry(path, _valid_parameters)
     matrix = np.asarray(matrix, dtype=np.int32)
     if cached is None:
         if linear_phase(matrix, freqs, gap_open, gap_extend, key):
@@ -299,7 +300,7 @@ def estimated(matrix: np.ndarray, alphabet: str, gap_open: int, gap_extend: int)
         else:
             lam, mu = _simulate(matrix, freqs, gap_open, gap_extend, key)
             cached = {"lambda": lam, "mu": mu}
-        _write_cache(path, cached)
+        write_entry(path, cached)
     if cached.get("linear"):
         raise ValueError(f"with gaps {gap_open}/{gap_extend} unrelated sequences score in proportion to their "
                          "length (the linear phase); costlier gaps give local statistics")
@@ -367,26 +368,13 @@ def gumbel_fit(x: np.ndarray) -> tuple[float, float]:
 
 
 def _cache_path(key: str) -> str:
-    from nwalign.scoring.schemes import cache_dir
-
     return os.path.join(cache_dir(), f"karlin-{key}.json")
 
 
-def _read_cache(path: str) -> dict | None:
-    try:
-        with open(path) as handle:
-            found = json.load(handle)
-        return found if {"lambda", "mu"} <= set(found) or found.get("linear") else None
-    except (OSError, ValueError):
-        return None
-
-
-def _write_cache(path: str, values: dict) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as handle:
-            json.dump(values, handle)
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache: computed again next time
-        pass
+def _valid_parameters(entry: dict) -> bool:
+    """A cached estimate: the linear phase, or a finite lambda > 0 and a finite location mu."""
+    if entry.get("linear") is True:
+        return True
+    lam, mu = entry.get("lambda"), entry.get("mu")
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (lam, mu)) \
+        and lam > 0

@@ -14,6 +14,7 @@ import numpy as np
 
 from nwalign import names
 from nwalign.errors import NwalignError
+from nwalign.scoring.cache import cache_dir, read_entry, write_entry
 from nwalign.ops import GLOBAL, LOCAL, SEMIGLOBAL
 
 MODES = names.MODES
@@ -246,12 +247,6 @@ def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
     return out
 
 
-def cache_dir() -> str:
-    """nwalign's per-user cache: ``$NWALIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/nwalign``, else ``~/.cache/nwalign``."""
-    return os.environ.get("NWALIGN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "nwalign")
-
-
 def _matrix_cache_path(name: str) -> str | None:
     """Where Biopython's matrix ``name``, as read by :func:`_load_matrix`, is cached: the file is keyed by
     the size and modification time of Biopython's data file, so another Biopython is read afresh. None
@@ -271,38 +266,26 @@ def _matrix_cache_path(name: str) -> str | None:
 
 def _cached_matrix(name: str) -> tuple[np.ndarray, str, str] | None:
     """Biopython's matrix ``name`` from the cache (importing Biopython takes ~0.1 s of a run's start-up),
-    or None."""
-    import json
-
+    or None (not cached, or an entry that fails its checks: Biopython reads it again)."""
     path = _matrix_cache_path(name)
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-        values = np.array(data["values"], dtype=np.int32)
-        alphabet = str(data["alphabet"])
-    except (TypeError, OSError, ValueError, KeyError):
-        return None  # not cached yet, or an unreadable entry: Biopython reads it again
-    if values.shape != (len(alphabet), len(alphabet)):
+    if path is None:
         return None
-    return values, alphabet, name
+
+    def valid(entry) -> bool:
+        values = np.array(entry["values"])
+        return isinstance(entry["alphabet"], str) and values.dtype.kind == "i" and \
+            values.shape == (len(entry["alphabet"]), len(entry["alphabet"])) and bool((np.abs(values) < 1000).all())
+    data = read_entry(path, valid)
+    if data is None:
+        return None
+    return np.array(data["values"], dtype=np.int32), data["alphabet"], name
 
 
 def _cache_matrix(name: str, values: np.ndarray, alphabet: str) -> None:
-    """Keep what Biopython read for :func:`_cached_matrix`; a cache that cannot be written is skipped."""
-    import json
-    import tempfile
-
+    """Keep what Biopython read for :func:`_cached_matrix`."""
     path = _matrix_cache_path(name)
-    if path is None:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"alphabet": alphabet, "values": values.tolist()}, handle)
-        os.replace(tmp, path)  # atomic: a concurrent run reads the old state or the whole entry
-    except OSError:
-        pass
+    if path is not None:
+        write_entry(path, {"alphabet": alphabet, "values": values.tolist()})
 
 
 def max_sequence_length(alphabet: str = "auto", matrix: str | None = None, match: int | None = None,

@@ -151,3 +151,47 @@ def test_named_matrices_cached_as_biopython_reads_them(tmp_path, monkeypatch):
     (tmp_path / "BLOSUM62").write_text("   A  C\nA  9 -1\nC -1  9\n")
     assert scoring._load_matrix("BLOSUM62")[1] == "AC"
     assert np.array_equal(scoring._cached_matrix("BLOSUM62")[0], values)
+
+
+def _edit_entry(path, edit) -> None:
+    """Change a cache entry's payload by hand (its checksum left as it was, as an editor would)."""
+    import json
+
+    entry = json.loads(path.read_text())
+    edit(entry["payload"])
+    path.write_text(json.dumps(entry))
+
+
+def test_an_edited_matrix_in_the_cache_is_read_again_from_biopython(tmp_path, monkeypatch):
+    monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path))
+    want = make_scoring("protein", "local", matrix="PAM250").matrix.copy()
+    (path,) = list((tmp_path / "matrices").glob("PAM250-*.json"))
+    _edit_entry(path, lambda p: p["values"][0].__setitem__(0, 99))
+    assert np.array_equal(make_scoring("protein", "local", matrix="PAM250").matrix, want)
+    path.write_text("{not json")
+    assert np.array_equal(make_scoring("protein", "local", matrix="PAM250").matrix, want)
+
+
+@pytest.mark.parametrize("bad", [-0.5, 0, "abc", float("nan"), None])
+def test_karlin_altschul_parameters_that_fail_their_checks_are_estimated_again(tmp_path, monkeypatch, bad):
+    """A cached estimate edited by hand (lambda -0.5 once gave E = 2.4e18 and negative bits; 0, every hit
+    19.9 bits; text, a traceback), or written with a valid checksum but no usable lambda, is never used:
+    the estimate is made again."""
+    import json
+
+    from nwalign.results import statistics
+    from nwalign.scoring.cache import write_entry
+
+    monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path))
+    made = []
+    monkeypatch.setattr(statistics, "linear_phase", lambda *a: False)
+    monkeypatch.setattr(statistics, "_simulate", lambda *a: made.append(1) or (0.25, 40.0))
+    scoring = make_scoring("protein", "local", matrix="PAM250", gap_open=14, gap_extend=2)
+    first = statistics.estimated(scoring.matrix, scoring.alphabet, 14, 2)
+    (path,) = list(tmp_path.glob("karlin-*.json"))
+    _edit_entry(path, lambda p: p.__setitem__("lambda", bad))
+    again = statistics.estimated(scoring.matrix, scoring.alphabet, 14, 2)
+    write_entry(str(path), {"lambda": bad, "mu": 40.0})  # a valid checksum, an invalid value
+    third = statistics.estimated(scoring.matrix, scoring.alphabet, 14, 2)
+    assert len(made) == 3 and first.lam == again.lam == third.lam == 0.25 and first.K == third.K
+    assert json.loads(path.read_text())["payload"]["lambda"] == 0.25
