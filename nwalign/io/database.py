@@ -239,7 +239,7 @@ def _write_v2(ascii_: np.ndarray, offsets: np.ndarray, names: bytes, ids_unique:
     fields = {"count": int(offsets.size - 1), "total": int(offsets[-1]), "letters": letters,
               "names_bytes": len(names), "names_format": "indexed",
               "counts": {chr(c): int(present[c]) for c in np.flatnonzero(present)}, "ids_unique": bool(ids_unique),
-              "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
+              "checked_header": True, "crc32": {"names": zlib.crc32(names), "offsets": zlib.crc32(offsets),
                         "residues": zlib.crc32(memoryview(np.ascontiguousarray(body)))}}
     fields["crc32"]["header"] = header_crc(fields)
     _write_file(MAGIC2, v2_header(fields), names, offsets, body, path)
@@ -339,7 +339,11 @@ def _open_nwdb(path: str, head: bytes, check_later: bool = False, written_here: 
     pending = None
     if head[:8] == MAGIC2:
         crc = header["crc32"]
-        if "header" in crc and header_crc(header) != crc["header"]:  # files before 0.2 have none
+        # Files written before 0.2 have no header checksum; every later one says it has one
+        # (checked_header), so that the checksum cannot simply be deleted.
+        if "header" not in crc and header.get("checked_header") is not None:
+            raise ValueError("the header's checksum is missing")
+        if "header" in crc and header_crc(header) != crc["header"]:
             raise ValueError("checksum of the header differs")
         sections = [("names", names_raw), ("offsets", offsets), ("residues", body)]
         if check_later and not written_here:  # names and residues checked while the search starts

@@ -175,7 +175,8 @@ def _write(scratch: _Scratch, out, threads: int) -> None:
     fields = {"count": count, "total": int(offsets[-1]), "letters": letters,
               "names_bytes": names_bytes + len(pad), "names_format": "indexed",
               "counts": {chr(c): int(scratch.hist[c]) for c in np.flatnonzero(scratch.hist)},
-              "ids_unique": unique, "crc32": {"names": 0, "offsets": 0, "residues": 0, "header": 0}}
+              "ids_unique": unique, "checked_header": True,
+              "crc32": {"names": 0, "offsets": 0, "residues": 0, "header": 0}}
     room = len(v2_header(fields))
     upper = np.arange(ord("A"), ord("Z") + 1)
     lut[upper + 32] = lut[upper]  # lower case reads as upper case

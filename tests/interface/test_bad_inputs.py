@@ -144,6 +144,43 @@ def test_an_edited_database_header_is_refused(capsys, tmp_path, edit):
     _one_line_error(capsys, ["search", OPAL, str(db)], ["damaged .nwdb", "checksum of the header"])
 
 
+def _header_edited(db, edit) -> None:
+    """The .nwdb at ``db`` with its JSON header's fields changed by ``edit(fields)``, written back padded
+    to the same length (as a hand edit would leave it)."""
+    import json
+
+    import numpy as np
+
+    raw = db.read_bytes()
+    size = int(np.frombuffer(raw[8:16], dtype=np.uint64)[0])
+    fields = json.loads(raw[16:16 + size])
+    edit(fields)
+    header = json.dumps(fields).encode()
+    assert len(header) <= size
+    db.write_bytes(raw[:16] + header + b" " * (size - len(header)) + raw[16 + size:])
+
+
+def test_a_database_header_without_its_checksum_is_refused_unless_it_predates_it(capsys, tmp_path):
+    """The header's checksum deleted (then a changed letter order gave other hits, exit 0) is refused: a
+    header that says it has one (checked_header) must; a file from before checksums (neither) still reads
+    with the hits it always gave."""
+    db = tmp_path / "sp.nwdb"
+    assert main(["makedb", SP196, "-o", str(db), "-q"]) == 0
+    assert main(["search", OPAL, str(db), "--backend", "cpu", "--top", "2"]) == 0
+    want = capsys.readouterr().out
+
+    def no_checksum(fields):
+        del fields["crc32"]["header"]
+    _header_edited(db, no_checksum)
+    _one_line_error(capsys, ["search", OPAL, str(db)], ["damaged .nwdb", "checksum is missing"])
+
+    def from_before(fields):
+        del fields["checked_header"]
+    _header_edited(db, from_before)
+    assert main(["search", OPAL, str(db), "--backend", "cpu", "--top", "2"]) == 0
+    assert capsys.readouterr().out == want
+
+
 def test_messages_that_name_what_is_wrong(capsys, tmp_path, dna, monkeypatch):
     """Each names the real problem: both inputs on stdin, a 0 in a 1-based region, the option of the
     path (not -o), a missing plotting library before the benchmark runs, no GPU at all."""
