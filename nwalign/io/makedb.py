@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nwalign.io.database import (MAGIC2, Database, header_crc, crc32_function, database_letters, load_database, v2_header, written_atomically)
+from nwalign.io.database import (MAGIC2, Database, check_database_path, header_crc, crc32_function, database_letters, load_database, v2_header, written_atomically)
 from nwalign.errors import NwalignError
 from nwalign.io.fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
 
@@ -207,6 +207,7 @@ def makedb(fasta: str, path: str, block_bytes: int = BLOCK_BYTES, threads: int |
             residues, or a path that cannot be written.
     """
     name = "<stdin>" if fasta == "-" else fasta
+    check_database_path(path)  # before any input is read
     threads = threads or max(1, min(MAX_THREADS, os.cpu_count() or 1))
     folder = os.path.dirname(os.path.realpath(path))
     try:

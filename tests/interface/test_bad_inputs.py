@@ -302,3 +302,15 @@ def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(
             assert time.monotonic() - started < 15, scheduler
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_makedb_never_replaces_a_fifo_or_a_directory(capsys, tmp_path, kind):
+    """`makedb -o` on a FIFO replaced it with a regular file (as root, -o /dev/null was destroyed): a path
+    that is not a regular file is refused before any input is read, and left as it was."""
+    target = tmp_path / "out"
+    os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    _one_line_error(capsys, ["makedb", SP196, "-o", str(target)], [str(target), "a FIFO" if kind == "fifo" else
+                                                                    "a directory"])
+    mode = os.stat(target).st_mode
+    assert (stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISDIR(mode)) and os.listdir(tmp_path) == ["out"]
