@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -99,8 +100,14 @@ def bench(workload, count, slices, query_lengths, db_size, check, matrix, gap_op
     from nwalign.bench import plot, rows_to_json, rows_to_tsv, table
 
     setup_logging(verbose, quiet)
-    for path, option in ((json_out, "--json"), (tsv_out, "--tsv"), (plot_out, "--plot")):
-        check_output(path, option=option)  # before the benchmark, not after it
+    outputs = [(path, option) for path, option in ((json_out, "--json"), (tsv_out, "--tsv"), (plot_out, "--plot"))
+               if path is not None and path != "-"]
+    for path, option in outputs:
+        check_output(path, inputs, option=option)  # before the benchmark, not after it: never an input
+    for k, (path, option) in enumerate(outputs):  # nor one output over another
+        for other, other_option in outputs[:k]:
+            if os.path.realpath(path) == os.path.realpath(other):
+                raise NwalignError(f"{other_option} {other} and {option} {path}: the same file; give each its own")
     if plot_out:
         import importlib.util
 

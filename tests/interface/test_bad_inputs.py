@@ -314,3 +314,17 @@ def test_makedb_never_replaces_a_fifo_or_a_directory(capsys, tmp_path, kind):
                                                                     "a directory"])
     mode = os.stat(target).st_mode
     assert (stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISDIR(mode)) and os.listdir(tmp_path) == ["out"]
+
+
+def test_bench_never_writes_over_its_input_or_one_output_over_another(capsys, tmp_path):
+    """`bench --json in.fa --input in.fa` overwrote the input; `--json X --tsv X` kept only the TSV."""
+    source = tmp_path / "in.fa"
+    source.write_text(">a\nGATTACAGATTACA\n>b\nGATCACAGATTTCA\n")
+    before = source.read_text()
+    _one_line_error(capsys, ["bench", "--input", str(source), "--json", str(source), "--kernels", "cpu",
+                             "--backend", "cpu", "-q"], ["--json", "is also an input"])
+    assert source.read_text() == before
+    same = tmp_path / "rows.out"
+    _one_line_error(capsys, ["bench", "--sizes", "100", "--kernels", "cpu", "--backend", "cpu", "-q", "--json",
+                             str(same), "--tsv", str(same)], ["--json", "--tsv", "the same file"])
+    assert not same.exists()
