@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -29,6 +30,10 @@ def check_output(path: str | None, inputs=(), option: str = "-o") -> None:
             raise NwalignError(f"{option} {path}: is also an input ({source}); write the result elsewhere")
     if os.path.isdir(path):
         raise NwalignError(f"{option} {path}: is a directory")
+    if _special(path):  # a FIFO, a device, /dev/stdout on a pipe: written directly, as it is
+        if not os.access(path, os.W_OK):
+            raise NwalignError(f"{option} {path}: cannot be written")
+        return
     target = os.path.realpath(path)
     if os.path.exists(target) and os.path.isfile(target) and not os.access(target, os.W_OK):
         raise NwalignError(f"{option} {path}: read-only file, not replaced")
@@ -38,6 +43,22 @@ def check_output(path: str | None, inputs=(), option: str = "-o") -> None:
     if os.path.isfile(target) or not os.path.exists(target):
         if not os.access(directory, os.W_OK | os.X_OK):
             raise NwalignError(f"{option} {path}: cannot write in directory {directory}")
+    try:
+        longest = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    if len(os.path.basename(target).encode()) > longest:
+        raise NwalignError(f"{option} {path}: a file name longer than {longest} bytes")
+
+
+def _special(path: str) -> bool:
+    """Whether ``path`` exists as something other than a regular file or a directory (a FIFO, a device, a
+    socket, ``/dev/stdout`` on a pipe), stat'ed as given: resolved by hand, ``/dev/stdout`` names no file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 class ClosedPipe(Exception):
@@ -59,14 +80,14 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
             _full(exc, "stdout")
         return
     check_output(path, inputs, option)
-    target = os.path.realpath(path)
-    if os.path.exists(target) and not os.path.isfile(target):
+    if _special(path):
         try:
-            with open(target, "w") as handle:
+            with open(path, "w") as handle:
                 yield handle
         except OSError as exc:
             _full(exc, f"{option} {path}")
         return
+    target = os.path.realpath(path)
     fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w") as handle:

@@ -328,3 +328,32 @@ def test_bench_never_writes_over_its_input_or_one_output_over_another(capsys, tm
     _one_line_error(capsys, ["bench", "--sizes", "100", "--kernels", "cpu", "--backend", "cpu", "-q", "--json",
                              str(same), "--tsv", str(same)], ["--json", "--tsv", "the same file"])
     assert not same.exists()
+
+
+def test_pipes_and_fifos_are_written_directly(tmp_path):
+    """`-o /dev/stdout | cat` and `-o FIFO` (as `>(gzip > x.gz)` gives) failed with a temporary file's
+    name under /proc; they are written directly now, the same rows as to a file."""
+    import subprocess
+    import sys
+    import threading
+
+    args = [sys.executable, "-m", "nwalign", "pair", OPAL, OPAL, "--backend", "cpu", "--score-only", "--format", "tsv"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    want = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT).stdout
+    piped = subprocess.run(args + ["-o", "/dev/stdout"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert piped.returncode == 0 and piped.stdout == want and want.count("\n") == 5, piped.stderr
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    done = subprocess.run(args + ["-o", str(fifo)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    reader.join(30)
+    assert done.returncode == 0 and got == [want] and os.listdir(tmp_path) == ["rows.fifo"], done.stderr
+
+
+def test_a_too_long_output_name_is_named_as_given(capsys, tmp_path):
+    path = str(tmp_path / ("a" * 300))
+    err = _one_line_error(capsys, ["pair", OPAL, OPAL, "--backend", "cpu", "--score-only", "-o", path],
+                          ["-o", "longer than"])
+    assert path in err and ".nwalign-" not in err
