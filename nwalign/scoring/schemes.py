@@ -35,7 +35,7 @@ NUCLEOTIDE_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT"
 # Rare amino acids that most matrices lack; scored as X when the matrix has no row for them (as BLAST does).
 _RARE_AS_X = "UOJ"
 # Scores must stay far from int32 limits in every engine (the engines use -2**30 as minus infinity).
-_SCORE_LIMIT = 2**29
+SCORE_LIMIT = 2**29
 MAX_SCORE = 1_000_000  # a substitution score's magnitude, from --match/--mismatch or a matrix, stays below this
 
 
@@ -115,7 +115,7 @@ class Scoring:
 
     def check_lengths(self, m: int, n: int) -> None:
         """Refuse sizes whose scores could leave the safe int32 range of the engines."""
-        if (m + n + 1) * self.max_abs_score() >= _SCORE_LIMIT:
+        if (m + n + 1) * self.max_abs_score() >= SCORE_LIMIT:
             raise NwalignError(
                 f"sequences of {m} and {n} residues with scores up to {self.max_abs_score()} could overflow "
                 "32-bit scores; align shorter pieces"
@@ -300,7 +300,7 @@ def max_sequence_length(alphabet: str = "auto", matrix: str | None = None, match
             scoring = make_scoring(kind, "global", matrix, match, mismatch, gap_open, gap_extend)
         except NwalignError:
             continue
-        longest = _SCORE_LIMIT // max(1, scoring.max_abs_score()) - 2
+        longest = SCORE_LIMIT // max(1, scoring.max_abs_score()) - 2
         best = longest if best is None else max(best, longest)
     return best
 

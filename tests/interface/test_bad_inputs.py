@@ -357,3 +357,17 @@ def test_a_too_long_output_name_is_named_as_given(capsys, tmp_path):
     err = _one_line_error(capsys, ["pair", OPAL, OPAL, "--backend", "cpu", "--score-only", "-o", path],
                           ["-o", "longer than"])
     assert path in err and ".nwalign-" not in err
+
+
+def test_search_refuses_scores_that_could_overflow_before_any_scan(capsys, tmp_path):
+    """`search --match 999999` on two 3 kb sequences ended in pyopal's OverflowError traceback: refused up
+    front now, as pair and allpairs refuse it."""
+    import random
+
+    rng = random.Random(1)
+    seq = "".join(rng.choice("ACGT") for _ in range(3000))
+    (tmp_path / "q.fa").write_text(f">q\n{seq}\n")
+    (tmp_path / "db.fa").write_text(f">s\n{seq[::-1]}\n>t\n{seq}\n")
+    err = _one_line_error(capsys, ["search", str(tmp_path / "q.fa"), str(tmp_path / "db.fa"), "--match", "999999",
+                                   "--backend", "cpu", "-q"], ["could overflow", "3000"])
+    assert "Traceback" not in err

@@ -21,7 +21,7 @@ from nwalign.parallel.placement import check_spread
 from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
-from nwalign.scoring.schemes import Scoring
+from nwalign.scoring.schemes import SCORE_LIMIT, Scoring
 from nwalign.jobs.search.options import SearchOptions
 from nwalign.jobs.search.pipeline import search_all
 from nwalign.jobs.search.scaleout import ScaleOut, count_devices, estimated_cells
@@ -186,6 +186,9 @@ class Search:
             ids = unique_ids(db.ids, db.source)
             self.database = db = db if ids is db.ids else dataclasses.replace(db, ids=ids)
         self._encoded = encode_all(self.queries, scoring, query_source)
+        longest = max((len(q.codes) for q in self._encoded), default=0)
+        if longest and (longest + db.total_length + 1) * scoring.max_abs_score() >= SCORE_LIMIT:
+            scoring.check_lengths(longest, db.longest())  # before any scan, as pair and allpairs check
         self.strands = searched_strands(strand, scoring.alphabet)
         if self.strands is not None:
             self._encoded = stranded_queries(self._encoded, scoring, self.strands, query_source)
