@@ -50,10 +50,22 @@ def compressed_error(name: str, exc: Exception) -> NwalignError | None:
     return None
 
 
+def standard_input():
+    """Standard input's binary stream.
+
+    Raises:
+        NwalignError: standard input is closed (``<&-``).
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise NwalignError("standard input ('-') is closed: give a file, or a pipe into '-'")
+    return stream
+
+
 def _open(path: str):
     """A binary file object of ``path`` ('-': standard input)."""
     if path == "-":
-        return sys.stdin.buffer
+        return standard_input()
     try:
         handle = open(path, "rb")
     except OPENING as exc:
@@ -162,7 +174,7 @@ def record_blocks(path: str, size: int = BLOCK_BYTES):
                 return
             carry, want = bytes(buf[cut:end]), size
     finally:
-        if handle is not sys.stdin.buffer:
+        if path != "-":
             handle.close()
 
 

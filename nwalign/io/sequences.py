@@ -10,7 +10,6 @@ import lzma
 import itertools
 import os
 import stat
-import sys
 import zlib
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from nwalign import names
 from nwalign.errors import NwalignError
-from nwalign.io.fastastream import OPENING, compressed_error, opening_error
+from nwalign.io.fastastream import OPENING, compressed_error, opening_error, standard_input
 
 #: Nucleotide letters accepted: ACGT/U and the IUPAC ambiguity codes.
 NUCLEOTIDE_LETTERS = "ACGTURYSWKMBDHVN"
@@ -41,7 +40,7 @@ def _read_bytes(path: str) -> bytes | bytearray:
     """The file's bytes; a regular file's in a bytearray read in place (no second copy, and writable: the
     FASTA reader compacts the residues into it)."""
     if path == "-":
-        return sys.stdin.buffer.read()
+        return standard_input().read()
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())

@@ -71,6 +71,8 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
     symbolic link's target is the file replaced). A path that exists but is not a regular file (a FIFO,
     /dev/stdout) is written directly. See :func:`check_output` for what is refused."""
     if path is None or path == "-":
+        if sys.stdout is None:
+            raise NwalignError(f"standard output is closed: give {option} FILE")
         try:
             yield sys.stdout
             sys.stdout.flush()

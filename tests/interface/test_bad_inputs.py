@@ -371,3 +371,21 @@ def test_search_refuses_scores_that_could_overflow_before_any_scan(capsys, tmp_p
     err = _one_line_error(capsys, ["search", str(tmp_path / "q.fa"), str(tmp_path / "db.fa"), "--match", "999999",
                                    "--backend", "cpu", "-q"], ["could overflow", "3000"])
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, closed, words", [
+    (["pair", "-", OPAL, "--backend", "cpu"], "<&-", "standard input ('-') is closed"),
+    (["makedb", "-", "-o", "{tmp}/x.nwdb"], "<&-", "standard input ('-') is closed"),
+    (["pair", OPAL, OPAL, "--backend", "cpu", "--score-only"], ">&-", "standard output is closed"),
+])
+def test_closed_standard_streams_give_one_line(tmp_path, argv, closed, words):
+    """`pair - a.fa <&-`, `makedb - <&-` and `pair a.fa b.fa >&-` ended in AttributeError tracebacks."""
+    import shlex
+    import subprocess
+    import sys
+
+    command = " ".join(shlex.quote(a.replace("{tmp}", str(tmp_path))) for a in [sys.executable, "-m", "nwalign"] + argv)
+    done = subprocess.run(["sh", "-c", f"{command} {closed}"], stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    assert not os.path.exists(tmp_path / "x.nwdb")
