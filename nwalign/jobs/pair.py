@@ -15,7 +15,7 @@ from nwalign.backends.aligner import Aligner
 from nwalign import backends
 from nwalign.backends.engine import DEFAULT_MAX_MEMORY, encode_all, pair_plan
 from nwalign.plan.pairorder import chunks
-from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.parallel.placement import check_spread, within_machine, local_gpus
 from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Alignment
@@ -93,6 +93,7 @@ class Pairs:
                  placement: Placement | None = None, options: PairOptions | None = None, **keywords):
         request, placement, options = sort_keywords("Pairs", keywords, request or ScoringRequest(),
                                                     placement or Placement(), options or PairOptions())
+        placement = within_machine(placement)
         limit = request.limit() if scoring is None else None
         qrecs, qname = read_side(queries, options.query_source, limit, "query")
         trecs, tname = read_side(targets, options.target_source, limit, "target")

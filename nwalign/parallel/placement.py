@@ -4,11 +4,32 @@ with the same checks and messages for every command."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 
 from nwalign import backends
 from nwalign.errors import NwalignError
 from nwalign.parallel import cluster as scaleout
+from nwalign.plan.options import Placement  # noqa: F401  (the doctest makes one)
+
+log = logging.getLogger("nwalign")
+
+
+def within_machine(placement):
+    """``placement`` with at most as many local workers as this machine has cores: more only start
+    processes that wait (``--workers 99999999999999999999`` once grew to 24 GB before the kernel killed it;
+    ``--workers 999`` was still starting after two minutes). Said once where it is capped.
+
+    >>> within_machine(Placement(workers=10**20)).workers == (os.cpu_count() or 1)
+    True
+    """
+    cores = os.cpu_count() or 1
+    if placement.workers <= cores:
+        return placement
+    log.warning("warning: --workers %d: this machine has %d CPU cores; %d local workers (more hosts: "
+                "--scheduler)", placement.workers, cores, cores)
+    return dataclasses.replace(placement, workers=cores)
 
 
 def check_spread(workers: int, scheduler: str | None, client, devices, backend: str) -> bool:

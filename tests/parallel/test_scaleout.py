@@ -946,3 +946,16 @@ def test_a_shard_is_read_a_block_of_sequences_at_a_time(tmp_path):
         want = data[np.repeat(member, lengths)]
         for block in (7, 1000, 1 << 20):
             assert np.array_equal(_members(mapped, offsets, member, want.size, block), want)
+
+
+@pytest.mark.slow
+def test_more_workers_than_cores_are_capped_with_a_note(capsys):
+    """`--workers 99999999999999999999` once grew to 24 GB before the kernel killed it: capped at the
+    machine's cores, said once, and the hits are those of one process."""
+    argv = ["search", os.path.join(DATA, "queries_5_opal.fasta"), os.path.join(DATA, "swissprot_first196.fasta"),
+            "--top", "2", "--backend", "cpu"]
+    assert main(argv) == 0
+    want = capsys.readouterr().out
+    assert main(argv + ["--workers", "99999999999999999999"]) == 0
+    out, err = capsys.readouterr()
+    assert out == want and err.count("this machine has") == 1 and "Traceback" not in err

@@ -22,7 +22,7 @@ from nwalign.errors import NwalignError, option_error
 from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
-from nwalign.parallel.placement import check_spread, local_gpus
+from nwalign.parallel.placement import check_spread, within_machine, local_gpus
 from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.records.alignment import Block, PairResult
@@ -119,6 +119,7 @@ class AllPairs:
                  options: AllPairsOptions | None = None, **keywords):
         request, placement, options = sort_keywords("AllPairs", keywords, request or ScoringRequest(),
                                                     placement or Placement(), options or AllPairsOptions())
+        placement = within_machine(placement)
         options.check()
         backend, device, devices, mode = placement.backend, placement.device, placement.devices, options.mode
         spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)

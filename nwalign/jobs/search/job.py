@@ -17,7 +17,7 @@ from nwalign import backends, names
 from nwalign.io.database import Database, load_database
 from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError
-from nwalign.parallel.placement import check_spread
+from nwalign.parallel.placement import check_spread, within_machine
 from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
@@ -105,6 +105,7 @@ class Search:
                  placement: Placement | None = None, options: SearchOptions | None = None, **keywords):
         request, placement, options = sort_keywords("Search", keywords, request or ScoringRequest(),
                                                     placement or Placement(), options or SearchOptions())
+        placement = within_machine(placement)
         options.check()
         started = time.perf_counter()
         backend, device, devices = placement.backend, placement.device, placement.devices
