@@ -182,7 +182,7 @@ def _start(buf: bytearray, start: int, end: int, name: str, more: bool) -> int:
     """Where the first record starts in ``buf[start:end]`` (``end`` while only blank bytes came and
     ``more`` may come)."""
     text = bytes(buf[start:end])
-    stripped = text.lstrip(bytes(range(33)))
+    stripped = text.lstrip(b" \t\n\r\v\f")  # white space only: NUL bytes are binary data (/dev/zero)
     if not stripped:
         if more:
             return end

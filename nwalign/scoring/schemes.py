@@ -165,6 +165,9 @@ def _lookup(alphabet: str, aliases: dict[str, str]) -> np.ndarray:
     return lut
 
 
+MATRIX_FILE_BYTES = 1 << 20  # a substitution matrix file of 30 letters is a few kB
+
+
 def _check_matrix_file(path: str) -> dict[str, int]:
     """Check an NCBI-format matrix file's shape before Biopython reads it (Biopython fills a short row
     with zeros): a header of letters, then one row per letter with one score per header letter.
@@ -174,10 +177,15 @@ def _check_matrix_file(path: str) -> dict[str, int]:
         NwalignError: an unreadable or empty file, or a row with too few or too many scores (file and line).
     """
     try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            lines = [(k, line.split()) for k, line in enumerate(handle, start=1)]
+        with open(path, "rb") as handle:
+            raw = handle.read(MATRIX_FILE_BYTES + 1)  # never more: --matrix /dev/zero grew to 11 GB
     except OSError as exc:
         raise NwalignError(f"{path}: cannot read the matrix file ({exc.strerror or exc})") from None
+    if b"\x00" in raw:
+        raise NwalignError(f"{path}: binary data, not a matrix file")
+    if len(raw) > MATRIX_FILE_BYTES:
+        raise NwalignError(f"{path}: larger than {MATRIX_FILE_BYTES >> 20} MB, not a matrix file")
+    lines = [(k, line.split()) for k, line in enumerate(raw.decode("ascii", "replace").splitlines(), start=1)]
     lines = [(k, words) for k, words in lines if words and not words[0].startswith("#")]
     if not lines:
         raise NwalignError(f"{path}: empty matrix file (no header line of letters)")

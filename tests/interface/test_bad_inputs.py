@@ -389,3 +389,23 @@ def test_closed_standard_streams_give_one_line(tmp_path, argv, closed, words):
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert not os.path.exists(tmp_path / "x.nwdb")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["makedb", "/dev/zero", "-o", "{tmp}/z.nwdb"], "/dev/zero: binary data, not a FASTA file"),
+    (["makedb", "{tmp}/zeros.fa", "-o", "{tmp}/z.nwdb"], "zeros.fa: binary data, not a FASTA file"),
+    (["search", OPAL, "{tmp}/zeros.fa", "--backend", "cpu"], "zeros.fa: binary data, not a FASTA file"),
+    (["pair", OPAL, OPAL, "--matrix", "/dev/zero", "--backend", "cpu"], "/dev/zero: binary data, not a matrix file"),
+])
+def test_binary_input_is_refused_at_once_in_the_same_words(tmp_path, argv, words):
+    """`makedb /dev/zero` read forever and `--matrix /dev/zero` grew to 11 GB in 10 s; 3 MB of NUL bytes
+    was "empty" to makedb and "binary data" to search."""
+    import subprocess
+    import sys
+
+    (tmp_path / "zeros.fa").write_bytes(bytes(3 << 20))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    done = subprocess.run([sys.executable, "-m", "nwalign"] + argv, capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    assert not os.path.exists(tmp_path / "z.nwdb")
