@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -17,6 +15,7 @@ import numpy as np
 
 from nwalign.background import in_background
 from nwalign.errors import NwalignError
+from nwalign.io.writing import written_atomically
 from nwalign.io.mapped import BLOCK, RangeReader, Recoded, each_block
 from nwalign.scoring.schemes import Scoring, make_scoring
 from nwalign.io import fastastream
@@ -77,6 +76,23 @@ class Database:
     @property
     def count(self) -> int:
         return len(self.offsets) - 1
+
+    def find_letter(self, letter: str, block: int = 1 << 24) -> tuple[str | None, int | None]:
+        """(record id, 1-based position) of ``letter``'s first occurrence, a block of residues at a time, or
+        (None, None) where there is none."""
+        if self.residues is not None:
+            data, wanted = self.residues, ord(letter)
+        elif letter in (self.letters or ""):
+            data, wanted = self.codes, self.letters.index(letter)
+        else:
+            return None, None
+        for a in range(0, self.total_length, block):
+            hits = np.flatnonzero(np.asarray(data[a:a + block]) == wanted)
+            if hits.size:
+                at = a + int(hits[0])
+                k = int(np.searchsorted(self.offsets, at, side="right")) - 1
+                return self.ids[k], at - int(self.offsets[k]) + 1
+        return None, None
 
     def longest(self, block: int = 1 << 20) -> int:
         """The longest sequence's length (0 for an empty database), a block of offsets at a time (60 M
@@ -272,52 +288,6 @@ def _write_file(magic: bytes, header: bytes, names: bytes, offsets: np.ndarray, 
         out.write(np.ascontiguousarray(body).tobytes())
 
     written_atomically(path, write)
-
-
-def check_database_path(path: str) -> None:
-    """Refuse a ``.nwdb`` path that exists as something other than a regular file: a FIFO, a device (as
-    root, ``-o /dev/null`` was once replaced by a regular file), a directory, a socket.
-
-    Raises:
-        NwalignError: what it is, naming ``path`` as given.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return
-    if not stat.S_ISREG(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-        raise NwalignError(f"{path}: {kind}; a .nwdb is memory-mapped, so it is written to a regular file "
-                           "(nothing was written)")
-
-
-def written_atomically(path: str, write) -> None:
-    """Call ``write(file)`` on a unique temporary file beside ``path`` (opened ``wb+``), then make it
-    readable as the umask allows and rename it to ``path`` (a symbolic link's target is replaced).
-
-    Raises:
-        NwalignError: ``path`` is something other than a regular file (a FIFO, a device, a directory: never
-            replaced), or the file cannot be written (the temporary file is removed).
-    """
-    check_database_path(path)
-    path = os.path.realpath(path)
-    directory = os.path.dirname(path)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb+") as out:
-            write(out)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a database is shared (cluster workers) as any output
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp and os.path.exists(tmp):
-            os.remove(tmp)
-        if isinstance(exc, OSError):
-            raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
-        raise
 
 
 def load_database(path: str, check_later: bool = False, written_here: bool = False) -> Database:

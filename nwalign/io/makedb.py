@@ -22,8 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nwalign.io.database import (MAGIC2, Database, check_database_path, header_crc, crc32_function, database_letters, load_database, v2_header, written_atomically)
+from nwalign.io.writing import check_database_path, written_atomically
+from nwalign.io.database import (MAGIC2, Database, header_crc, crc32_function, database_letters, load_database, v2_header)
 from nwalign.errors import NwalignError
+from nwalign.io.sequences import RESIDUE_BYTES, not_a_residue
 from nwalign.io.fastastream import BLOCK_BYTES, Parsed, bad_byte_error, record_blocks
 
 COPY_BYTES = 1 << 22  # residues encoded and written per step
@@ -47,6 +49,7 @@ class _Scratch:
         if parsed.bad >= 0:
             raise bad_byte_error(self.name, block, parsed.bad)
         parsed.name_blank_ids(self.count)
+        self._check_residues(parsed)
         empty = np.flatnonzero(parsed.seq_len == 0)
         if empty.size:
             k = int(empty[0])
@@ -61,6 +64,19 @@ class _Scratch:
         self.hashes.append(parsed.hashes)
         self.hist += parsed.hist
         self.count += parsed.seq_len.size
+
+    def _check_residues(self, parsed: Parsed) -> None:
+        """Refuse a block's first byte that is no residue letter (a digit, '-', '.', a '>' inside a
+        sequence), naming its record and position as pair and search do."""
+        if not (parsed.hist[~RESIDUE_BYTES] > 0).any():
+            return
+        residues = np.frombuffer(memoryview(parsed.residues), dtype=np.uint8)
+        at = int(np.flatnonzero(~RESIDUE_BYTES[residues])[0])
+        ends = np.cumsum(parsed.seq_len)
+        k = int(np.searchsorted(ends, at, side="right"))
+        start = int(parsed.id_len[:k].sum())
+        name = parsed.ids[start:start + parsed.id_len[k]].tobytes().decode("ascii", "replace")
+        raise not_a_residue(self.name, chr(residues[at]), name, at - int(ends[k] - parsed.seq_len[k]) + 1)
 
     def close(self) -> None:
         for out in self.files:

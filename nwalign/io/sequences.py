@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bz2
 import lzma
-import itertools
 import os
 import stat
 import zlib
@@ -403,29 +402,6 @@ def unique_records(records: list[Record], source: str) -> list[Record]:
     return [r if r.id == i else Record(i, r.description, r.seq) for r, i in zip(records, ids)]
 
 
-def phylip_names(names: list[str], width: int = 10) -> list[str]:
-    """Names cut to PHYLIP's ``width`` characters and still distinct: where cuts would coincide, a name
-    keeps its first characters and ends in ``~`` and its 1-based row number (``Bacteria;Proteo...`` in
-    row 12 becomes ``Bacteri~12``), and where that too is taken (by a name given so), ``~12-1``, ``~12-2``...
-
-    >>> phylip_names(["abcdef", "abcdeg", "abc~2"], width=5)
-    ['abc~1', 'a~2-1', 'abc~2']
-    """
-    from collections import Counter
-
-    cut = [n[:width] for n in names]
-    clash = {c for c, n in Counter(cut).items() if n > 1}
-    used = {c for c in cut if c not in clash}
-    out = []
-    for k, (name, c) in enumerate(zip(names, cut), start=1):
-        if c in clash:
-            tries = (f"~{k}" if j == 0 else f"~{k}-{j}" for j in itertools.count())
-            c = next(cand for cand in (name[:max(0, width - len(tag))] + tag for tag in tries) if cand not in used)
-            used.add(c)
-        out.append(c)
-    return out
-
-
 def letter_counts(records: list[Record]) -> np.ndarray:
     """How often each byte occurs in the records' sequences (int64, shape (256,))."""
     counts = np.zeros(256, dtype=np.int64)
@@ -498,3 +474,20 @@ def reverse_complement(seq: str) -> str:
     '-NWSDHBVKMRYACGTT'
     """
     return seq.translate(_COMPLEMENT)[::-1]
+
+
+#: The bytes a sequence may hold: residue letters (either case) and '*', the stop codon.
+RESIDUE_BYTES = np.zeros(256, dtype=bool)
+RESIDUE_BYTES[[ord(c) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz*"]] = True
+
+
+def not_a_residue(name: str, letter: str, record: str | None = None, position: int | None = None) -> NwalignError:
+    """The one error for a character that is no residue letter ('-', '.', digits, '>' inside a sequence:
+    an aligned FASTA, say), naming the input and, where known, the record and the 1-based position.
+
+    >>> print(not_a_residue("a.fa", "-", "seq2", 3))
+    a.fa: record seq2, position 3: '-' is not a residue letter (gaps, '.' and digits are not accepted; give unaligned sequences)
+    """
+    place = f"record {record}, position {position}: " if record is not None else ""
+    return NwalignError(f"{name}: {place}{letter!r} is not a residue letter (gaps, '.' and digits are not "
+                        "accepted; give unaligned sequences)")

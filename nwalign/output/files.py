@@ -6,6 +6,7 @@ loads none of it."""
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import sys
@@ -184,9 +185,31 @@ def _reserve(tmp: str, path: str) -> None:
 
 def phylip_matrix(out, names: list[str], dist) -> None:
     """A square distance matrix in PHYLIP's format (names cut or padded to 10 characters, kept distinct:
-    :func:`nwalign.io.sequences.phylip_names`)."""
-    from nwalign.io.sequences import phylip_names
+    :func:`phylip_names`)."""
 
     out.write(f"{len(names)}\n")
     for name, row in zip(phylip_names(names), dist):
         out.write(f"{name:<10} " + " ".join(f"{v:.6f}" for v in row) + "\n")
+
+
+def phylip_names(names: list[str], width: int = 10) -> list[str]:
+    """Names cut to PHYLIP's ``width`` characters and still distinct: where cuts would coincide, a name
+    keeps its first characters and ends in ``~`` and its 1-based row number (``Bacteria;Proteo...`` in
+    row 12 becomes ``Bacteri~12``), and where that too is taken (by a name given so), ``~12-1``, ``~12-2``...
+
+    >>> phylip_names(["abcdef", "abcdeg", "abc~2"], width=5)
+    ['abc~1', 'a~2-1', 'abc~2']
+    """
+    from collections import Counter
+
+    cut = [n[:width] for n in names]
+    clash = {c for c, n in Counter(cut).items() if n > 1}
+    used = {c for c in cut if c not in clash}
+    out = []
+    for k, (name, c) in enumerate(zip(names, cut), start=1):
+        if c in clash:
+            tries = (f"~{k}" if j == 0 else f"~{k}-{j}" for j in itertools.count())
+            c = next(cand for cand in (name[:max(0, width - len(tag))] + tag for tag in tries) if cand not in used)
+            used.add(c)
+        out.append(c)
+    return out

@@ -6,14 +6,12 @@ the same checks and messages for every command. Where a job runs: :mod:`nwalign.
 from __future__ import annotations
 
 import os
-import string
 from dataclasses import dataclass
 
 import numpy as np
 
-from nwalign.errors import NwalignError
 from nwalign.scoring.schemes import Scoring, make_scoring, max_sequence_length
-from nwalign.io.sequences import Record, as_records, choose_alphabet, letter_counts, read_fasta
+from nwalign.io.sequences import Record, as_records, choose_alphabet, letter_counts, read_fasta, RESIDUE_BYTES, not_a_residue
 
 
 @dataclass(frozen=True)
@@ -42,35 +40,37 @@ class ScoringRequest:
     def make(self, mode: str, sides: list[tuple[str, list[Record]]], counts: list | None = None,
              search: bool = False) -> Scoring:
         """The :class:`~nwalign.scoring.schemes.Scoring` of ``mode`` for inputs ``sides`` ((name, records) each;
-        ``counts``: (name, letter counts) pairs where the letters are counted already, as a database's;
-        ``search``: a database search's defaults).
+        ``counts``: (name, letter counts, where) where the letters are counted already, as a database's,
+        ``where(letter)`` giving a letter's first (record id, 1-based position); ``search``: a database
+        search's defaults).
 
         Raises:
-            NwalignError: the inputs' alphabets differ, an unknown matrix or mode, bad penalties.
+            NwalignError: a character that is no residue letter (naming its record and position), the inputs'
+                alphabets differ, an unknown matrix or mode, bad penalties.
         """
-        inputs = [(name, letter_counts(records)) for name, records in sides] + list(counts or [])
-        for (name, found), records in zip(inputs, [r for _, r in sides] + [None] * len(counts or [])):
+        inputs = [(name, letter_counts(records), records) for name, records in sides] + list(counts or [])
+        for name, found, records in inputs:
             _check_letters(name, found, records)
+        inputs = [(name, found) for name, found, _ in inputs]
         kind = choose_alphabet(inputs, self.alphabet)
         return make_scoring(kind, mode, self.matrix, self.match, self.mismatch, self.gap_open, self.gap_extend,
                             search=search)
 
 
-_LETTERS = np.zeros(256, dtype=bool)
-_LETTERS[[ord(c) for c in string.ascii_letters + "*"]] = True  # residue letters, and the stop codon
 
 
 def _check_letters(name: str, counts: np.ndarray, records) -> None:
-    """Refuse a character that is no residue letter ('-', '.', digits: an aligned FASTA, say) where it is,
-    rather than guessing the input's alphabet from it ("protein, but the other file is DNA")."""
-    bad = np.flatnonzero((counts > 0) & ~_LETTERS)
+    """Refuse a character that is no residue letter ('-', '.', digits: an aligned FASTA, say) where it is
+    (``records``: the input's records, or a function giving a letter's first record and position), rather
+    than guessing the input's alphabet from it ("protein, but the other file is DNA")."""
+    bad = np.flatnonzero((counts > 0) & ~RESIDUE_BYTES)
     if not bad.size:
         return
     letter = chr(int(bad[0]))
-    where = next(((r.id, r.seq.index(letter) + 1) for r in records or () if letter in r.seq), None)
-    place = f"record {where[0]}, position {where[1]}: " if where else ""
-    raise NwalignError(f"{name}: {place}{letter!r} is not a residue letter (gaps, '.' and digits are not accepted; "
-                       "give unaligned sequences)")
+    if callable(records):  # a database: it finds the letter itself
+        raise not_a_residue(name, letter, *records(letter))
+    where = next(((r.id, r.seq.index(letter) + 1) for r in records or () if letter in r.seq), (None, None))
+    raise not_a_residue(name, letter, *where)
 
 
 def read_side(items, source: str, limit: int | None, prefix: str = "seq") -> tuple[list[Record], str]:

@@ -409,3 +409,15 @@ def test_binary_input_is_refused_at_once_in_the_same_words(tmp_path, argv, words
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert not os.path.exists(tmp_path / "z.nwdb")
+
+
+@pytest.mark.parametrize("seq, letter, position", [("ACGT12ACGT", "1", 5), ("AC-GT", "-", 3), ("ACGT>ACGT", ">", 5)])
+def test_makedb_and_search_name_a_non_residue_where_it_is(capsys, tmp_path, seq, letter, position):
+    """makedb took digits, '-' and a '>' inside a sequence (a later search failed), and a FASTA database
+    with one gave an error naming no record or position: both refuse it as pair does."""
+    fasta = tmp_path / "db.fa"
+    fasta.write_text(f">fine\nMKVLAAGG\n>odd one\n{seq}\n")
+    words = [str(fasta), "record odd", f"position {position}", f"{letter!r} is not a residue letter"]
+    _one_line_error(capsys, ["makedb", str(fasta), "-o", str(tmp_path / "db.nwdb")], words)
+    assert not (tmp_path / "db.nwdb").exists()
+    _one_line_error(capsys, ["search", OPAL, str(fasta), "--backend", "cpu"], words)

@@ -175,8 +175,8 @@ class Search:
         ids, the queries encoded (on each strand searched) and the database."""
         db = self.database
         if scoring is None:
-            scoring = request.make("local", [(query_source, self.queries)], [(db.source, db.alphabet_counts())],
-                                   search=True)
+            scoring = request.make("local", [(query_source, self.queries)],
+                                   [(db.source, db.alphabet_counts(), db.find_letter)], search=True)
         elif scoring.mode != "local":
             raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
         self.scoring = scoring
