@@ -13,7 +13,7 @@ from nwalign.errors import NwalignError
 from nwalign.names import (ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT_SLICE, ALLPAIRS_KERNELS, ALLPAIRS_SLICES, BACKENDS, MODES)
 from nwalign.output.files import check_output, distance_matrix, fill_distances, output_stream
 from nwalign.cli.group import cli
-from nwalign.cli.options import (check_shared_dir, header_option, option_group, parse_columns, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.options import (check_shared_dir, refuse_gpu_options, header_option, option_group, parse_columns, run_options, scoring_options, setup_logging, spread_options)
 from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
@@ -98,6 +98,7 @@ def allpairs(seqs, against, mode, matrix, match, mismatch, gap_open, gap_extend,
                    placement=Placement(backend, device, devices, threads, workers, scheduler, None, shared_dir),
                    options=AllPairsOptions(mode, cols, min_identity, matrix_out is not None, ap_kernel, int(slice_k),
                                            ap_block))
+    refuse_gpu_options(job.engine.on_gpu, backend, ("ap_kernel", "slice_k", "ap_block", "device"))
     a, b, stats = job.a, job.b, job.stats
     log.info("allpairs: %d x %d sequences, %s, scores on %s, %d CPU threads", len(a), len(b or a), mode,
              job.backend, job.threads)

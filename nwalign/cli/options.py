@@ -213,3 +213,22 @@ def header_option(command):
                         help="TSV: BLAST -outfmt 7-style '#' comment lines (program, query, fields, hits found) "
                              "before each query's rows  [default: none, as -outfmt 6]; SAM: the @HD/@SQ/@PG "
                              "lines  [default: on].")(command)
+
+
+def refuse_gpu_options(on_gpu: bool, backend: str, params: tuple[str, ...]) -> None:
+    """Refuse the GPU's options (``params``: the command's parameter names, such as ``kernel``) given on the
+    command line when the CPU engine runs the job: one rule for pair, search and allpairs, instead of
+    options silently ignored.
+
+    Raises:
+        NwalignError: one line naming the options and why the CPU engine runs.
+    """
+    ctx = click.get_current_context()
+    given = [p for p in ctx.command.params if p.name in params and ctx.get_parameter_source(p.name).name != "DEFAULT"]
+    if on_gpu or not given:
+        return
+    from nwalign import backends
+
+    why = "--backend cpu" if not backends.may_use_gpu(backend) else backends.why_no_gpu()
+    flags = "/".join(p.opts[0] for p in given)
+    raise NwalignError(f"{flags}: options of the GPU kernels, but the CPU engine would run ({why})")

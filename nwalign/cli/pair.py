@@ -14,7 +14,7 @@ from nwalign.errors import NwalignError
 from nwalign.names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES, NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
 from nwalign.output.files import check_output, output_stream
 from nwalign.cli.group import cli
-from nwalign.cli.options import (check_shared_dir, header_option, option_group, parse_block, parse_columns, parse_size, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.options import (check_shared_dir, refuse_gpu_options, header_option, option_group, parse_block, parse_columns, parse_size, run_options, scoring_options, setup_logging, spread_options)
 from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
@@ -125,7 +125,7 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
 def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet) -> None:
     from nwalign.output import writers
 
-    _check_gpu_options(job.engine, backend)
+    refuse_gpu_options(job.engine.on_gpu, backend, ("kernel", "block", "shared"))
     within = None  # a lone large pair on the CPU engine: progress through its traceback
     if len(job.plan) == 1 and not job.engine.on_gpu and not score_only and job.cells() >= 10**8:
         within = _progress("pair", 1000, quiet, "", fraction=True)  # per mille of the traceback
@@ -165,13 +165,3 @@ def _check_pair_files(query: str | None, target: str | None, mutate_rate) -> Non
         raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
     if query == "-" and target == "-":
         raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
-
-
-def _check_gpu_options(engine, backend: str) -> None:
-    """Refuse --kernel/--block/--shared given on the command line when the CPU engine will run."""
-    ctx = click.get_current_context()
-    if not engine.on_gpu and any(ctx.get_parameter_source(p).name != "DEFAULT" for p in ("kernel", "block", "shared")):
-        from nwalign import backends
-
-        why = "--backend cpu" if not backends.may_use_gpu(backend) else backends.why_no_gpu()
-        raise NwalignError(f"--kernel/--block/--shared choose a GPU kernel, but the CPU engine would run ({why})")

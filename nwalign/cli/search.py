@@ -12,7 +12,7 @@ from nwalign.names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH
 from nwalign.errors import NwalignError
 from nwalign.output.files import check_output, output_stream
 from nwalign.cli.group import cli
-from nwalign.cli.options import (check_shared_dir, header_option, parse_columns, run_options, scoring_options, setup_logging, spread_options)
+from nwalign.cli.options import (check_shared_dir, refuse_gpu_options, header_option, parse_columns, run_options, scoring_options, setup_logging, spread_options)
 from nwalign.cli.progress import progress as _progress
 
 log = logging.getLogger("nwalign")
@@ -90,6 +90,8 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
                                        # score columns only: the scan says it all
                                        fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),
                                        search_kernel, strand, gpu_memory=gpu_memory))
+    if run.leads:  # in this process (workers: their engine is the cluster's)
+        refuse_gpu_options(run.engine.on_gpu, backend, ("search_kernel", "gpu_memory", "device"))
     scoring, db = run.scoring, run.database
     with output_stream(output, (query, database)) as out:
         writer = None

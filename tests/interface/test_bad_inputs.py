@@ -421,3 +421,15 @@ def test_makedb_and_search_name_a_non_residue_where_it_is(capsys, tmp_path, seq,
     _one_line_error(capsys, ["makedb", str(fasta), "-o", str(tmp_path / "db.nwdb")], words)
     assert not (tmp_path / "db.nwdb").exists()
     _one_line_error(capsys, ["search", OPAL, str(fasta), "--backend", "cpu"], words)
+
+
+@pytest.mark.parametrize("argv, flags", [
+    (["search", OPAL, SP196, "--gpu-memory", "1G", "--kernel", "gsw"], "--kernel/--gpu-memory"),
+    (["search", OPAL, SP196, "--device", "1"], "--device"),
+    (["allpairs", OPAL, "--slice", "2", "--block", "64"], "--slice/--block"),
+    (["pair", OPAL, OPAL, "--kernel", "antidiagonal"], "--kernel"),
+])
+def test_gpu_options_on_the_cpu_engine_are_refused_by_every_command(capsys, argv, flags):
+    """search's --gpu-memory/--kernel/--device and allpairs' --kernel/--slice/--block were silently ignored on
+    the CPU while pair refused its own: one rule for all."""
+    _one_line_error(capsys, argv + ["--backend", "cpu"], [flags, "options of the GPU kernels", "--backend cpu"])

@@ -321,7 +321,7 @@ def test_new_user_input_edges(tmp_path, capsys):
     assert "not FASTA" in capsys.readouterr().err
     assert main(["pair", str(fa), str(fa), "--backend", "cpu", "--kernel", "adm-submatrix"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "GPU kernel" in err and "--backend cpu" in err
+    assert err.count("\n") == 1 and "GPU kernels" in err and "--backend cpu" in err
     for workload in ("pair", "search", "allpairs"):
         gpu_kernel = {"pair": "wavefront", "search": "scan", "allpairs": "lazy-rscan"}[workload]
         assert main(["bench", "--workload", workload, "--backend", "cpu", "--kernels", gpu_kernel]) == 2
