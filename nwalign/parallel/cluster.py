@@ -141,6 +141,7 @@ def client_for(workers: int = 0, scheduler: str | None = None):
         client = _connect(Client, scheduler)
         try:
             check_versions(client)
+            _wait_for_workers(client, scheduler)
         except NwalignError:
             client.close()
             raise
@@ -224,6 +225,33 @@ def close_cluster(client, cluster) -> None:
 
 def _worker_version() -> str:
     return nwalign.__version__  # the package's, read at the call
+
+
+WORKERS_WAIT_SECONDS = 120.0  # how long a running cluster may have no worker (NWALIGN_WORKERS_WAIT)
+
+
+def _wait_for_workers(client, scheduler: str) -> None:
+    """Wait until the running cluster has a worker, saying so, for :data:`WORKERS_WAIT_SECONDS` at most
+    (``$NWALIGN_WORKERS_WAIT`` seconds where set): a scheduler with no workers once kept a search waiting
+    in silence for ever.
+
+    Raises:
+        NwalignError: no worker joined in time.
+    """
+    if client.scheduler_info().get("workers"):
+        return
+    try:
+        wait = float(os.environ.get("NWALIGN_WORKERS_WAIT", WORKERS_WAIT_SECONDS))
+    except ValueError:
+        wait = WORKERS_WAIT_SECONDS
+    log.warning("warning: the cluster at %s has no workers yet; waiting up to %.0f s for one "
+                "(NWALIGN_WORKERS_WAIT sets how long)", scheduler, wait)
+    try:
+        client.wait_for_workers(1, timeout=wait)
+    except Exception:  # Dask's TimeoutError (its module differs by version)
+        raise NwalignError(f"scheduler {scheduler}: no worker joined in {wait:.0f} s",
+                           cli=f"--scheduler {scheduler}: no worker joined in {wait:.0f} s; start workers "
+                               "(dask worker ADDRESS) or set NWALIGN_WORKERS_WAIT") from None
 
 
 CONNECT_SECONDS = 5.0  # the most a running cluster's handshake may take (Dask's own timeout, if shorter)

@@ -959,3 +959,22 @@ def test_more_workers_than_cores_are_capped_with_a_note(capsys):
     assert main(argv + ["--workers", "99999999999999999999"]) == 0
     out, err = capsys.readouterr()
     assert out == want and err.count("this machine has") == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_scheduler_without_workers_is_waited_for_a_stated_time(capsys, tmp_path, monkeypatch):
+    """A live scheduler with no workers kept a search waiting in silence for ever: it says that it waits,
+    and gives up after NWALIGN_WORKERS_WAIT seconds with one line."""
+    from distributed import LocalCluster
+
+    db = tmp_path / "sp.nwdb"
+    assert main(["makedb", os.path.join(DATA, "swissprot_first196.fasta"), "-o", str(db), "-q"]) == 0
+    monkeypatch.setenv("NWALIGN_WORKERS_WAIT", "2")
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster:
+        started = time.time()
+        code = main(["search", os.path.join(DATA, "queries_5_opal.fasta"), str(db), "--scheduler",
+                     cluster.scheduler_address, "--backend", "cpu"])
+        took = time.time() - started
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and took < 30
+    assert "has no workers yet; waiting up to 2 s" in err and "no worker joined in 2 s" in err and "Traceback" not in err
