@@ -583,3 +583,26 @@ def test_phylip_rows_are_distinct_even_beside_a_name_like_a_made_one(tmp_path):
                  str(tmp_path / "pairs.tsv")]) == 0
     rows = [line[:10].rstrip() for line in phy.read_text().splitlines()[1:]]
     assert len(rows) == 13 and len(set(rows)) == 13 and rows[12] == "Bacteri~12"
+
+
+def test_aligned_rows_start_at_once_and_a_reader_that_leaves_gives_141():
+    """`allpairs` with alignment columns `| head -1` wrote its first row only once 16,384 pairs were
+    aligned and then exited 0: the first block is small now (its rows go out while the next are aligned),
+    and the reader's leaving ends the run with the shell's SIGPIPE status."""
+    import subprocess
+    import sys
+
+    from nwalign import allpairs
+    from nwalign.jobs.allpairs.job import FIRST_BLOCK_PAIRS
+
+    sixteen = os.path.join(DATA, "16S_100_dada2.fasta.gz")
+    job = allpairs(read_fasta(sixteen)[:30], backend="cpu", columns=("qseqid", "sseqid", "pident"), threads=2)
+    sizes = [b.stop - b.start for b in job.blocks()]
+    assert sizes[0] == FIRST_BLOCK_PAIRS and sum(sizes) == 435 and sizes == sorted(sizes[:-1]) + sizes[-1:]
+    proc = subprocess.Popen([sys.executable, "-m", "nwalign", "allpairs", sixteen, "--backend", "cpu", "--columns",
+                             "qseqid,sseqid,pident,length"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=os.path.dirname(DATA)))
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141 and first.startswith(b"16S_001\t16S_002\t") and err == b""

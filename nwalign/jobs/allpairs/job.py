@@ -34,6 +34,7 @@ log = logging.getLogger("nwalign")
 
 COLUMNS, DEFAULT_COLUMNS = names.ALLPAIRS_COLUMNS, names.ALLPAIRS_DEFAULT_COLUMNS
 BLOCK_PAIRS = 1 << 14  # pairs per formatted block in one process (what waits before it is written)
+FIRST_BLOCK_PAIRS = 64  # the first block's: its rows are out while the next blocks are aligned
 
 
 @dataclass(frozen=True)
@@ -219,15 +220,15 @@ class AllPairs:
                     progress(blk.stop - blk.start)
             return
         chunk: list[PairResult] = []
-        start = 0
+        start, size = 0, FIRST_BLOCK_PAIRS  # the first rows out at once (| head), then blocks growing
         for res in self.run():
             chunk.append(res)
-            if len(chunk) == BLOCK_PAIRS:
+            if len(chunk) == size:
                 yield format_results(chunk, self.columns, self.distances, start)
                 if progress:
                     progress(len(chunk))
                 start += len(chunk)
-                chunk = []
+                chunk, size = [], min(2 * size, BLOCK_PAIRS)
         if chunk:
             yield format_results(chunk, self.columns, self.distances, start)
             if progress:
