@@ -51,8 +51,9 @@ def pair_inputs(sizes: list[int], inputs: list[str], seed: int, alphabet: str | 
         if len(inputs) not in (1, 2):
             raise NwalignError("--input: give one FASTA with two records, or two FASTA files")
         records = [r for path in inputs for r in read_fasta(path)]
-        if len(records) < 2:
-            raise NwalignError("--input: need two sequences (query and target)")
+        if len(records) != 2:  # a third one was silently left out
+            raise NwalignError(f"--input: {len(records)} records; give two sequences (query and target): one file "
+                               "with two records, or --input twice with one each")
         return [(records[0], records[1])]
     out = []
     for k, size in enumerate(sizes):

@@ -102,6 +102,9 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
             raise NwalignError("give either --random or QUERY and TARGET files, not both")
         kind = "dna" if alphabet == "auto" else alphabet
         lengths = parse_lengths(random_lengths)
+        if mutate_rate is not None and len(lengths) == 2:  # the 60 of --random 50,60 was ignored
+            raise NwalignError(f"--random {random_lengths} with --mutate: the target is the query mutated; give "
+                               "one length (--random LEN --mutate RATE)")
         records = random_records(lengths if len(lengths) == 2 else lengths * 2, kind, seed, mutate_rate)
         inputs, names = (records[:1], records[1:]), ("--random", "--random")
         log.info("alphabet: %s (--random)", kind)

@@ -74,7 +74,7 @@ _VALUES = {
     "sseq": lambda a, h: a.shown()[1],
     "ppos": lambda a, h: _pct(a.similarity),
     "qcovs": lambda a, h: _query_cover(a),
-    "stitle": lambda a, h: (h.title if h is not None else "") or a.target_id,
+    "stitle": lambda a, h: ((h.title if h is not None else "") or a.target_id).replace("\t", " "),  # one TSV field
     "btop": lambda a, h: btop(a),
     "mode": lambda a, h: a.mode,
     "sstrand": lambda a, h: a.strand or "N/A",

@@ -25,6 +25,8 @@ def check_output(path: str | None, inputs=(), option: str = "-o") -> None:
     """
     if path is None or path == "-":
         return
+    if not path:
+        raise NwalignError(f"{option} '': give a file name (or - for standard output)")
     for source in inputs:
         if source and source != "-" and os.path.exists(source) and os.path.exists(path) \
                 and os.path.samefile(source, path):

@@ -433,3 +433,25 @@ def test_gpu_options_on_the_cpu_engine_are_refused_by_every_command(capsys, argv
     """search's --gpu-memory/--kernel/--device and allpairs' --kernel/--slice/--block were silently ignored on
     the CPU while pair refused its own: one rule for all."""
     _one_line_error(capsys, argv + ["--backend", "cpu"], [flags, "options of the GPU kernels", "--backend cpu"])
+
+
+def test_small_edges_each_said_in_one_line(capsys, tmp_path):
+    """`--random 50,60 --mutate` ignored the 60; `-o ''` said "/cwd: Is a directory"; `bench --input` with
+    three records used two in silence."""
+    _one_line_error(capsys, ["pair", "--random", "50,60", "--mutate", "0.1"], ["--random 50,60", "one length"])
+    _one_line_error(capsys, ["pair", OPAL, OPAL, "--backend", "cpu", "-o", ""], ["-o ''", "give a file name"])
+    three = tmp_path / "three.fa"
+    three.write_text(">a\nACGTACGT\n>b\nACGAACGT\n>c\nAGGTACGT\n")
+    _one_line_error(capsys, ["bench", "--input", str(three), "--kernels", "cpu", "--backend", "cpu", "-q"],
+                    ["--input", "3 records", "two sequences"])
+
+
+def test_a_tab_in_a_description_stays_inside_its_field(capsys, tmp_path):
+    """A tab in a FASTA description shifted the TSV's columns (stitle)."""
+    db = tmp_path / "db.fa"
+    db.write_text(">s1 first\tpart\tof the title\nMKTAYIAKQRQISFVKSHFSRQ\n")
+    (tmp_path / "q.fa").write_text(">q\nKTAYIAKQRQISF\n")
+    assert main(["search", str(tmp_path / "q.fa"), str(db), "--backend", "cpu", "--columns",
+                 "qseqid,stitle,score"]) == 0
+    (row,) = capsys.readouterr().out.splitlines()
+    assert row.split("\t") == ["q", "s1 first part of the title", "63"]
