@@ -335,13 +335,13 @@ def test_pair_format_reads_with_biopython_emboss_parser(mode, tmp_path):
     from Bio import Align
 
     out = tmp_path / "x.txt"
-    assert main(["pair", "--random", "300,260", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "pair",
+    assert main(["pair", "--random", "300", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "pair",
                  "-o", str(out)]) == 0
     parsed = list(Align.parse(str(out), "emboss"))
     assert len(parsed) == 1
     a = parsed[0]
     assert a.annotations["Gap_penalty"] == 10.0 and a.annotations["Extend_penalty"] == 1.0
-    q = main(["pair", "--random", "300,260", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "json",
+    q = main(["pair", "--random", "300", "--mutate", "0.2", "--seed", "2", "--mode", mode, "--format", "json",
               "-o", str(tmp_path / "x.json")])
     assert q == 0
     row = json.loads((tmp_path / "x.json").read_text().splitlines()[0])
