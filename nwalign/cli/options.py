@@ -204,7 +204,8 @@ def spread_options(how: str, auto_cells: str = "10^12"):
 
 def check_shared_dir(shared_dir, workers, scheduler, devices) -> None:
     if shared_dir is not None and not (workers > 1 or scheduler or devices not in ("auto", None)):
-        raise NwalignError("--shared-dir is for --workers, --scheduler or --devices")
+        alone = " (--workers 1 runs in this process, with no worker to share files with)" if workers == 1 else ""
+        raise NwalignError(f"--shared-dir is for --workers 2 or more, --scheduler or --devices{alone}")
 
 
 def header_option(command):

@@ -25,6 +25,8 @@ def within_machine(placement):
     True
     """
     cores = os.cpu_count() or 1
+    if placement.workers == 1:
+        log.info("--workers 1: the job runs in this process (2 or more start worker processes)")
     if placement.workers <= cores:
         return placement
     log.warning("warning: --workers %d: this machine has %d CPU cores; %d local workers (more hosts: "

@@ -455,3 +455,9 @@ def test_a_tab_in_a_description_stays_inside_its_field(capsys, tmp_path):
                  "qseqid,stitle,score"]) == 0
     (row,) = capsys.readouterr().out.splitlines()
     assert row.split("\t") == ["q", "s1 first part of the title", "63"]
+
+
+def test_workers_1_with_a_shared_dir_says_why(capsys, tmp_path):
+    """`--workers 1` runs in this process; with --shared-dir the refusal said only "is for --workers"."""
+    _one_line_error(capsys, ["search", OPAL, SP196, "--workers", "1", "--shared-dir", str(tmp_path)],
+                    ["--shared-dir is for --workers 2 or more", "--workers 1 runs in this process"])
