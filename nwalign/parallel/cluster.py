@@ -148,11 +148,13 @@ def client_for(workers: int = 0, scheduler: str | None = None):
         return client, None
     import dask
 
+    from nwalign.parallel.workerexit import QuietCancellations
+
     _say_restarts_once()
     scratch = localworkers.scratch_directory()
     with dask.config.set({"temporary-directory": scratch}):  # the scheduler's and nannies' files too
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               local_directory=scratch)
+                               local_directory=scratch, plugins={QuietCancellations()})
     localworkers.register(cluster, scratch)
     return Client(cluster), cluster
 
@@ -169,7 +171,7 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
 
-    from nwalign.parallel.workerexit import QuickExit
+    from nwalign.parallel.workerexit import QuickExit, QuietCancellations
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     names = [x.strip() for x in visible.split(",")] if visible else None
@@ -179,7 +181,8 @@ def gpu_cluster(devices: list[int], tasks: int = 1):
     for d in devices:
         physical = names[d] if names and d < len(names) else str(d)
         spec[f"gpu{d}"] = {"cls": Nanny, "options": {"nthreads": tasks, "env": {"CUDA_VISIBLE_DEVICES": physical},
-                                                      "silence_logs": logs.WARNING, "plugins": (QuickExit(),),
+                                                      "silence_logs": logs.WARNING,
+                                                      "plugins": (QuickExit(), QuietCancellations()),
                                                       "local_directory": scratch}}
     # Without Dask's MALLOC_TRIM_THRESHOLD_ for the worker processes: setting it also fixes glibc's mmap
     # threshold, so that each query's score array (MBs) is mapped and its pages faulted in anew (a GPU

@@ -1,5 +1,7 @@
-"""The plugin of the GPU workers nwalign starts itself (``--devices``; imported only where Dask is)."""
+"""The plugins of the workers nwalign starts itself (``--workers``, ``--devices``; imported only where Dask
+is)."""
 
+import logging
 import os
 
 from distributed import WorkerPlugin
@@ -15,3 +17,14 @@ class QuickExit(WorkerPlugin):
 
     def teardown(self, worker):
         os._exit(0)
+
+
+class QuietCancellations(WorkerPlugin):
+    """Keeps a worker from warning of the tasks nwalign cancels itself (``allpairs --workers 2 | head``
+    printed Dask's "Async instruction for <Task cancelled ...> ended with CancelledError" twice each run):
+    the worker's task-state logger says only errors."""
+
+    name = "nwalign-quiet-cancellations"
+
+    def setup(self, worker):
+        logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)

@@ -978,3 +978,20 @@ def test_a_scheduler_without_workers_is_waited_for_a_stated_time(capsys, tmp_pat
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and took < 30
     assert "has no workers yet; waiting up to 2 s" in err and "no worker joined in 2 s" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_reader_leaving_a_spread_allpairs_gets_no_dask_warnings():
+    """`allpairs --workers 2 | head -1` printed Dask's "Async instruction for <Task cancelled ...> ended with
+    CancelledError" warnings from the workers every time: the run ends with 141 and nothing on stderr."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "nwalign", "allpairs", os.path.join(DATA, "16S_100_dada2.fasta.gz"),
+                             "--backend", "cpu", "--workers", "2", "--columns", "qseqid,sseqid,score"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=os.path.dirname(DATA)))
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141 and first.startswith(b"16S_001\t") and err == b"", err.decode()[-2000:]
