@@ -260,6 +260,34 @@ def _wait_for_workers(client, scheduler: str) -> None:
 CONNECT_SECONDS = 5.0  # the most a running cluster's handshake may take (Dask's own timeout, if shorter)
 
 
+def _refused(scheduler: str, wait: float) -> None:
+    """Say at once that nothing listens at a ``tcp://HOST:PORT`` address (Dask retries a refused connection
+    until its timeout, then says "Timed out").
+
+    Raises:
+        NwalignError: the connection is refused.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    if not scheduler.startswith("tcp://"):
+        return
+    try:
+        parts = urlsplit(scheduler)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return
+    if not host or not port:
+        return
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except ConnectionRefusedError:
+        why = f"connection refused: no Dask scheduler listens at {host}:{port}"
+        raise NwalignError(f"scheduler {scheduler}: {why}", cli=f"--scheduler {scheduler}: {why}") from None
+    except OSError:  # unreachable or slow: Dask's own attempt says how
+        pass
+
+
 def _connect(Client, scheduler: str):
     """A client of the running cluster at ``scheduler`` (an address, or a ``*.json`` scheduler file), made
     in a thread with a deadline: a refused address took Dask 31 s, and an endpoint that is no Dask
@@ -273,6 +301,7 @@ def _connect(Client, scheduler: str):
     from dask.utils import parse_timedelta
 
     wait = min(CONNECT_SECONDS, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+    _refused(scheduler, wait)
     got: dict = {}
 
     def connect():
