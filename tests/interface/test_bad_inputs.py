@@ -461,3 +461,13 @@ def test_workers_1_with_a_shared_dir_says_why(capsys, tmp_path):
     """`--workers 1` runs in this process; with --shared-dir the refusal said only "is for --workers"."""
     _one_line_error(capsys, ["search", OPAL, SP196, "--workers", "1", "--shared-dir", str(tmp_path)],
                     ["--shared-dir is for --workers 2 or more", "--workers 1 runs in this process"])
+
+
+def test_pair_stitle_is_the_targets_header_line(capsys, tmp_path):
+    """`pair --columns stitle` printed the target's id only, where search prints its whole header line."""
+    (tmp_path / "q.fa").write_text(">q\nKTAYIAKQRQISF\n")
+    (tmp_path / "t.fa").write_text(">t1 a first protein\nMKTAYIAKQRQISFVKSHFSRQ\n>t2\nGGGGSGGGGS\n")
+    assert main(["pair", str(tmp_path / "q.fa"), str(tmp_path / "t.fa"), "--backend", "cpu", "--format", "tsv",
+                 "--columns", "qseqid,sseqid,stitle"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["q", "t1", "t1 a first protein"], ["q", "t2", "t2"]]

@@ -12,7 +12,7 @@ import numpy as np
 from nwalign import __version__
 from nwalign.names import ALIASES, TSV_COLUMNS, TSV_SCORE_COLUMNS
 from nwalign.output.columns import FIELD_TITLES, field
-from nwalign.output.writers.base import Writer, program_line
+from nwalign.output.writers.base import PairStatistics, Writer, program_line
 from nwalign.records.alignment import Alignment, Block, PairResult
 
 
@@ -95,9 +95,14 @@ class TsvWriter(Writer):
         if self.with_statistics and self.scoring.mode != "local":
             logging.getLogger("nwalign").warning("evalue and bitscore are for local alignments (--mode local): "
                                                  "their columns stay empty in %s mode", self.scoring.mode)
+        # stitle: the target's whole FASTA header line, as a search hit's (records; not (id, length) pairs)
+        self.titles = {t.id: t.description for t in self.targets if hasattr(t, "description")} \
+            if "stitle" in self.columns else {}
 
     def write(self, aln: Alignment) -> None:
         hit = self.statistics(aln) if self.with_statistics else None
+        if self.titles:
+            hit = PairStatistics(hit and hit.evalue, hit and hit.bitscore, self.titles.get(aln.target_id, ""))
         self.table.write("\t".join(field(aln, c, hit) for c in self.columns) + "\n")
 
     def write_hits(self, hits, query: str | None = None) -> None:
