@@ -124,6 +124,30 @@ def workers_gpus(client, engine) -> dict[str, tuple[str | None, str]]:
     return found
 
 
+def check_dask_config() -> None:
+    """Refuse a Dask setting that Dask cannot read (a ``DASK_*`` environment variable or a Dask config
+    file), in one line before any cluster starts: a garbage ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT``
+    ended in Dask's KeyError traceback.
+
+    Raises:
+        NwalignError: naming the setting.
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    for key in ("distributed.comm.timeouts.connect", "distributed.comm.timeouts.tcp",
+                "distributed.scheduler.idle-timeout", "distributed.worker.lifetime.duration"):
+        value = dask.config.get(key, None)
+        if value is None:
+            continue
+        try:
+            parse_timedelta(value)
+        except (KeyError, ValueError, TypeError) as exc:
+            variable = "DASK_" + key.upper().replace(".", "__").replace("-", "_")
+            raise NwalignError(f"Dask setting {key} = {value!r} is no time span ({variable}, or a Dask config "
+                               f"file): {str(exc).split('. ')[0].strip(repr(''))}") from None
+
+
 def client_for(workers: int = 0, scheduler: str | None = None):
     """A Dask client: a local cluster of ``workers`` CPU-engine processes (one thread each), or the
     running cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a scheduler file ``*.json``).
@@ -137,6 +161,7 @@ def client_for(workers: int = 0, scheduler: str | None = None):
     except ImportError:
         raise NwalignError("workers and scheduler need Dask: pip install 'nwalign[dask]'",
                            cli="--workers/--scheduler need Dask: pip install 'nwalign[dask]'") from None
+    check_dask_config()
     if scheduler:
         client = _connect(Client, scheduler)
         try:

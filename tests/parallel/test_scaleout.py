@@ -995,3 +995,14 @@ def test_a_reader_leaving_a_spread_allpairs_gets_no_dask_warnings():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141 and first.startswith(b"16S_001\t") and err == b"", err.decode()[-2000:]
+
+
+def test_a_dask_setting_dask_cannot_read_is_one_line(capsys, monkeypatch):
+    """A garbage DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT ended in Dask's KeyError traceback."""
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "garbage"}):
+        code = main(["search", os.path.join(DATA, "queries_5_opal.fasta"), os.path.join(DATA, "swissprot_first196.fasta"),
+                     "--workers", "2", "--backend", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT" in err and "garbage" in err
