@@ -471,3 +471,17 @@ def test_pair_stitle_is_the_targets_header_line(capsys, tmp_path):
                  "--columns", "qseqid,sseqid,stitle"]) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert rows == [["q", "t1", "t1 a first protein"], ["q", "t2", "t2"]]
+
+
+def test_a_control_character_never_reaches_a_sam_name(capsys, tmp_path):
+    """SAM let a control character into QNAME (samtools and pysam refuse such a file)."""
+    import pysam
+
+    (tmp_path / "q.fa").write_text(">q\x01x\nKTAYIAKQRQISF\n")
+    sam = tmp_path / "out.sam"
+    assert main(["pair", str(tmp_path / "q.fa"), SP196, "--mode", "local", "--backend", "cpu", "--format", "sam",
+                 "-o", str(sam)]) == 0
+    assert capsys.readouterr().err.count("SAM names cannot hold") == 1
+    with pysam.AlignmentFile(str(sam), "r", check_sq=False) as reader:
+        names = {r.query_name for r in reader}
+    assert names == {"q_x"}
