@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _interrupt)
     try:
+        _check_environment()
         # Without standalone mode Click returns (not raises) the code of a click.exceptions.Exit.
         code = cli.main(args=argv, prog_name="nwalign", standalone_mode=False)
         return code if isinstance(code, int) else 0
@@ -129,3 +130,17 @@ def _leave(code: int, closed_pipe_exits_normally: bool = False) -> None:
         if closed_pipe_exits_normally:
             sys.exit(code)
     os._exit(code)
+
+
+def _check_environment() -> None:
+    """Refuse an environment the engines cannot start in, in one line before any work (Numba raised a
+    ValueError traceback at its first import with ``NUMBA_NUM_THREADS=0``).
+
+    Raises:
+        NwalignError: naming the variable.
+    """
+    import os
+
+    threads = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if threads.lstrip("-").isdigit() and int(threads) < 1:
+        raise NwalignError(f"NUMBA_NUM_THREADS={threads}: give a positive number of threads, or unset it")

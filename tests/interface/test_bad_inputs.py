@@ -485,3 +485,9 @@ def test_a_control_character_never_reaches_a_sam_name(capsys, tmp_path):
     with pysam.AlignmentFile(str(sam), "r", check_sq=False) as reader:
         names = {r.query_name for r in reader}
     assert names == {"q_x"}
+
+
+def test_numba_threads_zero_is_one_line(capsys, monkeypatch):
+    """NUMBA_NUM_THREADS=0 ended in Numba's ValueError traceback at its first import."""
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "0")
+    _one_line_error(capsys, ["pair", OPAL, OPAL, "--backend", "cpu"], ["NUMBA_NUM_THREADS=0", "positive"])
