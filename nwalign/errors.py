@@ -63,6 +63,17 @@ def workers_lost(label: str, killed) -> WorkerLost:
                       "being killed?")
 
 
+def cluster_lost(label: str) -> WorkerLost:
+    """The error for a running cluster whose scheduler went away mid-run (Dask cancels every future:
+    a 60-line FutureCancelledError traceback once said so).
+
+    >>> str(cluster_lost("search"))
+    "search: the cluster's scheduler went away mid-run (the connection to it was lost); no output written"
+    """
+    return WorkerLost(f"{label}: the cluster's scheduler went away mid-run (the connection to it was lost); "
+                      "no output written")
+
+
 def option_error(param: str, flag: str, text: str) -> NwalignError:
     """An error about one argument: ``param text`` from the library, ``flag text`` from the command line.
 

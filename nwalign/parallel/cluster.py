@@ -124,6 +124,18 @@ def workers_gpus(client, engine) -> dict[str, tuple[str | None, str]]:
     return found
 
 
+def lost_connection() -> tuple:
+    """Dask's exceptions of a client whose scheduler went away: every future cancelled, the comm closed."""
+    import asyncio
+
+    from distributed import client as dask_client
+    from distributed.comm.core import CommClosedError
+
+    cancelled = tuple(getattr(dask_client, name) for name in ("FutureCancelledError", "FuturesCancelledError")
+                      if hasattr(dask_client, name))
+    return cancelled + (asyncio.CancelledError, CommClosedError)
+
+
 def check_dask_config() -> None:
     """Refuse a Dask setting that Dask cannot read (a ``DASK_*`` environment variable or a Dask config
     file), in one line before any cluster starts: a garbage ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT``
@@ -164,6 +176,8 @@ def client_for(workers: int = 0, scheduler: str | None = None):
     check_dask_config()
     if scheduler:
         client = _connect(Client, scheduler)
+        # The client's own reconnection errors are said once, in nwalign's words (errors.cluster_lost).
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         try:
             check_versions(client)
             _wait_for_workers(client, scheduler)

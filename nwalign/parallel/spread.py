@@ -15,7 +15,7 @@ from nwalign import backends
 from nwalign.parallel import cluster as scaleout
 from nwalign.io.database import database_from_records, load_database, write_database
 from nwalign.backends.engine import encode_all
-from nwalign.errors import workers_lost
+from nwalign.errors import cluster_lost, workers_lost
 from nwalign.parallel.cluster import Owned, worker_cached
 
 log = logging.getLogger("nwalign")
@@ -149,6 +149,8 @@ class Spread(Owned):
                 result = order.popleft().result()
             except KilledWorker as exc:
                 raise workers_lost(self.label, exc) from None
+            except scaleout.lost_connection():
+                raise cluster_lost(self.label) from None
             self.done += 1
             yield result
 

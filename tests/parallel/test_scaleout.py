@@ -1006,3 +1006,19 @@ def test_a_dask_setting_dask_cannot_read_is_one_line(capsys, monkeypatch):
                      "--workers", "2", "--backend", "cpu"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT" in err and "garbage" in err
+
+
+def test_a_scheduler_lost_mid_run_is_one_line():
+    """The scheduler killed mid-run printed a 60-line FutureCancelledError traceback (Dask cancels every
+    future when the client loses its scheduler): one WorkerLost line now, no output written."""
+    import asyncio
+
+    from nwalign.errors import WorkerLost
+    from nwalign.jobs.search.shards import gather_shards
+
+    class LostClient:
+        def gather(self, futures):
+            raise asyncio.CancelledError()
+
+    with pytest.raises(WorkerLost, match="scheduler went away mid-run.*no output written"):
+        gather_shards(LostClient(), [], 1, 10)

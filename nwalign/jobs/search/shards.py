@@ -23,10 +23,10 @@ import numpy as np
 
 from nwalign import backends
 from nwalign.io.database import MAGIC2, load_database
-from nwalign.errors import NwalignError, workers_lost
+from nwalign.errors import NwalignError, cluster_lost, workers_lost
 from nwalign.records.candidates import merge, top_hits
 from nwalign.io.mapped import copy_of
-from nwalign.parallel.cluster import thread_cached, worker_cached, worker_uncache
+from nwalign.parallel.cluster import lost_connection, thread_cached, worker_cached, worker_uncache
 
 log = logging.getLogger("nwalign")
 
@@ -219,6 +219,8 @@ def gather_shards(client, futures: list, queries: int, top: int) -> list[tuple]:
         results = client.gather(futures)
     except KilledWorker as exc:
         raise workers_lost("search", exc) from None
+    except lost_connection():
+        raise cluster_lost("search") from None
     if len(results) == 1:
         return results[0]
     return [merge([r[k] for r in results], top) for k in range(queries)]
