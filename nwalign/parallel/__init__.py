@@ -1,1 +1,1 @@
-"""Work over this host's GPUs and Dask workers: `spread` (a job's tasks in order), `devicethreads` (a thread per GPU), `cluster` (Dask clusters and worker caches), `localworkers`, `workerexit`."""
+"""Work over this host's GPUs and Dask workers: `placement` (where a job runs), `spread` (a job's tasks in order), `devicethreads` (a thread per GPU), `cluster` (Dask clusters and worker caches), `running` (joining a running cluster), `localworkers`, `workerexit` (the workers' plugins)."""

@@ -13,6 +13,7 @@ import os
 
 from nwalign import backends
 from nwalign.parallel import cluster as scaleout
+from nwalign.parallel.running import lost_connection
 from nwalign.io.database import database_from_records, load_database, write_database
 from nwalign.backends.engine import encode_all
 from nwalign.errors import cluster_lost, workers_lost
@@ -149,7 +150,7 @@ class Spread(Owned):
                 result = order.popleft().result()
             except KilledWorker as exc:
                 raise workers_lost(self.label, exc) from None
-            except scaleout.lost_connection():
+            except lost_connection():
                 raise cluster_lost(self.label) from None
             self.done += 1
             yield result

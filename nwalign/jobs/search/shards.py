@@ -26,7 +26,8 @@ from nwalign.io.database import MAGIC2, load_database
 from nwalign.errors import NwalignError, cluster_lost, workers_lost
 from nwalign.records.candidates import merge, top_hits
 from nwalign.io.mapped import copy_of
-from nwalign.parallel.cluster import lost_connection, thread_cached, worker_cached, worker_uncache
+from nwalign.parallel.cluster import thread_cached, worker_cached, worker_uncache
+from nwalign.parallel.running import lost_connection
 
 log = logging.getLogger("nwalign")
 
