@@ -57,14 +57,12 @@ def stop_now(last: bool = False) -> None:
     meanwhile, and multiprocessing's resource tracker goes too (killed earlier, it is started again with a
     warning; left alive, it warns of the semaphores the skipped teardown did not release)."""
     global stopped
+    _silence_dask()  # a running cluster's client too (--scheduler): its cancelled gathers' asyncio tasks
     if not _STARTED and not stopped:
         return
     if not stopped:
         _quiet_new_children()
     stopped = True
-    for name in ["distributed", "asyncio", "tornado"] + [n for n in logging.root.manager.loggerDict
-                                                         if n.startswith(("distributed.", "tornado."))]:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     for cluster in _STARTED.values():  # a nanny restarts a worker that dies (in its event loop thread)
         for nanny in getattr(cluster, "workers", {}).values():
             nanny.auto_restart = False
@@ -76,6 +74,14 @@ def stop_now(last: bool = False) -> None:
     for directory in _MADE:
         shutil.rmtree(directory, ignore_errors=True)
     _STARTED.clear()
+
+
+def _silence_dask() -> None:
+    """Dask's, Tornado's and asyncio's loggers say nothing more: a stop by signal cancels their work, and
+    each cancelled task would say so ("Task exception was never retrieved ... AllExit")."""
+    for name in ["distributed", "asyncio", "tornado"] + [n for n in logging.root.manager.loggerDict
+                                                         if n.startswith(("distributed.", "tornado."))]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _quiet_new_children() -> None:

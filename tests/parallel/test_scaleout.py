@@ -1022,3 +1022,44 @@ def test_a_scheduler_lost_mid_run_is_one_line():
 
     with pytest.raises(WorkerLost, match="scheduler went away mid-run.*no output written"):
         gather_shards(LostClient(), [], 1, 10)
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_a_running_cluster_says_interrupted_only(tmp_path):
+    """Ctrl-C during `search --scheduler ...` printed asyncio's "Task exception was never retrieved ...
+    AllExit" block before "interrupted"."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from nwalign.io.sequences import read_fasta
+
+    recs = read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))
+    (tmp_path / "db.fa").write_text("".join(f">{r.id}_{k}\n{r.seq}\n" for k in range(4) for r in recs))
+    assert main(["makedb", str(tmp_path / "db.fa"), "-o", str(tmp_path / "db.nwdb"), "-q"]) == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(DATA))
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", str(port),
+                                  "--dashboard-address", ":0"], **quiet)
+    worker = None
+    try:
+        time.sleep(3)
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
+                                   "--nthreads", "1"], **quiet)
+        time.sleep(4)
+        run = subprocess.Popen([sys.executable, "-m", "nwalign", "search", os.path.join(DATA, "queries_20_sw_benchmark.fasta"),
+                                str(tmp_path / "db.nwdb"), "--scheduler", f"tcp://127.0.0.1:{port}", "--backend", "cpu",
+                                "-o", str(tmp_path / "hits.tsv")], stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(3)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.kill()
+    assert run.returncode == 130 and err.lstrip("\n") == "nwalign: interrupted\n", err
+    assert not (tmp_path / "hits.tsv").exists()
