@@ -1,0 +1,103 @@
+"""What users rely on, pinned at its edges: the SAM flag of a plus- and a minus-strand hit, the strand tie
+rule, --min-score and --max-evalue at equality on every CPU path (one process, the chunked scan, Dask
+workers), and the IUPAC complement against a table written out here."""
+
+import os
+
+import pytest
+
+from nwalign.cli import main
+from nwalign.io.sequences import read_fasta, reverse_complement
+
+from helpers import DATA
+
+LAMBDA = os.path.join(DATA, "phage_lambda_J02459.fasta")
+
+
+def _lambda() -> str:
+    return read_fasta(LAMBDA)[0].seq
+
+
+def _rows(capsys, argv) -> list[list[str]]:
+    assert main(argv) == 0
+    return [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+
+
+def test_sam_flags_a_minus_strand_hit_only(tmp_path):
+    """A plus-strand hit's flag is 0 and a minus-strand one's 16 (reverse), read back with pysam: a flag of
+    16 on every stranded hit once passed the suite."""
+    import pysam
+
+    seq = _lambda()
+    (tmp_path / "q.fa").write_text(f">plus\n{seq[2000:2600]}\n>minus\n{reverse_complement(seq[5000:5600])}\n")
+    sam = tmp_path / "hits.sam"
+    assert main(["search", str(tmp_path / "q.fa"), LAMBDA, "--top", "1", "--backend", "cpu", "--format", "sam",
+                 "-o", str(sam)]) == 0
+    with pysam.AlignmentFile(str(sam), "r") as reader:
+        got = {r.query_name: (r.is_reverse, r.reference_start) for r in reader}
+    assert got == {"plus": (False, 2000), "minus": (True, 5000)}
+
+
+def test_a_query_that_is_its_own_reverse_complement_is_reported_on_the_plus_strand(capsys, tmp_path):
+    """Equal scores on both strands: the documented rule reports the plus strand (sstart < send)."""
+    half = _lambda()[15000:15060]
+    palindrome = half + reverse_complement(half)
+    assert reverse_complement(palindrome) == palindrome
+    lam = _lambda()
+    (tmp_path / "db.fa").write_text(f">s\n{lam[:3000]}{palindrome}{lam[3000:6000]}\n")
+    (tmp_path / "q.fa").write_text(f">q\n{palindrome}\n")
+    (row,) = _rows(capsys, ["search", str(tmp_path / "q.fa"), str(tmp_path / "db.fa"), "--top", "1", "--backend",
+                            "cpu", "--columns", "sstrand,sstart,send,score"])
+    assert row[:3] == ["plus", "3001", "3120"]
+
+
+def _paths(monkeypatch, path: str) -> list[str]:
+    """The extra options of a CPU search path: one process, the chunked scan (chunks made tiny), Dask
+    workers."""
+    if path == "chunked":
+        from nwalign.backends.cpu import streamed
+
+        monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 5000)
+        return []
+    return ["--workers", "2"] if path == "workers" else []
+
+
+@pytest.mark.parametrize("path", ["one", "chunked", "workers"])
+def test_min_score_keeps_a_hit_at_exactly_the_bound_on_every_path(capsys, monkeypatch, path):
+    opal, db = os.path.join(DATA, "queries_5_opal.fasta"), os.path.join(DATA, "swissprot_first196.fasta")
+    base = ["search", opal, db, "--top", "3", "--backend", "cpu", "--columns", "qseqid,sseqid,score"]
+    rows = _rows(capsys, base)
+    bound = int(rows[1][2])  # a query's second hit
+    extra = _paths(monkeypatch, path)
+    kept = _rows(capsys, base + extra + ["--min-score", str(bound)])
+    assert rows[1] in kept and all(int(r[2]) >= bound for r in kept)
+    above = _rows(capsys, base + extra + ["--min-score", str(bound + 1)])
+    assert rows[1] not in above and all(int(r[2]) > bound for r in above)
+
+
+@pytest.mark.parametrize("path", ["one", "chunked", "workers"])
+def test_max_evalue_keeps_hits_at_exactly_the_cut_on_every_path(capsys, monkeypatch, tmp_path, path):
+    """--max-evalue 0 keeps the hits whose E-value is exactly 0.0 (two 1,000-bp lambda pieces), and a cut at
+    a hit's E-value keeps that hit."""
+    lam = _lambda()
+    (tmp_path / "q.fa").write_text(f">a\n{lam[1000:2000]}\n>b\n{reverse_complement(lam[20000:21000])}\n")
+    extra = _paths(monkeypatch, path)
+    base = ["search", str(tmp_path / "q.fa"), LAMBDA, "--top", "1", "--backend", "cpu", "--columns",
+            "qseqid,sstrand,evalue"]
+    zero = _rows(capsys, base + extra + ["--max-evalue", "0"])
+    assert [(r[0], r[1], float(r[2])) for r in zero] == [("a", "plus", 0.0), ("b", "minus", 0.0)]
+    opal, db = os.path.join(DATA, "queries_5_opal.fasta"), os.path.join(DATA, "swissprot_first196.fasta")
+    prot = ["search", opal, db, "--top", "2", "--backend", "cpu", "--columns", "qseqid,sseqid,evalue"]
+    rows = _rows(capsys, prot)
+    cut = rows[1][2]
+    kept = _rows(capsys, prot + extra + ["--max-evalue", cut])
+    assert rows[1] in kept
+
+
+def test_the_iupac_complement_against_a_table():
+    """The complement of every IUPAC code, from a table written here (not computed by the code under
+    test): a broken complement (R and Y swapped) was caught only by a doctest."""
+    table = {"A": "T", "C": "G", "G": "C", "T": "A", "U": "A", "R": "Y", "Y": "R", "S": "S", "W": "W", "K": "M",
+             "M": "K", "B": "V", "V": "B", "D": "H", "H": "D", "N": "N"}
+    letters = "ACGTRYSWKMBVDHN"
+    assert reverse_complement(letters) == "".join(table[c] for c in reversed(letters))
