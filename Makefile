@@ -2,7 +2,7 @@ PYTHON ?= python3
 GENOME_A = data/sars-cov-2_wuhan-hu-1_MN908947.fasta
 GENOME_B = data/batcov_RaTG13.fasta
 
-.PHONY: install demo test bench-cpu gpu-check gpu-bench gpu-search gpu-allpairs gpu-scaleout clean
+.PHONY: install demo test mutants bench-cpu gpu-check gpu-bench gpu-search gpu-allpairs gpu-scaleout clean
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -16,6 +16,10 @@ demo: install
 test:
 	$(PYTHON) -m pip install -q -e ".[test]"
 	$(PYTHON) -m pytest -q
+
+# One-line mutants of the rules a user sees, each against the tests that pin it; prints any survivor.
+mutants:
+	$(PYTHON) scripts/mutants.py
 
 bench-cpu:
 	$(PYTHON) -m pip install -q -e ".[test,bench]"

@@ -101,3 +101,13 @@ def test_the_iupac_complement_against_a_table():
              "M": "K", "B": "V", "V": "B", "D": "H", "H": "D", "N": "N"}
     letters = "ACGTRYSWKMBVDHN"
     assert reverse_complement(letters) == "".join(table[c] for c in reversed(letters))
+
+
+def test_a_minus_strand_hit_gives_the_query_coordinates_as_given(capsys, tmp_path):
+    """A query of 20 unrelated letters then the reverse complement of lambda 5,001-5,600: on the query as
+    given the hit is 21-620 (ascending), on the subject 5,600-5,001 (descending), as blastn prints it."""
+    lam = _lambda()
+    (tmp_path / "q.fa").write_text(f">q\n{'ACGT' * 5}{reverse_complement(lam[5000:5600])}\n")
+    (row,) = _rows(capsys, ["search", str(tmp_path / "q.fa"), LAMBDA, "--top", "1", "--backend", "cpu",
+                            "--columns", "sstrand,qstart,qend,sstart,send"])
+    assert row == ["minus", "21", "620", "5600", "5001"]
