@@ -29,7 +29,8 @@ import numpy as np
 
 from nwalign.backends.cpu.allpairs import cpu_scores
 from nwalign.backends.cpu.search import cpu_scan
-from nwalign.backends.engine import DEFAULT_MAX_MEMORY, Encoded, align_pair, align_pairs, alignment_from_path, choose_backend
+from nwalign import backends
+from nwalign.backends.engine import DEFAULT_MAX_MEMORY, Encoded, align_pair, align_pairs, alignment_from_path
 from nwalign.errors import NwalignError
 from nwalign.plan.pairorder import pair_batches
 from nwalign.records.alignment import Alignment
@@ -74,7 +75,7 @@ class Aligner:
     def __init__(self, scoring: Scoring, backend: str = "auto", device: int = 0, threads: int = 1,
                  max_memory: int = DEFAULT_MAX_MEMORY, cuda_options=None, announce: bool = True):
         self.scoring, self.device, self.threads, self.max_memory = scoring, device, max(1, threads), max_memory
-        self.backend = choose_backend(backend, announce)  # -v says which (announce=False: resolved already)
+        self.backend = backends.choose_name(backend, announce)  # -v says which (announce=False: resolved already)
         self.gpu = self.backend == "cuda"
         if self.gpu and cuda_options is None:
             from nwalign.backends.cuda.pair import Options

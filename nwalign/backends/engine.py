@@ -10,9 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from nwalign.backends import cpu
-from nwalign.backends import cuda
 from nwalign import names
-from nwalign.errors import NwalignError, option_error
+from nwalign.errors import NwalignError
 from nwalign.ops import format_bytes
 from nwalign.records.alignment import Alignment, column_stats
 from nwalign.scoring.schemes import Scoring, make_scoring
@@ -58,28 +57,6 @@ def pair_plan(queries: list, targets: list) -> list[tuple[int, int]]:
     )
 
 
-def choose_backend(name: str, announce: bool = True) -> str:
-    """Resolve ``auto``: CUDA when CuPy imports and sees a GPU, else the CPU engine (``-v`` says why,
-    unless ``announce`` is False: a name its caller resolved already).
-
-    Raises:
-        NwalignError: unknown backend, or ``cuda`` requested without CuPy or a GPU.
-    """
-    if name not in BACKENDS:
-        raise NwalignError(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
-    say = log.info if announce else log.debug
-    if name == "cpu":
-        say("backend: cpu (requested)")
-        return "cpu"
-    if cuda.available():
-        say("backend: cuda (%s; %s)", "requested" if name == "cuda" else "auto", cuda.why_unavailable())
-        return "cuda"
-    if name == "cuda":
-        raise option_error("backend", "--backend", f"cuda: {cuda.why_unavailable()}")
-    say("backend: cpu (auto: %s)", cuda.why_unavailable())
-    return "cpu"
-
-
 def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bool = False,
                max_memory: int = DEFAULT_MAX_MEMORY, band_rows: int | None = None, backend: str = "cpu",
                cuda_options=None, progress=None) -> Alignment:
@@ -91,7 +68,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         score_only: return the optimal score without traceback (linear memory, fastest).
         max_memory: byte budget for the traceback; beyond it the checkpointed linear-space traceback runs.
         band_rows: force the linear-space band height (for tests).
-        backend: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`choose_backend` first).
+        backend: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`nwalign.backends.choose_name` first).
         cuda_options: :class:`nwalign.backends.cuda.pair.Options` (kernel, block shape, device) for ``cuda``.
         progress: optional callable given the fraction done (0..1) by the CPU engine's traceback.
 
