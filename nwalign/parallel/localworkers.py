@@ -9,6 +9,7 @@ interpreter's teardown (:func:`nwalign.cli.group.entry`). Imports nothing heavy:
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -34,6 +35,23 @@ def scratch_directory() -> str:
 def register(cluster, directory: str) -> None:
     """``cluster``, started here, writes into ``directory``."""
     _STARTED[directory] = cluster
+
+
+@atexit.register
+def _close_left_open() -> None:
+    """Close what is still registered as the interpreter exits, while Dask's modules are whole: a cluster
+    object that lives on into the interpreter's teardown prints ``Exception ignored in: Cluster.__del__
+    ... AttributeError`` (its ``__del__`` reads a module global that is gone by then), closed or not."""
+    if stopped:
+        return
+    for directory, cluster in list(_STARTED.items()):
+        if cluster is not None and getattr(cluster, "status", None) not in _closed():
+            try:
+                cluster.close()
+            except Exception:  # exiting anyway: nothing is waiting for this cluster's results
+                pass
+        shutil.rmtree(directory, ignore_errors=True)
+    _STARTED.clear()
 
 
 def release(cluster) -> None:
@@ -74,6 +92,12 @@ def stop_now(last: bool = False) -> None:
     for directory in _MADE:
         shutil.rmtree(directory, ignore_errors=True)
     _STARTED.clear()
+
+
+def _closed() -> tuple:
+    from distributed.core import Status  # loaded: a cluster was started
+
+    return (None, Status.closed, Status.closing)
 
 
 def _silence_dask() -> None:

@@ -121,6 +121,8 @@ def connect(Client, scheduler: str):
 
     wait = min(CONNECT_SECONDS, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
     refused(scheduler, wait)
+    # A reply that is not Dask's protocol: Dask logs a CRITICAL traceback before the error that is said here.
+    logging.getLogger("distributed.protocol.core").setLevel(logging.CRITICAL + 1)
     got: dict = {}
 
     def connect():
@@ -138,6 +140,11 @@ def connect(Client, scheduler: str):
     exc = got.get("error")
     why = f"no Dask scheduler answered within {wait:g} s" if exc is None else \
         f"cannot connect ({type(exc).__name__}: {exc})" if isinstance(exc, (OSError, TimeoutError)) else \
-        "not a Dask scheduler (its reply is not Dask's protocol)" if isinstance(exc, MemoryError) else \
-        f"not a Dask scheduler ({type(exc).__name__}: {exc})"  # MemoryError: a bogus frame's length
+        "not a Dask scheduler (its reply is not Dask's protocol)" if _garbled(exc) else \
+        f"not a Dask scheduler ({type(exc).__name__}: {exc})"
     raise NwalignError(f"scheduler {scheduler}: {why}", cli=f"--scheduler {scheduler}: {why}")
+
+
+def _garbled(exc: BaseException) -> bool:
+    """A reply in no protocol Dask reads: a bogus frame length (MemoryError), or bytes msgpack refuses."""
+    return isinstance(exc, MemoryError) or type(exc).__module__.startswith("msgpack")

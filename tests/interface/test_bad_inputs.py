@@ -251,8 +251,9 @@ def test_a_duplicate_id_warning_is_given_once_for_one_file(capsys, tmp_path):
     assert capsys.readouterr().err.count("repeat an earlier record's id") == 1
 
 
-def _bogus_frames() -> int:
-    """A port where every connection is sent a frame header announcing a huge message; returns the port."""
+def _bogus_frames(reply: bytes = b"\x00" * 7 + b"\x30" + b"\x01" * 8 + b"\xff" * 200) -> int:
+    """A port where every connection is sent ``reply`` (by default a frame header announcing a huge
+    message); returns the port."""
     import socket
     import threading
 
@@ -264,7 +265,7 @@ def _bogus_frames() -> int:
         while True:
             conn, _ = server.accept()
             try:
-                conn.sendall(b"\x00" * 7 + b"\x30" + b"\x01" * 8 + b"\xff" * 200)
+                conn.sendall(reply)
             except OSError:
                 pass
     threading.Thread(target=serve, daemon=True).start()
@@ -302,6 +303,26 @@ def test_no_dask_scheduler_at_the_address_or_in_the_file_is_one_line_in_seconds(
             assert time.monotonic() - started < 15, scheduler
     finally:
         server.shutdown()
+
+
+def test_a_reply_that_msgpack_refuses_is_one_line(tmp_path):
+    """Well-formed Dask frames around bytes msgpack cannot read: Dask's CRITICAL "Failed to deserialize"
+    traceback came before nwalign's own line."""
+    pytest.importorskip("distributed")
+    import struct
+    import subprocess
+    import sys
+
+    payload = b"\xc1" * 32  # 0xc1: the one byte msgpack never uses
+    message = struct.pack("<QQ", 1, len(payload)) + payload
+    port = _bogus_frames(struct.pack("<Q", len(message)) + message)
+    db = tmp_path / "sp.nwdb"
+    assert main(["makedb", SP196, "-o", str(db), "-q"]) == 0
+    run = subprocess.run([sys.executable, "-m", "nwalign", "search", OPAL, str(db), "--backend", "cpu",
+                          "--scheduler", f"tcp://127.0.0.1:{port}"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "not a Dask scheduler" in run.stderr and "protocol" in run.stderr
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])

@@ -1063,3 +1063,23 @@ def test_ctrl_c_with_a_running_cluster_says_interrupted_only(tmp_path):
                 proc.kill()
     assert run.returncode == 130 and err.lstrip("\n") == "nwalign: interrupted\n", err
     assert not (tmp_path / "hits.tsv").exists()
+
+
+def test_a_cluster_left_registered_at_exit_is_closed_quietly_and_its_directory_removed(tmp_path):
+    """A local cluster object that lived on into the interpreter's teardown printed ``Exception ignored in:
+    Cluster.__del__ ... AttributeError`` at exit (the GPU test run's last lines), and its scratch directory
+    stayed where nothing released it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "left.py"
+    script.write_text("from nwalign.parallel.cluster import client_for\n"
+                      "if __name__ == '__main__':\n"
+                      "    client, cluster = client_for(1)\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(DATA), TMPDIR=str(scratch)))
+    assert run.returncode == 0, run.stderr
+    assert not [p for p in os.listdir(scratch) if p.startswith("nwalign-dask-")]
+    assert "Exception ignored" not in run.stderr and "Traceback" not in run.stderr, run.stderr
