@@ -37,7 +37,7 @@ def written_atomically(path: str, write) -> None:
             replaced), or the file cannot be written (the temporary file is removed).
     """
     check_database_path(path)
-    path = os.path.realpath(path)
+    given, path = path, os.path.realpath(path)
     directory = os.path.dirname(path)
     tmp = None
     try:
@@ -52,5 +52,5 @@ def written_atomically(path: str, write) -> None:
         if tmp and os.path.exists(tmp):
             os.remove(tmp)
         if isinstance(exc, OSError):
-            raise NwalignError(f"{path}: cannot write the database ({exc.strerror or exc})") from None
+            raise NwalignError(f"{given}: cannot write the database ({exc.strerror or exc})") from None
         raise

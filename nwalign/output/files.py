@@ -52,6 +52,9 @@ def check_output(path: str | None, inputs=(), option: str = "-o") -> None:
         longest = 255
     if len(os.path.basename(target).encode()) > longest:
         raise NwalignError(f"{option} {path}: a file name longer than {longest} bytes")
+    fd, probe = _temporary_beside(target, f"{option} {path}")  # what access() cannot tell (/proc, root)
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _special(path: str) -> bool:
@@ -93,7 +96,7 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
             _full(exc, f"{option} {path}")
         return
     target = os.path.realpath(path)
-    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", dir=os.path.dirname(target))
+    fd, tmp = _temporary_beside(target, f"{option} {path}")
     try:
         with os.fdopen(fd, "w") as handle:
             yield handle
@@ -106,6 +109,15 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
         if isinstance(exc, OSError):
             _full(exc, f"{option} {path}")
         raise
+
+
+def _temporary_beside(target: str, where: str, suffix: str = "") -> tuple[int, str]:
+    """A new temporary file in ``target``'s directory (fd, name); a directory that takes no new file (such
+    as /proc) is an error naming the user's path (``where``), not the temporary file's name."""
+    try:
+        return tempfile.mkstemp(prefix=".nwalign-", suffix=suffix, dir=os.path.dirname(target))
+    except OSError as exc:
+        raise NwalignError(f"{where}: cannot write ({exc.strerror or exc})") from None
 
 
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
@@ -153,7 +165,7 @@ def distance_matrix(path: str | None, shape: tuple[int, int], names: list[str]):
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise NwalignError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".nwalign-", suffix=".npy", dir=directory)
+    fd, tmp = _temporary_beside(os.path.join(directory, "x.npy"), f"--matrix-out {path}", suffix=".npy")
     os.close(fd)
     try:
         dist = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)

@@ -512,3 +512,15 @@ def test_numba_threads_zero_is_one_line(capsys, monkeypatch):
     """NUMBA_NUM_THREADS=0 ended in Numba's ValueError traceback at its first import."""
     monkeypatch.setenv("NUMBA_NUM_THREADS", "0")
     _one_line_error(capsys, ["pair", OPAL, OPAL, "--backend", "cpu"], ["NUMBA_NUM_THREADS=0", "positive"])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="a directory that takes no new file: Linux's /proc")
+@pytest.mark.parametrize("argv", [["pair", OPAL, OPAL, "-o", "/proc/nwalign.tsv"],
+                                  ["makedb", OPAL, "-o", "/proc/nwalign.nwdb"],
+                                  ["allpairs", OPAL, "--matrix-out", "/proc/nwalign.phy"],
+                                  ["allpairs", OPAL, "--matrix-out", "/proc/nwalign.npy"]])
+def test_a_directory_that_takes_no_file_is_said_before_the_work_naming_the_users_path(capsys, argv):
+    """`-o /proc/version` named the temporary file (/proc/.nwalign-XXXX); `--matrix-out /proc/x.phy`
+    printed every row first and failed at the end."""
+    err = _one_line_error(capsys, argv, [argv[-1], "cannot write"])
+    assert ".nwalign-" not in err

@@ -118,7 +118,7 @@ class Search:
             backend = "cpu"  # hits aligned here on the CPU
         self.options = options
         self.top, self.max_evalue, self.min_score, self.align = \
-            options.top, options.max_evalue, options.min_score, options.align
+            options.top, options.max_evalue, options.least_score, options.align
         self.gpu_memory = None if options.gpu_memory is None else gpu_memory_bytes(options.gpu_memory)
         self.threads = placement.threads or os.cpu_count() or 1
         gpu = backends.may_use_gpu(backend)

@@ -22,6 +22,12 @@ class SearchOptions:
     shards: int | None = None
     gpu_memory: int | str | None = None
 
+    @property
+    def least_score(self) -> int:
+        """The lowest raw score reported: ``min_score``, and never below 1: a local score of 0 is no
+        alignment (an empty one, coordinates 0), which BLAST and SSEARCH do not report either."""
+        return 1 if self.min_score is None else max(int(self.min_score), 1)
+
     def check(self) -> None:
         """Refuse what no search takes, before any input is read.
 

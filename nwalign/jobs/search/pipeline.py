@@ -74,7 +74,7 @@ def search_all(queries: list[Encoded], db: Database, codes: np.ndarray, scoring:
                 # in flight share the GPU's streams: the other one is often nearly done by now)
             if progress:
                 progress(len(q.codes) * db.total_length)
-            reported = reported_hits(q, scores, db, stats, options.top, options.max_evalue, options.min_score)
+            reported = reported_hits(q, scores, db, stats, options.top, options.max_evalue, options.least_score)
             picked = {k: int(scores[k]) for k, _, _ in reported}  # not every score: 50 M sequences, 200 MB a query
             del scores
             aligning.append((q, collect_hits(q, reported, picked, db, codes, scoring, options.align, aligner, pool)))
