@@ -31,7 +31,7 @@ COLUMN_NEEDS_ALIGNMENT = {
     "qstart": True, "qend": True, "sstart": True, "send": True, "evalue": False, "bitscore": False,
     "score": False, "qlen": False, "slen": False, "nident": True, "gaps": True, "cigar": True, "qseq": True,
     "sseq": True, "ppos": True, "qcovs": True, "stitle": False, "btop": True, "mode": False,
-    "sstrand": False, "qcovhsp": True, "fident": True,
+    "sstrand": False, "qcovhsp": True, "fident": True, "scovhsp": True, "positive": True,
 }
 #: The pair report's earlier names, accepted everywhere for the same values (``identity`` and ``similarity``
 #: were fractions before version 0.2; they now give pident and ppos, percentages, as every command does).
@@ -56,5 +56,5 @@ SEARCH_BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gap
                         "send", "evalue", "bitscore")
 SEARCH_JSON_COLUMNS = SEARCH_BLAST_COLUMNS + ("score", "qlen", "slen", "nident", "gaps", "cigar")
 SEARCH_COLUMNS = SEARCH_JSON_COLUMNS + ("qseq", "sseq", "ppos", "qcovs", "stitle", "btop", "sstrand", "qcovhsp",
-                                        "fident")
+                                        "fident", "scovhsp", "positive")
 SEARCH_SCORE_COLUMNS = tuple(c for c in SEARCH_COLUMNS if not needs_alignment(c))

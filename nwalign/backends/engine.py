@@ -133,6 +133,25 @@ def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path,
                      target_seq=target.record.seq, **stats)
 
 
+def alternative_alignments(query: Encoded, target: Encoded, scoring: Scoring, first: list[Alignment], keep,
+                           most: int, max_memory: int = DEFAULT_MAX_MEMORY) -> list[Alignment]:
+    """The local alignments of ``query`` and ``target`` after ``first`` (aligned already, best first), in
+    Waterman and Eggert's order (:mod:`nwalign.backends.cpu.alternatives`): each the best that aligns no
+    residue pair of those before it, while ``keep(score)`` holds and at most ``most`` are known in all.
+    With ``first`` empty the first is the Smith-Waterman alignment. On the CPU, whatever the backend
+    (each costs a pass over the pair's matrix: the hits' alignments, not the scan).
+
+    Raises:
+        NwalignError: a traceback cannot fit in ``max_memory``.
+    """
+    from nwalign.backends.cpu.alternatives import alternative_paths
+
+    paths = [(a.score, a.query_start, a.query_end, a.target_start, a.target_end, a.ops) for a in first]
+    found = alternative_paths(query.codes, target.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend,
+                              paths, keep, most, max_memory)
+    return [alignment_from_path(query, target, scoring, path) for path in found]
+
+
 def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:
     """One pair's optimal score on the CPU: parasail's striped SIMD kernels where they give nwalign's
     score (:mod:`nwalign.backends.cpu.striped`), else the Numba engine."""

@@ -21,13 +21,27 @@ log = logging.getLogger("nwalign")
 @cli.command()
 @click.argument("query")
 @click.argument("database")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Hits reported per query.")
-@click.option("--max-evalue", type=float, metavar="E", help="Report only hits with E-value <= E.")
-@click.option("--min-score", type=int, metavar="S", help="Report only hits with raw score >= S.")
+@click.option("--top", "--max-target-seqs", "top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Subjects reported per query (BLAST's -max_target_seqs), best first.")
+@click.option("--max-hsps", type=click.IntRange(min=1), metavar="N",
+              help="Alignments reported per subject (BLAST's -max_hsps): the best, then each next best that "
+                   "aligns no residue pair of those before it (Waterman-Eggert, as SSEARCH's alternatives), "
+                   "on both strands.  [default: every one with E-value <= --max-evalue; 1 without E-values]")
+@click.option("--max-evalue", type=float, metavar="E",
+              help="Report only alignments with E-value <= E (BLAST's -evalue).  [default: 10 where the scoring "
+                   "has E-values; inf reports every one]")
+@click.option("--min-score", type=int, metavar="S", help="Report only alignments with raw score >= S.")
+@click.option("--min-identity", type=float, metavar="F",
+              help="Report only alignments with identity >= F, a fraction (BLAST's -perc_identity 90 is 0.9).")
+@click.option("--query-cover", type=float, metavar="PCT",
+              help="Report only alignments covering >= PCT % of the query (BLAST's -qcov_hsp_perc, "
+                   "DIAMOND's --query-cover, per alignment).")
+@click.option("--subject-cover", type=float, metavar="PCT",
+              help="Report only alignments covering >= PCT % of the subject (DIAMOND's --subject-cover).")
 @click.option("--columns", default=",".join(SEARCH_BLAST_COLUMNS), show_default="BLAST's 12 standard columns",
               metavar="NAME,...",
               help="TSV columns (BLAST tabular names, comma- or space-separated): " + ", ".join(SEARCH_COLUMNS)
-                   + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + ": no hit is aligned (faster).")
+                   + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + " with --max-hsps 1: no hit is aligned (faster).")
 @header_option
 @click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
 @click.option("--strand", type=click.Choice(("both", "plus", "minus")), default=None,
@@ -53,14 +67,15 @@ log = logging.getLogger("nwalign")
                 ".nwdb in --shared-dir", auto_cells="3 x 10^12 (query letters x database letters, as the files' sizes "
                 "bound them)")
 @run_options
-def search(query, database, top, max_evalue, min_score, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
+def search(query, database, top, max_hsps, max_evalue, min_score, min_identity, query_cover, subject_cover, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
            gap_extend, alphabet, backend, search_kernel, threads, gpu_memory, workers, scheduler, devices, shared_dir,
            device, output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
-    Hits: score descending, ties in database order; each reported hit is aligned in full, so every
-    column is exact. Nucleotide queries are searched on both strands (--strand) with blastn's scoring
+    Subjects: best score descending, ties in database order; each subject's alignments (HSPs) in score
+    order, every one aligned in full, so every column is exact. By default every alignment of a subject
+    with E-value <= 10 is reported, as blastp and blastn do. Nucleotide queries are searched on both strands (--strand) with blastn's scoring
     (+2/-3, gaps 7/2) unless told otherwise. E-values and bit scores: BLAST's parameters where it
     tabulates the matrix and gaps (blastp's E-values exactly), parameters estimated once per scoring for
     any other (-v says which); a scoring in the linear phase (gaps too cheap) has none, said once.
@@ -89,7 +104,9 @@ def search(query, database, top, max_evalue, min_score, columns, header, fmt, st
                  options=SearchOptions(top, max_evalue, min_score,
                                        # score columns only: the scan says it all
                                        fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),
-                                       search_kernel, strand, gpu_memory=gpu_memory))
+                                       search_kernel, strand, gpu_memory=gpu_memory, max_hsps=max_hsps,
+                                       min_identity=min_identity, query_cover=query_cover,
+                                       subject_cover=subject_cover))
     if run.leads:  # in this process (workers: their engine is the cluster's)
         refuse_gpu_options(run.engine.on_gpu, backend, ("search_kernel", "gpu_memory", "device"))
     scoring, db = run.scoring, run.database

@@ -12,7 +12,7 @@ from nwalign.records.alignment import Alignment
 
 
 def _pct(x: float) -> str:
-    return f"{100.0 * x:.2f}"
+    return f"{100.0 * x:.3f}"  # BLAST's tabular pident: three decimals
 
 
 def _query_cover(aln: Alignment) -> int:
@@ -72,13 +72,15 @@ _VALUES = {
     "cigar": lambda a, h: a.cigar(),
     "qseq": lambda a, h: a.shown()[0],
     "sseq": lambda a, h: a.shown()[1],
-    "ppos": lambda a, h: _pct(a.similarity),
-    "qcovs": lambda a, h: _query_cover(a),
+    "ppos": lambda a, h: f"{100.0 * a.similarity:.2f}",  # BLAST's: two decimals
+    "qcovs": lambda a, h: h.query_cover if h is not None and h.query_cover is not None else _query_cover(a),
     "stitle": lambda a, h: ((h.title if h is not None else "") or a.target_id).replace("\t", " "),  # one TSV field
     "btop": lambda a, h: btop(a),
     "mode": lambda a, h: a.mode,
     "sstrand": lambda a, h: a.strand or "N/A",
-    "qcovhsp": lambda a, h: _query_cover(a),  # one hit per subject: the same as qcovs
+    "qcovhsp": lambda a, h: _query_cover(a),
+    "scovhsp": lambda a, h: round(100.0 * (a.target_end - a.target_start) / a.target_length) if a.target_length else 0,
+    "positive": lambda a, h: a.npositive,
     "fident": lambda a, h: f"{a.identity:.3f}",
 }
 assert _VALUES.keys() == COLUMN_NEEDS_ALIGNMENT.keys()
@@ -134,7 +136,8 @@ FIELD_TITLES = {"qseqid": "query id", "sseqid": "subject id", "pident": "% ident
                 "score": "score", "qlen": "query length", "slen": "subject length", "nident": "identical",
                 "gaps": "gaps", "qseq": "query seq", "sseq": "subject seq", "ppos": "% positives",
                 "qcovs": "% query coverage per subject", "stitle": "subject title", "btop": "BTOP",
-                "sstrand": "subject strand", "qcovhsp": "% hsp coverage"}
+                "sstrand": "subject strand", "qcovhsp": "% hsp coverage", "scovhsp": "% subject coverage per hsp",
+                "positive": "positives"}
 
 #: search --format json: BLAST's names, numbers as numbers.
 HIT_JSON_INTEGERS = ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "score", "qlen", "slen",

@@ -27,6 +27,9 @@ class Hit:
     evalue: float | None
     bitscore: float | None
     title: str = ""  # the database sequence's FASTA header line (BLAST's stitle)
+    #: BLAST's qcovs: the percentage of the query inside any of this subject's reported alignments (None:
+    #: this alignment's alone, one alignment a subject).
+    query_cover: int | None = None
 
 
 def aligned_hit(query: Encoded, db: Database, codes: np.ndarray, k: int, scoring: Scoring, evalue, bitscore) -> Hit:

@@ -300,7 +300,7 @@ def test_letters_beyond_the_alphabet_are_encoded_where_read_on_the_cpu(extended_
     monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 30_000)
     job = search(pathlib.Path(OPAL), extended_db, top=9, backend="cpu", threads=2)
     assert isinstance(job._codes, Recoded) and job.streamed and len(job.gpu.chunks) >= 4
-    assert search_rows(job) == want and len(want) == 5 * 9
+    assert search_rows(job) == want and len({r[:2] for r in want}) == 5 * 9
 
 
 def test_a_letter_the_scoring_cannot_score_is_found_in_recoded_codes(extended_db, monkeypatch):

@@ -42,13 +42,13 @@ def cli_rows(capsys, *argv):
 def test_a_reverse_complement_is_found_on_the_minus_strand(capsys, reverse_query):
     """The lambda case: its 10,001-10,500 reverse-complemented is found whole, as BLAST reports it
     (blastn 2.12, +2/-3 with gaps 5/2: rev J02459.1 100.000 500 0 0 1 500 10500 10001 0.0 902 minus)."""
-    rows = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--columns", "std,sstrand,score")
-    assert rows[0] == ["rev", "J02459.1", "100.00", "500", "0", "0", "1", "500", "10500", "10001", "0.0", "902",
+    rows = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--columns", "std,sstrand,score")
+    assert rows[0] == ["rev", "J02459.1", "100.000", "500", "0", "0", "1", "500", "10500", "10001", "0.0", "902",
                        "minus", "1000"]
-    plus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "plus", "--columns",
+    plus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--strand", "plus", "--columns",
                  "score,sstrand")
     assert plus[0][1] == "plus" and int(plus[0][0]) < 200  # the forward strand alone: a chance hit
-    minus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--strand", "minus", "--columns",
+    minus = cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--strand", "minus", "--columns",
                   "score,sstrand,sstart,send")
     assert minus[0] == ["1000", "minus", "10500", "10001"]
 
@@ -57,7 +57,7 @@ def test_minus_strand_hits_in_sam_pair_json_and_fasta(capsys, tmp_path, reverse_
     pysam = pytest.importorskip("pysam")
 
     sam = tmp_path / "hits.sam"
-    sam.write_text("\n".join("\t".join(r) for r in cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu",
+    sam.write_text("\n".join("\t".join(r) for r in cli_rows(capsys, "search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1",
                                                           "--format", "sam", "--top", "1")) + "\n")
     with pysam.AlignmentFile(str(sam), "r") as handle:
         (read,) = list(handle)
@@ -65,10 +65,10 @@ def test_minus_strand_hits_in_sam_pair_json_and_fasta(capsys, tmp_path, reverse_
     assert read.query_sequence == lambda_seq[10000:10500]  # SEQ: the query reverse-complemented
     import json
 
-    code = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--format", "json", "--top", "1"])
+    code = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--format", "json", "--top", "1"])
     record = json.loads(capsys.readouterr().out.splitlines()[0])
     assert code == 0 and record["sstrand"] == "minus" and (record["sstart"], record["send"]) == (10500, 10001)
-    report = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--format", "pair", "--top", "1"])
+    report = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--format", "pair", "--top", "1"])
     text = capsys.readouterr().out
     assert report == 0 and "# Strand: minus" in text
     first = [line.split() for line in text.splitlines() if line.startswith(("rev ", "J02459.1 "))][:2]
@@ -82,9 +82,9 @@ def test_top_counts_hits_over_both_strands(tmp_path):
     db = tmp_path / "db.fa"
     db.write_text(f">plus\nTTTT{query[:30]}TTTT\n>minus_long\nGG{reverse_complement(query)}GG\n"
                   f">minus_short\nCC{reverse_complement(query[5:25])}CC\n")
-    (_, hits), = list(search(query, str(db), top=2, backend="cpu"))
+    (_, hits), = list(search(query, str(db), top=2, backend="cpu", max_hsps=1))
     assert [(h.aln.target_id, h.aln.strand) for h in hits] == [("minus_long", "minus"), ("plus", "plus")]
-    (_, hits), = list(search(query, str(db), top=5, backend="cpu"))
+    (_, hits), = list(search(query, str(db), top=5, backend="cpu", max_hsps=1))
     assert [h.aln.target_id for h in hits] == ["minus_long", "plus", "minus_short"]
 
 
@@ -94,8 +94,8 @@ def test_ambiguity_codes_complement_on_the_minus_strand(tmp_path):
     query = "ACGRTYKMACBVDHSWNACGTGGCA"
     db = tmp_path / "db.fa"
     db.write_text(">s\nTTTTACGATCGTACCGATGACCTAGCATCGACGTGGCATTTT\n")
-    (_, minus), = list(search(query, str(db), strand="minus", backend="cpu"))
-    (_, plus), = list(search(reverse_complement(query), str(db), strand="plus", backend="cpu"))
+    (_, minus), = list(search(query, str(db), strand="minus", backend="cpu", max_hsps=1))
+    (_, plus), = list(search(reverse_complement(query), str(db), strand="plus", backend="cpu", max_hsps=1))
     a, b = minus[0].aln, plus[0].aln
     assert (a.score, a.cigar(), a.target_start, a.target_end) == (b.score, b.cigar(), b.target_start, b.target_end)
     assert a.query_seq == b.query_seq == reverse_complement(query) and a.strand == "minus" and b.strand == "plus"
@@ -103,10 +103,10 @@ def test_ambiguity_codes_complement_on_the_minus_strand(tmp_path):
 
 def test_strand_is_for_nucleotides():
     with pytest.raises(NwalignError, match="strand applies to nucleotide searches"):
-        list(search("MKTAYIAKQRQISF", SP196, strand="minus", backend="cpu"))
+        list(search("MKTAYIAKQRQISF", SP196, strand="minus", backend="cpu", max_hsps=1))
     with pytest.raises(NwalignError, match="choose from both, plus, minus"):
-        list(search("ACGT", LAMBDA, strand="reverse", backend="cpu"))
-    (_, hits), = list(search("MKTAYIAKQRQISFVKSHFSRQ", SP196, top=1, backend="cpu"))
+        list(search("ACGT", LAMBDA, strand="reverse", backend="cpu", max_hsps=1))
+    (_, hits), = list(search("MKTAYIAKQRQISFVKSHFSRQ", SP196, top=1, backend="cpu", max_hsps=1))
     assert hits[0].aln.strand is None
 
 
@@ -117,7 +117,7 @@ def test_blast_tabular_parses_with_biopython(capsys, reverse_query, columns):
     from Bio import SearchIO
 
     for query, db in ((reverse_query, LAMBDA), (OPAL, SP196)):
-        argv = ["search", query, db, "--backend", "cpu", "--top", "3"] + (["--columns", columns] if columns else [])
+        argv = ["search", query, db, "--backend", "cpu", "--top", "3", "--max-hsps", "1"] + (["--columns", columns] if columns else [])
         assert main(argv) == 0
         out = capsys.readouterr().out
         fields = None if columns in (None, "std") else columns.split()
@@ -138,7 +138,7 @@ def test_gpu_search_on_both_strands_equals_the_cpu(capsys, tmp_path, reverse_que
                        f"{lambda_seq[5000:5200]}{reverse_complement(lambda_seq[40000:40300])}\n")
     out = {}
     for backend in ("cpu", "cuda"):
-        assert main(["search", str(queries), LAMBDA, "--backend", backend, "--format", fmt, "--top", "3",
+        assert main(["search", str(queries), LAMBDA, "--max-hsps", "1", "--backend", backend, "--format", fmt, "--top", "3",
                      "--columns", "std,sstrand,score,cigar"]) == 0
         out[backend] = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("@PG")]
     assert out["cpu"] == out["cuda"] and any("minus" in line or "\t16\t" in line for line in out["cpu"])
@@ -163,7 +163,7 @@ def test_the_strand_columns_parse_with_comments(capsys, reverse_query):
     """--header (BLAST's -outfmt 7) with sstrand and qcovhsp: Bio.SearchIO knows their titles."""
     from Bio import SearchIO
 
-    assert main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--top", "2", "--header", "--columns",
+    assert main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--top", "2", "--header", "--columns",
                  "std,sstrand,qcovhsp"]) == 0
     (result,) = list(SearchIO.parse(io.StringIO(capsys.readouterr().out), "blast-tab", comments=True))
     assert result.hsps[0].bitscore == 902
@@ -198,7 +198,7 @@ def test_btop_spells_the_rows_shown_on_either_strand(tmp_path, capsys, strand):
     query = frag if strand == "plus" else reverse_complement(frag)
     (tmp_path / "q.fa").write_text(f">q\n{query}\n")
     (row,) = cli_rows(capsys, "search", str(tmp_path / "q.fa"), os.path.join(DATA, "phage_lambda_J02459.fasta"),
-                      "--top", "1", "--backend", "cpu", "--columns", "sstrand,btop,qseq,sseq")
+                      "--top", "1", "--max-hsps", "1", "--backend", "cpu", "--columns", "sstrand,btop,qseq,sseq")
     got_strand, btop, qseq, sseq = row
     assert got_strand == strand
     spelled = _btop_rows(btop)

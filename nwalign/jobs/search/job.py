@@ -60,8 +60,14 @@ class Search:
             (``auto``: guessed from all letters of the queries and of the database, which must agree;
             :func:`nwalign.io.sequences.choose_alphabet`), ``matrix``,
             ``match``/``mismatch`` and ``gap_open``/``gap_extend`` with the command line's defaults.
-        top: hits reported per query (>= 1).
-        max_evalue, min_score: report only hits with E-value <= max_evalue, raw score >= min_score.
+        top: subjects reported per query (>= 1; BLAST's max_target_seqs).
+        max_evalue, min_score: report only alignments with E-value <= max_evalue (None: 10, as blastp
+            and blastn, where the scoring has E-values; ``float("inf")`` for every one), raw score >=
+            min_score (and >= 1: an empty alignment is never reported).
+        max_hsps, min_identity, query_cover, subject_cover: the alignments reported of each subject
+            (:mod:`nwalign.results.hsps`): at most ``max_hsps`` (None: every one that passes the E-value
+            cut, where E-values exist; else the best only), with identity >= ``min_identity`` (a fraction)
+            and query and subject coverage >= ``query_cover`` and ``subject_cover`` (percent).
         align: False reports score-only hits (no columns, coordinates or identity; faster).
         backend: ``auto`` (the GPU when CuPy sees one), ``cuda`` or ``cpu``.
         kernel: GPU scan kernel, ``scan`` or ``gsw``.
@@ -91,7 +97,7 @@ class Search:
     aligner) on each).
 
     >>> db = Database.from_records(["MKTAYIAKQRQISFVKSHFSRQ", "GGGGSGGGGS"], "db")
-    >>> for query, hits in Search("KTAYIAKQRQISF", db, top=1, backend="cpu"):
+    >>> for query, hits in Search("KTAYIAKQRQISF", db, top=1, max_hsps=1, backend="cpu"):
     ...     print(query.id, [(h.aln.target_id, h.aln.score, f"{h.evalue:.1e}") for h in hits])
     query1 [('seq1', 63, '5.8e-08')]
 
@@ -144,6 +150,7 @@ class Search:
         if on_gpus is not None:  # a .nwdb's codes go to the GPUs while the queries' alphabet is settled
             on_gpus.upload_to(gpus or [device])
         self._prepare(scoring, request, query_source, options.strand)
+        self._settle_hsps(options)
         log.info("search: database read and encoded in %.2f s", time.perf_counter() - started)
         self.engine = backends.named("cuda") if gpus is not None else chosen or backends.choose(backend)
         self.leads: list = []
@@ -157,6 +164,26 @@ class Search:
         self._scaleout = None
         if self._spread:
             self._scaleout = ScaleOut(database, db, placement, options.shards, worker_engine)
+
+    DEFAULT_MAX_EVALUE = 10.0  # blastp's and blastn's -evalue
+
+    def _settle_hsps(self, options: SearchOptions) -> None:
+        """The E-value cut in force (10 where E-values exist and none was given) and the rule for each
+        subject's alignments; the hits are aligned where a filter needs their columns."""
+        cut = options.max_evalue
+        if cut is None and self.stats is not None:
+            cut = self.DEFAULT_MAX_EVALUE
+        rule = options.hsp_rule(cut)
+        if rule.most is None and self.stats is None:
+            rule = dataclasses.replace(rule, most=1)  # no E-value to stop at: the best alignment only
+        self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
+        self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
+        log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
+                 "every" if rule.most is None else f"at most {rule.most}")
+
+    @property
+    def _every_hsp(self) -> bool:
+        return self.hsps.most != 1 or self.hsps.filters
 
     @staticmethod
     def _settle_devices(resolved, devices, device: int) -> tuple[int, list[int] | None]:
@@ -246,10 +273,18 @@ class Search:
         results = self._scaleout.run(self, progress) if self._scaleout is not None else \
             self._run_on_gpus(progress) if len(self.leads) > 1 else \
             self._run_streamed(progress) if self.streamed else self._run_here(progress)
-        if self.strands is None:
+        if self.strands is not None:
+            results = merge_strands(results, self.strands, self.queries, self.top)
+        if not self._every_hsp:
             yield from results
-        else:
-            yield from merge_strands(results, self.strands, self.queries, self.top)
+            return
+        from nwalign.results.hsps import with_hsps
+
+        per_strand = len(self.strands or (None,))
+        encoded = {self._encoded[k].record.id: self._encoded[k:k + per_strand]
+                   for k in range(0, len(self._encoded), per_strand)}
+        yield from with_hsps(results, encoded, self.strands, self.database, self._codes, self.scoring, self.stats,
+                             self.hsps, self.threads)
 
     def _run_here(self, progress):
         for q, hits in search_all(self._encoded, self.database, self._codes, self.scoring, self.stats, self.options,
@@ -311,7 +346,7 @@ def search(queries, database, scoring: Scoring | None = None, **options) -> Sear
 
     >>> from nwalign import search
     >>> db = ["MKTAYIAKQRQISFVKSHFSRQ", "GGGGSGGGGS", "MKTAYIAKQRQ"]
-    >>> for query, hits in search("KTAYIAKQRQISF", db, top=2, backend="cpu"):
+    >>> for query, hits in search("KTAYIAKQRQISF", db, top=2, max_hsps=1, backend="cpu"):
     ...     for hit in hits:
     ...         print(query.id, hit.aln.target_id, hit.aln.score, hit.aln.cigar())
     query1 seq1 63 13=

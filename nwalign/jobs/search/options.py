@@ -10,7 +10,9 @@ from nwalign.errors import NwalignError
 @dataclass(frozen=True)
 class SearchOptions:
     """A search's own options (see :class:`Search`): ``top``, ``max_evalue``, ``min_score``, ``align``,
-    ``kernel``, ``strand``, ``query_source``, ``shards``, ``gpu_memory``."""
+    ``kernel``, ``strand``, ``query_source``, ``shards``, ``gpu_memory``, and the alignments reported of
+    each subject: ``max_hsps`` and the filters ``min_identity``, ``query_cover``, ``subject_cover``
+    (:class:`nwalign.results.hsps.HspRule`)."""
 
     top: int = 10
     max_evalue: float | None = None
@@ -21,6 +23,10 @@ class SearchOptions:
     query_source: str = "queries"
     shards: int | None = None
     gpu_memory: int | str | None = None
+    max_hsps: int | None = None
+    min_identity: float | None = None
+    query_cover: float | None = None
+    subject_cover: float | None = None
 
     @property
     def least_score(self) -> int:
@@ -38,6 +44,14 @@ class SearchOptions:
             raise NwalignError(f"top must be at least 1 (got {self.top})")
         if self.kernel not in ("scan", "gsw"):
             raise NwalignError(f"unknown search kernel {self.kernel!r} (choose from scan, gsw)")
+        self.hsp_rule(None).check()
         if self.max_evalue is not None and not self.max_evalue >= 0:  # NaN compares false: refused too
             raise NwalignError(f"max_evalue {self.max_evalue}: give an E-value >= 0",
                                cli=f"--max-evalue {self.max_evalue}: give an E-value >= 0")
+
+    def hsp_rule(self, max_evalue: float | None):
+        """The :class:`nwalign.results.hsps.HspRule` of these options with the E-value cut in force."""
+        from nwalign.results.hsps import HspRule
+
+        return HspRule(self.max_hsps, self.least_score, max_evalue, self.min_identity, self.query_cover,
+                       self.subject_cover)
