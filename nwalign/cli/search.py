@@ -26,10 +26,10 @@ log = logging.getLogger("nwalign")
 @click.option("--max-hsps", type=click.IntRange(min=1), metavar="N",
               help="Alignments reported per subject (BLAST's -max_hsps): the best, then each next best that "
                    "aligns no residue pair of those before it (Waterman-Eggert, as SSEARCH's alternatives), "
-                   "on both strands.  [default: every one with E-value <= --max-evalue; 1 without E-values]")
+                   "on both strands.  [default: every one with E-value <= --max-evalue; 1 without a finite E-value cut]")
 @click.option("--max-evalue", type=float, metavar="E",
               help="Report only alignments with E-value <= E (BLAST's -evalue).  [default: 10 where the scoring "
-                   "has E-values; inf reports every one]")
+                   "has E-values; inf: every subject's best alignment, whatever its E-value]")
 @click.option("--min-score", type=int, metavar="S", help="Report only alignments with raw score >= S.")
 @click.option("--min-identity", type=float, metavar="F",
               help="Report only alignments with identity >= F, a fraction (BLAST's -perc_identity 90 is 0.9).")

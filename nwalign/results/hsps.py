@@ -60,14 +60,19 @@ class HspRule:
         return any(x is not None for x in (self.min_identity, self.query_cover, self.subject_cover))
 
     def passes(self, aln) -> bool:
-        """Whether an alignment passes the identity and coverage filters (at equality too)."""
+        """Whether an alignment passes the identity and coverage filters (at equality too: the percentages
+        are computed as ``100 * span / length``, as a user computes them)."""
         if self.min_identity is not None and aln.identity < self.min_identity:
             return False
-        if self.query_cover is not None and \
-                100.0 * (aln.query_end - aln.query_start) < self.query_cover * aln.query_length:
+        if self.query_cover is not None and _percent(aln.query_end - aln.query_start, aln.query_length) < \
+                self.query_cover:
             return False
         return self.subject_cover is None or \
-            100.0 * (aln.target_end - aln.target_start) >= self.subject_cover * aln.target_length
+            _percent(aln.target_end - aln.target_start, aln.target_length) >= self.subject_cover
+
+
+def _percent(span: int, length: int) -> float:
+    return 100.0 * span / length if length else 0.0
 
 
 def with_hsps(results, encoded: dict[str, list[Encoded]], strands, db: Database, codes, scoring: Scoring,

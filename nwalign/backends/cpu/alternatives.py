@@ -27,16 +27,18 @@ from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def fill_masked(q, t, S, go, ge, i0, i1, c0, c1, H, F, dirs, store, forbid, best):
+def fill_masked(q, t, S, go, ge, i0, i1, c0, c1, H, F, dirs, store, forbid, dense, best):
     """Local (Smith-Waterman) rows ``i0+1 .. i1`` over target columns ``c0+1 .. c1`` (1-based), column
     ``c0`` the zero boundary; H and F (int32, length >= c1 - c0 + 1) hold row i0 on entry, row i1 on
     exit, indexed by ``j - c0``. ``forbid`` (int64, shape (len(q) + 1, K)): per query row, the target
-    columns whose residue pair may not be aligned, ascending, padded with a value above len(t). ``dirs``
+    columns whose residue pair may not be aligned, ascending, padded with a value above len(t); or, with
+    ``dense`` of shape (len(q) + 1, len(t) + 1) (else (1, 1)), ``dense[i, j]`` set for them. ``dirs``
     and ``store``: as :func:`nwalign.backends.cpu.dp.fill_band`; ``best`` [score, i, j]: the first
     strictly best cell in row order."""
     tt = t.astype(np.intp)
     best_score, best_i, best_j = best[0], best[1], best[2]
     ncols = c1 - c0
+    use_dense = dense.shape[1] > 1
     for i in range(i0 + 1, i1 + 1):
         row = S[q[i - 1]]
         diag = np.int64(H[0])
@@ -45,15 +47,19 @@ def fill_masked(q, t, S, go, ge, i0, i1, c0, c1, H, F, dirs, store, forbid, best
         e = np.int64(NEG)
         drow = dirs[i - i0 - 1 if store else 0]
         k = 0
-        while forbid[i, k] <= c0:
+        while not use_dense and forbid[i, k] <= c0:
             k += 1
-        banned = forbid[i, k]
+        banned = -1 if use_dense else forbid[i, k]
         for jj in range(1, ncols + 1):
             j = c0 + jj
             h_up = np.int64(H[jj])
             s = row[tt[j - 1]]
             d = diag
-            if j == banned:  # this pair is aligned by an earlier alternative
+            if use_dense:
+                if dense[i, j]:  # this pair is aligned by an earlier alternative
+                    d = np.int64(NEG)
+                    s = 0
+            elif j == banned:
                 d = np.int64(NEG)
                 s = 0
                 while forbid[i, k] == j:
@@ -90,14 +96,57 @@ def forbidden_pairs(paths, m: int, n: int) -> np.ndarray:
     """The ``forbid`` array of :func:`fill_masked` for the residue pairs of ``paths`` ((score, query_start,
     query_end, target_start, target_end, ops) tuples, 0-based half-open)."""
     forbid = np.full((m + 1, len(paths) + 1), n + 2, dtype=np.int64)
-    for k, (_, qs, _, ts, _, ops) in enumerate(paths):
-        ops = np.asarray(ops)
-        qi = qs + np.cumsum(ops != OP_DEL)  # 1-based row and column of each column's residues
-        tj = ts + np.cumsum(ops != OP_INS)
-        pair = ops == OP_MATCH
-        forbid[qi[pair], k] = tj[pair]
+    for k, path in enumerate(paths):
+        rows, cols = _pairs(path)
+        forbid[rows, k] = cols
     forbid.sort(axis=1)
     return forbid
+
+
+def _pairs(path) -> tuple[np.ndarray, np.ndarray]:
+    """The 1-based (query row, target column) of each residue pair a path aligns."""
+    _, qs, _, ts, _, ops = path
+    ops = np.asarray(ops)
+    pair = ops == OP_MATCH
+    return (qs + np.cumsum(ops != OP_DEL))[pair], (ts + np.cumsum(ops != OP_INS))[pair]
+
+
+_UNUSED = np.zeros((1, 1), dtype=np.uint8)
+_NO_ROWS = np.zeros((1, 1), dtype=np.int64)
+
+
+class Mask:
+    """The residue pairs that earlier alignments aligned: a byte per cell where the pair's matrix is
+    small (up to :data:`DENSE_BYTES`: one alignment added in the time of its own length, however many
+    came before), else lists per row and per column made from the paths when asked for (a long pair has
+    few alignments above an E-value cut)."""
+
+    DENSE_BYTES = 64 << 20
+
+    def __init__(self, m: int, n: int, paths=()):
+        self.m, self.n, self.paths = m, n, []
+        self.dense = np.zeros((m + 1, n + 1), np.uint8) if (m + 1) * (n + 1) <= self.DENSE_BYTES else None
+        for path in paths:
+            self.add(path)
+
+    def add(self, path) -> None:
+        self.paths.append(path)
+        if self.dense is not None:
+            rows, cols = _pairs(path)
+            self.dense[rows, cols] = 1
+
+    def by_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(forbid, dense) for :func:`fill_masked`."""
+        if self.dense is not None:
+            return _NO_ROWS, self.dense
+        return forbidden_pairs(self.paths, self.m, self.n), _UNUSED
+
+    def by_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ptr, rows, dense) for :func:`fill_blocks`."""
+        if self.dense is not None:
+            return np.zeros(self.n + 2, np.int64), np.zeros(1, np.int64), self.dense
+        ptr, rows = column_mask(self.paths, self.n)
+        return ptr, rows, _UNUSED
 
 
 def window_start(end_i: int, end_j: int, smax: int, go: int, ge: int) -> int:
@@ -108,9 +157,9 @@ def window_start(end_i: int, end_j: int, smax: int, go: int, ge: int) -> int:
     return max(0, end_j - (end_i + end_i * smax // cheapest + 1))
 
 
-def best_masked(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, go: int, ge: int, forbid: np.ndarray,
+def best_masked(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, go: int, ge: int, mask: Mask,
                 max_memory: int = 1 << 30, band_rows: int | None = None):
-    """The best local alignment of ``q`` and ``t`` (uint8 codes) that aligns no pair in ``forbid``, as a
+    """The best local alignment of ``q`` and ``t`` (uint8 codes) that aligns no pair of ``mask``, as a
     path tuple (score, query_start, query_end, target_start, target_end, ops); None when no pair scores
     above 0. ``band_rows``: force the checkpointed traceback's band height (tests).
 
@@ -121,18 +170,20 @@ def best_masked(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, go: int, ge: i
     H = np.zeros(n + 1, dtype=np.int32)
     F = np.full(n + 1, NEG, dtype=np.int32)
     best = np.zeros(3, dtype=np.int64)
-    fill_masked(q, t, matrix, go, ge, 0, m, 0, n, H, F, np.empty((1, n + 1), np.uint8), False, forbid, best)
+    forbid, dense = mask.by_rows()
+    fill_masked(q, t, matrix, go, ge, 0, m, 0, n, H, F, np.empty((1, n + 1), np.uint8), False, forbid, dense, best)
     score, end_i, end_j = (int(x) for x in best)
     if score <= 0:
         return None
-    return trace_masked(q, t, matrix, go, ge, forbid, score, end_i, end_j, max_memory, band_rows)
+    return trace_masked(q, t, matrix, go, ge, mask, score, end_i, end_j, max_memory, band_rows)
 
 
-def trace_masked(q, t, matrix, go: int, ge: int, forbid: np.ndarray, score: int, end_i: int, end_j: int,
+def trace_masked(q, t, matrix, go: int, ge: int, mask: Mask, score: int, end_i: int, end_j: int,
                  max_memory: int = 1 << 30, band_rows: int | None = None):
     """The path tuple of the alignment of ``score`` that ends at cell (end_i, end_j) (the first best cell
     in row order of the masked matrix), traced back over the window of columns that can hold it."""
     c0 = window_start(end_i, end_j, int(matrix.max()), go, ge)
+    forbid, dense = mask.by_rows()
     width = end_j - c0
     height = plan_bands(end_i, width, max_memory) if band_rows is None else max(1, band_rows)
     bounds = list(range(0, end_i, height)) + [end_i]
@@ -144,7 +195,7 @@ def trace_masked(q, t, matrix, go: int, ge: int, forbid: np.ndarray, score: int,
         checkpoints.append((H.copy(), F.copy()))
         if len(bounds) > 2:  # one band: its direction bytes are filled below
             fill_masked(q, t, matrix, go, ge, bounds[b], bounds[b + 1], c0, end_j, H, F, scratch, False, forbid,
-                        ignored)
+                        dense, ignored)
     ops = np.empty(end_i + width + 2, dtype=np.uint8)
     i, j, state, nops, stopped = end_i, end_j, 0, 0, False
     for b in range(len(bounds) - 2, -1, -1):
@@ -155,21 +206,22 @@ def trace_masked(q, t, matrix, go: int, ge: int, forbid: np.ndarray, score: int,
             break
         Hb, Fb = checkpoints[b][0][:j - c0 + 1].copy(), checkpoints[b][1][:j - c0 + 1].copy()
         dirs = np.empty((i - top, j - c0 + 1), dtype=np.uint8)
-        fill_masked(q, t, matrix, go, ge, top, i, c0, j, Hb, Fb, dirs, True, forbid, ignored)
+        fill_masked(q, t, matrix, go, ge, top, i, c0, j, Hb, Fb, dirs, True, forbid, dense, ignored)
         i, j, state, nops, stopped = trace_window(dirs, top, c0, i, j, state, ops, nops)
     return score, i, end_i, j, end_j, ops[:nops][::-1].copy()
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def fill_blocks(q, t, S, go, ge, b0, C, Hc, Ec, ptr, rows, stH, stE, best, settled_from):
+def fill_blocks(q, t, S, go, ge, b0, C, Hc, Ec, ptr, rows, dense, stH, stE, best, settled_from):
     """Column by column, the local recurrence's score over target blocks ``b0, b0 + 1, ...`` of ``C``
     columns, from the state (H and E of every query row) stored before block b0 in ``stH``/``stE``;
     each block's state is stored before it is computed and its first best cell in row order kept in
     ``best[b]`` (score, i, j). A block from ``settled_from`` on whose stored state equals the state
     reached ends the pass: every later block is what it was (the mask changed before it). ``ptr``/
     ``rows``: the forbidden query rows of each target column j (1-based), ``rows[ptr[j]:ptr[j + 1]]``
-    ascending. Returns the block where the pass ended."""
+    ascending; or ``dense`` as for :func:`fill_masked`. Returns the block where the pass ended."""
     m, n = q.shape[0], t.shape[0]
+    use_dense = dense.shape[1] > 1
     blocks = stH.shape[0]
     Hc[:] = stH[b0]
     Ec[:] = stE[b0]
@@ -191,14 +243,17 @@ def fill_blocks(q, t, S, go, ge, b0, C, Hc, Ec, ptr, rows, stH, stE, best, settl
             diag = np.int64(0)
             h_up = np.int64(0)
             f = np.int64(NEG)
-            k = ptr[j]
-            banned = rows[k] if k < ptr[j + 1] else m + 2
+            k = ptr[j] if not use_dense else 0
+            banned = rows[k] if not use_dense and k < ptr[j + 1] else m + 2
             for i in range(1, m + 1):
                 h_left = np.int64(Hc[i])
                 e = max(h_left - go, np.int64(Ec[i]) - ge)
                 f = max(h_up - go, f - ge)
                 h = diag + S[q[i - 1], tj]
-                if i == banned:  # aligned by an earlier alternative
+                if use_dense:
+                    if dense[i, j]:  # aligned by an earlier alternative
+                        h = np.int64(NEG)
+                elif i == banned:
                     h = np.int64(NEG)
                     k += 1
                     banned = rows[k] if k < ptr[j + 1] else m + 2
@@ -247,14 +302,18 @@ class MaskedMatrix:
         self.stH = np.zeros((blocks, m + 1), dtype=np.int32)
         self.stE = np.full((blocks, m + 1), NEG, dtype=np.int32)
         self.best = np.zeros((blocks, 3), dtype=np.int64)
-        self.paths: list = []
+        self.mask = Mask(m, n)
         self._fill(0, blocks)
+
+    @property
+    def paths(self) -> list:
+        return self.mask.paths
 
     def _fill(self, b0: int, settled_from: int) -> None:
         m = len(self.q)
-        ptr, rows = column_mask(self.paths, len(self.t))
+        ptr, rows, dense = self.mask.by_columns()
         fill_blocks(self.q, self.t, self.matrix, self.go, self.ge, b0, self.C, np.empty(m + 1, np.int32),
-                    np.empty(m + 1, np.int32), ptr, rows, self.stH, self.stE, self.best, settled_from)
+                    np.empty(m + 1, np.int32), ptr, rows, dense, self.stH, self.stE, self.best, settled_from)
 
     def end(self) -> tuple[int, int, int]:
         """(score, i, j): the best cell, the first in row order."""
@@ -264,7 +323,7 @@ class MaskedMatrix:
 
     def forbid(self, path) -> None:
         """Forbid the residue pairs of ``path`` from now on."""
-        self.paths.append(path)
+        self.mask.add(path)
         _, _, _, ts, te, _ = path
         self._fill(ts // self.C, -(-te // self.C))
 
@@ -293,8 +352,7 @@ def alternative_paths(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, go: int,
         score, end_i, end_j = scores.end()
         if score <= 0 or not keep(score):
             break
-        path = trace_masked(q, t, matrix, go, ge, forbidden_pairs(scores.paths, len(q), len(t)), score, end_i,
-                            end_j, max_memory)
+        path = trace_masked(q, t, matrix, go, ge, scores.mask, score, end_i, end_j, max_memory)
         scores.forbid(path)
         found.append(path)
     return found

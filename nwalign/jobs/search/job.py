@@ -65,8 +65,8 @@ class Search:
             and blastn, where the scoring has E-values; ``float("inf")`` for every one), raw score >=
             min_score (and >= 1: an empty alignment is never reported).
         max_hsps, min_identity, query_cover, subject_cover: the alignments reported of each subject
-            (:mod:`nwalign.results.hsps`): at most ``max_hsps`` (None: every one that passes the E-value
-            cut, where E-values exist; else the best only), with identity >= ``min_identity`` (a fraction)
+            (:mod:`nwalign.results.hsps`): at most ``max_hsps`` (None: every one that passes a finite
+            E-value cut; the best only without one), with identity >= ``min_identity`` (a fraction)
             and query and subject coverage >= ``query_cover`` and ``subject_cover`` (percent).
         align: False reports score-only hits (no columns, coordinates or identity; faster).
         backend: ``auto`` (the GPU when CuPy sees one), ``cuda`` or ``cpu``.
@@ -174,7 +174,7 @@ class Search:
         if cut is None and self.stats is not None:
             cut = self.DEFAULT_MAX_EVALUE
         rule = options.hsp_rule(cut)
-        if rule.most is None and self.stats is None:
+        if rule.most is None and (self.stats is None or cut is None or cut == float("inf")):
             rule = dataclasses.replace(rule, most=1)  # no E-value to stop at: the best alignment only
         self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule

@@ -1,0 +1,166 @@
+"""Every local alignment of a subject (--max-hsps; Waterman-Eggert alternatives) and the per-alignment
+filters: blastn's HSPs of a fragment planted three times and SSEARCH36's alternatives of a repeated
+protein (recorded by tests/data/hsps/make.sh), the alternatives' own rules against a full recomputation,
+and each filter at equality."""
+
+import os
+
+import numpy as np
+import pytest
+
+from nwalign.cli import main
+
+from helpers import ROOT
+
+HSPS = os.path.join(ROOT, "tests", "data", "hsps")
+FRAGMENT, PLANTED = os.path.join(HSPS, "fragment.fa"), os.path.join(HSPS, "planted.fa")
+REPEAT_Q, REPEAT_S = os.path.join(HSPS, "repeat_query.fa"), os.path.join(HSPS, "repeat_subject.fa")
+
+
+def _rows(capsys, argv) -> list[list[str]]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def _table(name: str) -> list[list[str]]:
+    with open(os.path.join(HSPS, name)) as handle:
+        return [line.rstrip("\n").split("\t") for line in handle]
+
+
+@pytest.mark.parametrize("path", ["cpu", "workers", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_fragment_planted_three_times_gives_blastns_three_hsps(capsys, path):
+    """Two plus-strand copies and one minus-strand copy (mutated) in 60 kb: the three rows blastn reports
+    at E <= 1e-10, with its scores, coordinates and strands (blastn's +2/-3 with gaps 5/2: --gap-open 7)."""
+    extra = {"cpu": ["--backend", "cpu"], "workers": ["--backend", "cpu", "--workers", "2"],
+             "gpu": ["--backend", "cuda"]}[path]
+    got = _rows(capsys, ["search", FRAGMENT, PLANTED, "--gap-open", "7", "--gap-extend", "2", "--max-evalue",
+                         "1e-10", "--columns", "qseqid,sseqid,score,evalue,qstart,qend,sstart,send,sstrand"] + extra)
+    want = _table("blastn_planted.tsv")
+    assert [[r[2]] + r[4:] for r in got] == [[r[2]] + r[4:] for r in want]
+    assert _rows(capsys, ["search", FRAGMENT, PLANTED, "--gap-open", "7", "--gap-extend", "2", "--max-hsps", "2",
+                          "--columns", "score"] + extra) == [["945"], ["920"]]
+
+
+def test_ssearch_alternatives_are_reported_with_their_coordinates(capsys):
+    """SSEARCH36's Waterman-Eggert alternatives of a protein held twice in a subject (BLOSUM62, -f 11 -g 1:
+    --gap-open 12): each of its rows is one of nwalign's, in the same order, with the same coordinates and
+    identity."""
+    got = _rows(capsys, ["search", REPEAT_Q, REPEAT_S, "--gap-open", "12", "--gap-extend", "1", "--backend",
+                         "cpu"])
+    want = _table("ssearch_repeats.tsv")
+    spans = [tuple(r[6:10]) for r in got]
+    found = [spans.index(tuple(r[6:10])) for r in want]
+    assert found == sorted(found) and found[:2] == [0, 1]
+    for r, k in zip(want, found):
+        assert round(float(got[k][2]), 2) == float(r[2])
+
+
+def _full_recomputation(q, t, scoring, most):
+    from nwalign.backends.cpu.alternatives import Mask, best_masked
+
+    paths = []
+    while len(paths) < most:
+        path = best_masked(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, Mask(len(q), len(t), paths))
+        if path is None:
+            break
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("mask", ["dense", "lists"])
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_alternatives_equal_a_full_recomputation_and_share_no_residue_pair(monkeypatch, alphabet, mask):
+    """The matrix recomputed only downstream of each new mask (in blocks of 64 columns here) gives the
+    alternatives of a recomputation of the whole matrix, with the mask a byte per cell or lists per row
+    and column (a long pair's); the first is the Smith-Waterman alignment of the CPU engine; scores never
+    rise; no two alternatives align the same residue pair; each one's columns score what it says."""
+    from nwalign.backends.cpu import alternatives
+    from nwalign.backends.cpu.pair import align_codes
+    from nwalign.ops import OP_DEL, OP_INS, OP_MATCH, columns_score
+    from nwalign.scoring.schemes import make_scoring
+
+    monkeypatch.setattr(alternatives.MaskedMatrix, "STATE_BYTES", 1)
+    if mask == "lists":
+        monkeypatch.setattr(alternatives.Mask, "DENSE_BYTES", 0)
+    scoring = make_scoring(alphabet, "local")
+    letters = 4 if alphabet == "dna" else 20
+    rng = np.random.default_rng(56)
+    for _ in range(60):
+        m = int(rng.integers(5, 40))
+        n = int(rng.integers(m + 1, 1500))
+        q = rng.integers(0, letters, m).astype(np.uint8)
+        t = rng.integers(0, letters, n).astype(np.uint8)
+        for _ in range(int(rng.integers(0, 4))):
+            at = int(rng.integers(0, n - m + 1))
+            t[at:at + m] = q
+        got = alternatives.alternative_paths(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, [],
+                                             lambda score: True, 6)
+        want = _full_recomputation(q, t, scoring, 6)
+        assert [p[:5] for p in got] == [p[:5] for p in want]
+        assert all(np.array_equal(a[5], b[5]) for a, b in zip(got, want))
+        if got:
+            first = align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend, 1)
+            assert got[0][:5] == first[:5] and np.array_equal(got[0][5], first[5])
+        assert [p[0] for p in got] == sorted((p[0] for p in got), reverse=True)
+        seen = set()
+        for score, qs, _, ts, _, ops in got:
+            assert columns_score(ops, q[qs:], t[ts:], scoring.matrix, scoring.gap_open, scoring.gap_extend) == score
+            rows = qs + np.cumsum(ops != OP_DEL)
+            cols = ts + np.cumsum(ops != OP_INS)
+            pairs = set(zip(rows[ops == OP_MATCH].tolist(), cols[ops == OP_MATCH].tolist()))
+            assert not pairs & seen
+            seen |= pairs
+
+
+def test_max_hsps_caps_each_subject_and_the_default_cut_is_an_evalue_of_10(capsys):
+    base = ["search", REPEAT_Q, REPEAT_S, "--gap-open", "12", "--gap-extend", "1", "--backend", "cpu", "--columns",
+            "sseqid,score,evalue"]
+    every = _rows(capsys, base)
+    assert len(every) > 3 and all(float(r[2]) <= 10 for r in every)
+    assert _rows(capsys, base + ["--max-hsps", "3"]) == every[:3]
+    beyond = _rows(capsys, base + ["--max-evalue", "30"])
+    assert beyond[:len(every)] == every and any(10 < float(r[2]) <= 30 for r in beyond[len(every):])
+    assert _rows(capsys, base + ["--max-evalue", "inf"]) == every[:1]  # no cut: the best alignment alone
+
+
+def test_sam_marks_a_querys_later_alignments_secondary(tmp_path):
+    """The first alignment of a query is its primary SAM line, the others flag 256, read back with pysam."""
+    import pysam
+
+    sam = tmp_path / "hits.sam"
+    assert main(["search", FRAGMENT, PLANTED, "--gap-open", "7", "--gap-extend", "2", "--max-evalue", "1e-10",
+                 "--format", "sam", "-o", str(sam)]) == 0
+    with pysam.AlignmentFile(str(sam), "r") as reader:
+        got = [(r.is_secondary, r.is_reverse, r.reference_start) for r in reader]
+    assert got == [(False, False, 8000), (True, True, 47000), (True, False, 30000)]
+
+
+@pytest.mark.parametrize("option, value", [("--min-identity", lambda r: int(r["nident"]) / int(r["length"])),
+                                           ("--query-cover", lambda r: 100.0 * (int(r["qend"]) - int(r["qstart"]) + 1)
+                                            / int(r["qlen"])),
+                                           ("--subject-cover", lambda r: 100.0 * (int(r["send"]) - int(r["sstart"]) + 1)
+                                            / int(r["slen"]))])
+def test_each_filter_keeps_an_alignment_at_exactly_its_bound(capsys, option, value):
+    """An alignment whose identity or coverage equals the bound passes it; the next number above fails it."""
+    cols = "sseqid,qstart,qend,sstart,send,nident,length,qlen,slen"
+    base = ["search", REPEAT_Q, REPEAT_S, "--gap-open", "12", "--gap-extend", "1", "--backend", "cpu", "--columns",
+            cols]
+    rows = [dict(zip(cols.split(","), r)) for r in _rows(capsys, base)]
+    second = rows[1]
+    bound = value(second)
+    kept = _rows(capsys, base + [option, repr(bound)])
+    assert list(second.values()) in kept
+    above = _rows(capsys, base + [option, repr(float(np.nextafter(bound, np.inf)))])
+    assert list(second.values()) not in above
+
+
+@pytest.mark.parametrize("argv, words", [(["--min-identity", "90"], ["--min-identity 90.0", "0.9"]),
+                                         (["--query-cover", "101"], ["--query-cover 101.0", "percentage"]),
+                                         (["--subject-cover", "-1"], ["--subject-cover -1.0", "percentage"]),
+                                         (["--max-hsps", "0"], ["--max-hsps"])])
+def test_filters_out_of_range_are_one_line(capsys, argv, words):
+    code = main(["search", REPEAT_Q, REPEAT_S, "--backend", "cpu"] + argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
