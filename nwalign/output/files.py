@@ -90,7 +90,7 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
     check_output(path, inputs, option)
     if _special(path):
         try:
-            with open(path, "w") as handle:
+            with open(path, "wb") as raw, _text(raw, path) as handle:
                 yield handle
         except OSError as exc:
             _full(exc, f"{option} {path}")
@@ -98,7 +98,7 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
     target = os.path.realpath(path)
     fd, tmp = _temporary_beside(target, f"{option} {path}")
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb") as raw, _text(raw, path) as handle:
             yield handle
         umask = os.umask(0)
         os.umask(umask)
@@ -109,6 +109,20 @@ def output_stream(path: str | None, inputs=(), option: str = "-o"):
         if isinstance(exc, OSError):
             _full(exc, f"{option} {path}")
         raise
+
+
+def _text(raw, path: str):
+    """A text stream over the binary file ``raw``: gzip-compressed when ``path`` ends in ``.gz`` (ISA-L's
+    deflate where python-isal is installed, else zlib's), plain otherwise."""
+    import io
+
+    if path.endswith(".gz"):
+        try:
+            from isal import igzip as gzip
+        except ImportError:
+            import gzip
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0), encoding="utf-8", newline="\n")
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
 
 
 def _temporary_beside(target: str, where: str, suffix: str = "") -> tuple[int, str]:

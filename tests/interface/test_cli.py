@@ -719,3 +719,16 @@ def test_devices_prints_whole_sentences(capsys, monkeypatch):
     lines = out.splitlines()
     assert lines[0] == "No GPU: CuPy is not installed or cannot load (a reason long enough to wrap). The CPU engine is used."
     assert len(lines) == 2 and lines[1].startswith("CUDA kernels: pair: wavefront,") and lines[1].endswith("search: scan, gsw")
+
+
+@pytest.mark.parametrize("command", [["search", "--backend", "cpu"], ["pair", "--format", "tsv"], ["allpairs"]])
+def test_an_output_named_gz_is_gzip_and_reads_back_as_the_plain_one(tmp_path, command):
+    """`-o hits.tsv.gz` wrote plain text under a .gz name; it is gzip now (gzip -d reads it)."""
+    import gzip
+
+    opal, sp = os.path.join(ROOT, "data", "queries_5_opal.fasta"), os.path.join(ROOT, "data", "swissprot_first196.fasta")
+    inputs = [opal] if command[0] == "allpairs" else [opal, opal] if command[0] == "pair" else [opal, sp]
+    assert main([command[0], *inputs, *command[1:], "-o", str(tmp_path / "plain.tsv")]) == 0
+    assert main([command[0], *inputs, *command[1:], "-o", str(tmp_path / "packed.tsv.gz")]) == 0
+    packed = (tmp_path / "packed.tsv.gz").read_bytes()
+    assert packed[:2] == b"\x1f\x8b" and gzip.decompress(packed) == (tmp_path / "plain.tsv").read_bytes()
