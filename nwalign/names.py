@@ -16,8 +16,8 @@ ALLPAIRS_SLICES = (2, 4, 8, 16, 32)  # lazy-rscan slice heights (query rows per 
 ALLPAIRS_DEFAULT_SLICE = 32
 
 #: Output formats of ``pair``; those that need the alignment's columns, not only its score.
-FORMATS = ("pair", "sam", "json", "tsv", "fasta")
-NEEDS_ALIGNMENT = ("sam", "fasta")
+FORMATS = ("pair", "sam", "json", "tsv", "fasta")  # pair's; search writes xml too
+NEEDS_ALIGNMENT = ("sam", "fasta", "xml")
 #: pair's TSV columns (the default) and those known from the score alone: BLAST's names, as every command's.
 TSV_COLUMNS = ("qseqid", "sseqid", "mode", "score", "qstart", "qend", "sstart", "send", "length", "pident", "ppos",
                "gaps", "cigar")

@@ -43,7 +43,8 @@ log = logging.getLogger("nwalign")
               help="TSV columns (BLAST tabular names, comma- or space-separated): " + ", ".join(SEARCH_COLUMNS)
                    + ". Only " + ", ".join(SEARCH_SCORE_COLUMNS) + " with --max-hsps 1: no hit is aligned (faster).")
 @header_option
-@click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam")), default="tsv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("tsv", "json", "pair", "sam", "xml")), default="tsv",
+              show_default=True, help="xml: BLAST XML (-outfmt 5), as Bio.Blast and Blast2GO read it.")
 @click.option("--strand", type=click.Choice(("both", "plus", "minus")), default=None,
               help="Nucleotide searches: the query's strands searched (BLAST's -strand)  [default: both; a "
                    "minus-strand hit has sstart > send, SAM flag 16]")
@@ -115,11 +116,11 @@ def search(query, database, top, max_hsps, max_evalue, min_score, min_identity, 
         cells = sum(len(q.seq) for q in run.queries) * db.total_length
         for query_record, hits in run.run(_progress("search", cells, quiet, "cells", tasks=lambda: run.tasks)):  # GCUPS
             if writer is None:  # a header only once the first query's hits exist (and the database checked out)
-                targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt == "sam" else ()
+                targets = zip(db.ids, np.diff(db.offsets).tolist()) if fmt in ("sam", "xml") else ()
                 writer = writers.make(fmt, out, scoring, targets=list(targets), header=header, columns=cols,
                                       json_columns=SEARCH_JSON_COLUMNS, program="search")
                 writer.begin()
-            writer.write_hits(hits, query_record.id)
+            writer.write_hits(hits, query_record.id, query_record)
             if output is None:
                 out.flush()
         writer.end()

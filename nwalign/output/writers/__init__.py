@@ -1,6 +1,6 @@
 """Every output format, found by name (:data:`WRITERS`; :func:`make`): the pair report (``pair``, EMBOSS
 needle's srspair), ``sam``, ``json`` (JSON Lines), ``tsv`` (BLAST's tabular, through one header
-convention), ``fasta``. Every command's alignments and hits go through them; allpairs' rows of many pairs
+convention), ``fasta``, ``xml`` (BLAST XML, search only). Every command's alignments and hits go through them; allpairs' rows of many pairs
 at once are the TSV writer's :func:`nwalign.output.writers.tsv.format_results` (compiled:
 :mod:`nwalign.output.scorerows`), its distance matrices :mod:`nwalign.output.files`.
 
@@ -28,9 +28,10 @@ from nwalign.output.writers.jsonl import JsonWriter
 from nwalign.output.writers.report import PairWriter
 from nwalign.output.writers.sam import SamWriter
 from nwalign.output.writers.tsv import TsvWriter
+from nwalign.output.writers.xml import BlastXmlWriter
 
 WRITERS: dict[str, type[Writer]] = {"pair": PairWriter, "sam": SamWriter, "json": JsonWriter, "tsv": TsvWriter,
-                                    "fasta": FastaWriter}
+                                    "fasta": FastaWriter, "xml": BlastXmlWriter}
 
 
 def make(name: str, out, scoring, **options) -> Writer:

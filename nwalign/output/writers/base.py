@@ -49,7 +49,7 @@ class Writer:
         self.command, self.program = command, program
         self.columns, self.json_columns, self.score_only = columns, json_columns, score_only
 
-    def write_hits(self, hits, query: str | None = None) -> None:
+    def write_hits(self, hits, query: str | None = None, record=None) -> None:
         """One query's search hits (``query``: its id, for the formats that name a query without hits)."""
         for hit in hits:
             self.write(hit.aln)

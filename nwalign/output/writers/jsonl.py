@@ -11,7 +11,7 @@ from nwalign.records.alignment import Alignment
 
 
 class JsonWriter(Writer):
-    def write_hits(self, hits, query: str | None = None) -> None:
+    def write_hits(self, hits, query: str | None = None, record=None) -> None:
         """One query's hits: their ``json_columns`` with BLAST's names, E-value and bit score (null without
         statistics), a nucleotide hit's ``sstrand``."""
         for hit in hits:

@@ -25,7 +25,7 @@ class SamWriter(Writer):
     _warned = False
     _secondary = 0
 
-    def write_hits(self, hits, query: str | None = None) -> None:
+    def write_hits(self, hits, query: str | None = None, record=None) -> None:
         for k, hit in enumerate(hits):
             self._secondary = 256 if k else 0
             self.write(hit.aln)

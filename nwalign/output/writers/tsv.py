@@ -105,7 +105,7 @@ class TsvWriter(Writer):
             hit = PairStatistics(hit and hit.evalue, hit and hit.bitscore, self.titles.get(aln.target_id, ""))
         self.table.write("\t".join(field(aln, c, hit) for c in self.columns) + "\n")
 
-    def write_hits(self, hits, query: str | None = None) -> None:
+    def write_hits(self, hits, query: str | None = None, record=None) -> None:
         """One query's hits as rows (with ``header``, a query without hits still gets its comment lines)."""
         text = "".join("\t".join(field(hit.aln, c, hit) for c in self.columns) + "\n" for hit in hits)
         self.table.write_query(query if query is not None else hits[0].query.id if hits else "", text)
