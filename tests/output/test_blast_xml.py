@@ -59,3 +59,21 @@ def test_ncbixml_reads_the_hsps_coordinates(capsys, tmp_path):
                for record in NCBIXML.parse(handle) for alignment in record.alignments for h in alignment.hsps]
     assert [[g[0].split(".")[0]] + [str(x) for x in g[1:5]] + g[5:] for g in got] == \
         [[w[2], w[4], w[5], w[6], w[7], w[10], w[11]] for w in want]
+
+
+def test_searchio_reads_header_output_of_the_columns_the_readme_names(capsys):
+    """The README's list of columns Bio.SearchIO reads with comments=True, read back."""
+    import io
+    import re
+
+    from Bio import SearchIO
+
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        readme = handle.read()
+    named = re.search(r"knows: `([a-z ]+)`", readme.replace("\n", " ")).group(1).split()
+    assert main(["search", OPAL, SP196, "--top", "2", "--backend", "cpu", "--header", "--columns",
+                 ",".join(named)]) == 0
+    out = capsys.readouterr().out
+    hits = sum(len(hsp) for record in SearchIO.parse(io.StringIO(out), "blast-tab", comments=True)
+               for hsp in record)
+    assert hits == len([line for line in out.splitlines() if not line.startswith("#")])

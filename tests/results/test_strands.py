@@ -70,9 +70,12 @@ def test_minus_strand_hits_in_sam_pair_json_and_fasta(capsys, tmp_path, reverse_
     assert code == 0 and record["sstrand"] == "minus" and (record["sstart"], record["send"]) == (10500, 10001)
     report = main(["search", reverse_query, LAMBDA, "--backend", "cpu", "--max-hsps", "1", "--format", "pair", "--top", "1"])
     text = capsys.readouterr().out
-    assert report == 0 and "# Strand: minus" in text
     first = [line.split() for line in text.splitlines() if line.startswith(("rev ", "J02459.1 "))][:2]
-    assert first[0][1] == "1" and first[1][1] == "10500" and first[1][3] == "10451"
+    assert report == 0 and first[0][1] == "1" and first[1][1] == "10500" and first[1][3] == "10451"
+    from Bio import Align
+
+    (alignment,) = Align.parse(io.StringIO(text), "emboss")  # the strand read from the subject's positions
+    assert alignment.coordinates[1, 0] == 10500 and alignment.coordinates[1, -1] == 10000
 
 
 def test_top_counts_hits_over_both_strands(tmp_path):

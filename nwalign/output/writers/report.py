@@ -11,7 +11,8 @@ from nwalign.records.alignment import Alignment
 class PairWriter(Writer):
     """EMBOSS needle-like report (srspair): a header of statistics, then 50-column blocks with a match line.
     Readable by Biopython's ``Bio.Align.parse(handle, "emboss")``: the keys of each alignment's header are
-    EMBOSS's own; nwalign's alignment mode is in the file header."""
+    EMBOSS's own (Biopython refuses any other); nwalign's alignment mode is in the file header, and a
+    minus-strand alignment's subject positions count down, as EMBOSS prints a reversed sequence."""
 
     WIDTH = 50
     NAME = 13
@@ -38,8 +39,6 @@ class PairWriter(Writer):
             w(f"# Identity:   {aln.nident:>7}/{n} {pct(aln.nident)}\n")
             w(f"# Similarity: {aln.npositive:>7}/{n} {pct(aln.npositive)}\n")
             w(f"# Gaps:       {aln.gaps:>7}/{n} {pct(aln.gaps)}\n")
-        if aln.strand is not None:  # a nucleotide search's hit: the subject's strand
-            w(f"# Strand: {aln.strand}\n")
         w(f"# Score: {aln.score}\n#\n#=======================================\n")
         if not aln.score_only:
             self._blocks(aln)
