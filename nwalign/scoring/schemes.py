@@ -32,8 +32,9 @@ DEFAULTS = {
 NUCLEOTIDE_CODES = "ACGTRYMKWSBDHVN"
 NUCLEOTIDE_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT", "M": "AC", "K": "GT", "W": "AT",
                     "S": "CG", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"}
-# Rare amino acids that most matrices lack; scored as X when the matrix has no row for them (as BLAST does).
-_RARE_AS_X = "UOJ"
+# Rare amino acids that most matrices lack, scored as blastp scores them when the matrix has no row for
+# them: U (selenocysteine) as C, O (pyrrolysine) and J (I or L) as X.
+_RARE_ALIASES = {"U": "C", "O": "X", "J": "X"}
 # Scores must stay far from int32 limits in every engine (the engines use -2**30 as minus infinity).
 SCORE_LIMIT = 2**29
 MAX_SCORE = 1_000_000  # a substitution score's magnitude, from --match/--mismatch or a matrix, stays below this
@@ -72,7 +73,7 @@ class Scoring:
     matrix_name: str
     _lut: np.ndarray = field(repr=False, compare=False)
     #: bool (A,): the codes whose identical pairs count as identities (nident, pident, CIGAR '='): A, C, G,
-    #: T for nucleotides, every amino acid but X, B, Z (and U, O, J, scored as X) for protein; ambiguity
+    #: T for nucleotides, every amino acid but X, B, Z, J (and U, O, scored as C and X) for protein; ambiguity
     #: codes never do (docs/scoring.md).
     identical: np.ndarray = field(repr=False, compare=False, default=None)
 
@@ -206,9 +207,29 @@ def _check_matrix_file(path: str) -> dict[str, int]:
     return rows
 
 
+#: The matrices blastp knows, read from NCBI's own tables (nwalign/scoring/ncbi: X, J and BLOSUM80's scale
+#: as blastp scores them, which BLAST's statistics tables assume).
+NCBI_MATRICES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90", "PAM30", "PAM70", "PAM250")
+
+
+def _ncbi_matrix(name: str) -> tuple[np.ndarray, str, str]:
+    """One of :data:`NCBI_MATRICES` from the package's copy of NCBI's table (a header of letters, then a row
+    per letter; '#' lines are comments)."""
+    path = os.path.join(os.path.dirname(__file__), "ncbi", name)
+    with open(path) as handle:
+        lines = [line.split() for line in handle if line.strip() and not line.startswith("#")]
+    letters = "".join(lines[0])
+    values = np.array([[int(x) for x in row[1:]] for row in lines[1:]], dtype=np.int32)
+    assert "".join(row[0] for row in lines[1:]) == letters and values.shape == (len(letters),) * 2, path
+    return values, letters, name
+
+
 def _load_matrix(name: str) -> tuple[np.ndarray, str, str]:
-    """Load a named Biopython matrix or an NCBI-format file; return (int32 matrix, alphabet, label)."""
+    """Load a named matrix (BLAST's own tables for the names blastp knows, :data:`NCBI_MATRICES`; else
+    Biopython's) or an NCBI-format file; return (int32 matrix, alphabet, label)."""
     named = not os.path.exists(name)
+    if named and name.upper() in NCBI_MATRICES:
+        return _ncbi_matrix(name.upper())
     if named:
         if name.upper() == "EDNAFULL":  # EMBOSS's name for NCBI's NUC.4.4
             name = "NUC.4.4"
@@ -380,7 +401,7 @@ def make_scoring(
     values, letters, label = _load_matrix(name)
     if np.abs(values).max() >= 1_000_000:
         raise NwalignError(f"matrix {label}: scores are unreasonably large")
-    aliases = {c: "X" for c in _RARE_AS_X}
+    aliases = dict(_RARE_ALIASES)
     if nucleotide:
         aliases = {"U": "T"}
     lut = _lookup(letters, aliases)

@@ -73,7 +73,7 @@ def test_encoding_and_bad_letters():
     with pytest.raises(NwalignError, match=r"record r: letter 'Z' at position 3"):
         dna.encode(Record("r", "", "ACZ"), "file.fa")
     protein = make_scoring("protein")
-    assert protein.encode(Record("p", "", "U"))[0] == protein.alphabet.index("X")  # selenocysteine as X
+    assert protein.encode(Record("p", "", "U"))[0] == protein.alphabet.index("C")  # selenocysteine as C (blastp)
     with pytest.raises(NwalignError, match="letter '-'"):
         protein.encode(Record("p", "", "AC-D"))
 

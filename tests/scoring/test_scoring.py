@@ -124,33 +124,33 @@ def test_named_matrices_cached_as_biopython_reads_them(tmp_path, monkeypatch):
     from nwalign.errors import NwalignError
 
     monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("BLOSUM62", "PAM250", "BLOSUM45", "NUC.4.4"):
+    for name in ("LEVIN", "MCLACHLAN", "RAO", "NUC.4.4"):  # Biopython's (BLAST's names: NCBI's tables)
         first = scoring._load_matrix(name)
         cached = scoring._cached_matrix(name)
         assert cached is not None and cached[1] == first[1] and cached[2] == name
         bio = substitution_matrices.load(name)
         assert np.array_equal(cached[0], np.asarray(bio, dtype=np.int32)) and cached[1] == "".join(bio.alphabet)
         assert np.array_equal(scoring._load_matrix(name.lower())[0], first[0])
-    entry = glob.glob(str(tmp_path / "cache" / "matrices" / "BLOSUM62-*.json"))
+    entry = glob.glob(str(tmp_path / "cache" / "matrices" / "LEVIN-*.json"))
     assert len(entry) == 1
     with open(entry[0], "w") as handle:
         handle.write('{"alphabet": "AR", "values": [[1]]}')  # damaged: the wrong shape
-    assert scoring._cached_matrix("BLOSUM62") is None
-    values, letters, label = scoring._load_matrix("BLOSUM62")  # read again through Biopython, cached again
-    assert label == "BLOSUM62" and values.shape == (len(letters), len(letters))
-    assert scoring._cached_matrix("BLOSUM62") is not None
+    assert scoring._cached_matrix("LEVIN") is None
+    values, letters, label = scoring._load_matrix("LEVIN")  # read again through Biopython, cached again
+    assert label == "LEVIN" and values.shape == (len(letters), len(letters))
+    assert scoring._cached_matrix("LEVIN") is not None
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("NWALIGN_CACHE_DIR", str(blocker / "sub"))  # cannot be made: no cache, same matrix
-    assert np.array_equal(scoring._load_matrix("BLOSUM62")[0], values)
-    with pytest.raises(NwalignError, match="unknown matrix 'BLOSUM63'"):
-        scoring._load_matrix("BLOSUM63")
+    assert np.array_equal(scoring._load_matrix("LEVIN")[0], values)
+    with pytest.raises(NwalignError, match="unknown matrix 'BLOSUM99'"):
+        scoring._load_matrix("BLOSUM99")
     assert scoring._cached_matrix("../../etc/passwd") is None
     monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)  # a file of the user's named like Biopython's matrix is never cached as it
-    (tmp_path / "BLOSUM62").write_text("   A  C\nA  9 -1\nC -1  9\n")
-    assert scoring._load_matrix("BLOSUM62")[1] == "AC"
-    assert np.array_equal(scoring._cached_matrix("BLOSUM62")[0], values)
+    (tmp_path / "LEVIN").write_text("   A  C\nA  9 -1\nC -1  9\n")
+    assert scoring._load_matrix("LEVIN")[1] == "AC"
+    assert np.array_equal(scoring._cached_matrix("LEVIN")[0], values)
 
 
 def _edit_entry(path, edit) -> None:
@@ -164,12 +164,12 @@ def _edit_entry(path, edit) -> None:
 
 def test_an_edited_matrix_in_the_cache_is_read_again_from_biopython(tmp_path, monkeypatch):
     monkeypatch.setenv("NWALIGN_CACHE_DIR", str(tmp_path))
-    want = make_scoring("protein", "local", matrix="PAM250").matrix.copy()
-    (path,) = list((tmp_path / "matrices").glob("PAM250-*.json"))
+    want = make_scoring("protein", "local", matrix="RAO").matrix.copy()
+    (path,) = list((tmp_path / "matrices").glob("RAO-*.json"))
     _edit_entry(path, lambda p: p["values"][0].__setitem__(0, 99))
-    assert np.array_equal(make_scoring("protein", "local", matrix="PAM250").matrix, want)
+    assert np.array_equal(make_scoring("protein", "local", matrix="RAO").matrix, want)
     path.write_text("{not json")
-    assert np.array_equal(make_scoring("protein", "local", matrix="PAM250").matrix, want)
+    assert np.array_equal(make_scoring("protein", "local", matrix="RAO").matrix, want)
 
 
 @pytest.mark.parametrize("bad", [-0.5, 0, "abc", float("nan"), None])
@@ -195,3 +195,36 @@ def test_karlin_altschul_parameters_that_fail_their_checks_are_estimated_again(t
     third = statistics.estimated(scoring.matrix, scoring.alphabet, 14, 2)
     assert len(made) == 3 and first.lam == again.lam == third.lam == 0.25 and first.K == third.K
     assert json.loads(path.read_text())["payload"]["lambda"] == 0.25
+
+
+def test_blasts_matrix_names_are_ncbis_own_tables():
+    """The names blastp knows are NCBI's tables, as blastp scores with them: X against any residue -1 (C-X
+    is -2 in Biopython's BLOSUM62), a row for J, and BLOSUM80 at half-bit scale (A-A 5; Biopython's: 7),
+    the scale BLAST's BLOSUM80 statistics assume; U scores as C and O as X, as blastp scores them."""
+    from nwalign.io.sequences import Record
+
+    b62 = make_scoring("protein", "local", matrix="BLOSUM62")
+    at = b62.alphabet.index
+    assert b62.matrix[at("C"), at("X")] == -1 and b62.matrix[at("J"), at("I")] == 3
+    b80 = make_scoring("protein", "local", matrix="BLOSUM80")
+    assert b80.matrix[b80.alphabet.index("A"), b80.alphabet.index("A")] == 5
+    codes = b62.encode(Record("p", "", "UOC"))
+    assert codes[0] == codes[2] == at("C") and codes[1] == at("X")
+
+
+def test_odd_letters_score_as_blastp_scores_them(capsys):
+    """Queries with eight each of X, B, Z, J, U, O and * against the sequence they come from: blastp's raw
+    scores (tests/data/letters, BLOSUM62 with gaps 11/1, i.e. --gap-open 12)."""
+    import os
+
+    from nwalign.cli import main
+
+    from helpers import ROOT
+
+    here = os.path.join(ROOT, "tests", "data", "letters")
+    assert main(["search", os.path.join(here, "odd_letters.fa"), os.path.join(here, "subject.fa"), "--gap-open",
+                 "12", "--gap-extend", "1", "--max-hsps", "1", "--backend", "cpu", "--columns",
+                 "qseqid,score,qstart,qend,sstart,send"]) == 0
+    got = capsys.readouterr().out
+    with open(os.path.join(here, "blastp_scores.tsv")) as handle:
+        assert got == handle.read()

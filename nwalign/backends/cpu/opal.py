@@ -19,6 +19,7 @@ import numpy as np
 from nwalign.plan.pairorder import residue_spans
 
 ALGORITHMS = {"local": "sw", "global": "nw", "semiglobal": "ov"}
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 log = logging.getLogger("nwalign")
 
 
@@ -30,13 +31,18 @@ class OpalScorer:
         import pyopal
         import scoring_matrices
 
-        self.letters = np.frombuffer(scoring.alphabet.encode("ascii"), dtype=np.uint8)
-        matrix = scoring_matrices.ScoringMatrix(np.asarray(scoring.matrix).tolist(), alphabet=scoring.alphabet)
+        # Opal's alphabets take letters only ('*', a stop, ended in a ValueError): each code is given a
+        # letter of its own, whatever the scoring calls it.
+        if len(scoring.alphabet) > len(_LETTERS):
+            raise ValueError(f"{len(scoring.alphabet)} letters, more than Opal's alphabets hold")
+        alphabet = _LETTERS[:len(scoring.alphabet)]
+        self.letters = np.frombuffer(alphabet.encode("ascii"), dtype=np.uint8)
+        matrix = scoring_matrices.ScoringMatrix(np.asarray(scoring.matrix).tolist(), alphabet=alphabet)
         self.aligner = pyopal.Aligner(matrix, gap_open=int(scoring.gap_open), gap_extend=int(scoring.gap_extend))
         text = self.letters[np.asarray(codes)].tobytes()
         bounds = np.asarray(offsets, dtype=np.int64).tolist()
         self.database = pyopal.Database([text[a:b] for a, b in zip(bounds[:-1], bounds[1:])],
-                                        alphabet=pyopal.Alphabet(scoring.alphabet))
+                                        alphabet=pyopal.Alphabet(alphabet))
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.algorithm = ALGORITHMS[scoring.mode]
 
