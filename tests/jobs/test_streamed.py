@@ -111,11 +111,11 @@ def test_a_streamed_database_gives_the_hits_of_a_resident_one(tied_db, monkeypat
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:20]
-    want = search_rows(search(queries, tied_db, top=12, backend="cuda", devices="0"))
+    want = search_rows(search(queries, tied_db, top=12, backend="cuda", max_evalue=float("inf"), devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     cells: list = []
-    job = search(queries, tied_db, top=12, backend="cuda", gpu_memory="3M", devices="0")
+    job = search(queries, tied_db, top=12, backend="cuda", max_evalue=float("inf"), gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
     assert search_rows(job.run(cells.append)) == want and len(want) == 25 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length
@@ -133,13 +133,13 @@ def test_chunks_read_ahead_whole_or_in_part_give_the_hits_of_a_resident_database
     from nwalign.backends.cuda import devicedb
     from nwalign.backends.cuda import streamed
 
-    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", devices="0"))
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", max_evalue=float("inf"), devices="0"))
     monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     monkeypatch.setattr(streamed, "READ_AHEAD_BYTES", ahead)
     monkeypatch.setattr(devicedb, "_CHUNK", 1 << 12)
     monkeypatch.setattr(dbsearch.Search, "STREAM_BATCH", 2)
-    job = search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", gpu_memory="3M", devices="0")
+    job = search(pathlib.Path(OPAL), tied_db, top=6, backend="cuda", max_evalue=float("inf"), gpu_memory="3M", devices="0")
     assert job.streamed and len(job.gpu.chunks) >= 4
     assert search_rows(job) == want and len(want) == 30
     assert 0 < job.gpu.upload_seconds < job.gpu.scan_seconds
@@ -236,10 +236,10 @@ def test_cpu_engine_scans_a_large_database_in_chunks(tied_db, monkeypatch):
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL)[:2] + read_fasta(ECOLI)[:3]
-    want = search_rows(search(queries, tied_db, top=12, backend="cpu", threads=2))
+    want = search_rows(search(queries, tied_db, top=12, backend="cpu", max_evalue=float("inf"), threads=2))
     monkeypatch.setattr(streamed, "CHUNK_RESIDUES", 200_000)
     cells: list = []
-    job = search(queries, tied_db, top=12, backend="cpu", threads=2)
+    job = search(queries, tied_db, top=12, backend="cpu", max_evalue=float("inf"), threads=2)
     assert job.streamed and len(job.gpu.chunks) >= 5
     assert search_rows(job.run(cells.append)) == want and len(want) == 5 * 12
     assert sum(cells) == sum(len(q.seq) for q in queries) * job.database.total_length

@@ -54,8 +54,8 @@ def test_a_gpu_worker_equals_one_process(ecoli_nwdb, gpu_client, shards):
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(OPAL) + read_fasta(ECOLI)[:12]
-    want = search_rows(search(queries, ecoli_nwdb, top=9, backend="cuda", devices="0"))
-    job = search(queries, ecoli_nwdb, top=9, backend="cuda", client=gpu_client, shards=shards)
+    want = search_rows(search(queries, ecoli_nwdb, top=9, backend="cuda", max_evalue=float("inf"), devices="0"))
+    job = search(queries, ecoli_nwdb, top=9, backend="cuda", max_evalue=float("inf"), client=gpu_client, shards=shards)
     assert job._scaleout.shards == (shards or 1)
     assert search_rows(job) == want and len(want) == 17 * 9
 
@@ -73,8 +73,8 @@ def test_a_preloaded_database_is_used_once_and_fits(plain_nwdb, gpu_client):
 
     assert gpu_client.run(preload_database, plain_nwdb) == {w: True for w in gpu_client.scheduler_info()["workers"]}
     assert list(gpu_client.run(_uploads_held).values()) == [1]
-    want = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", devices="0"))
-    got = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", matrix="BLOSUM45", client=gpu_client))
+    want = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", max_evalue=float("inf"), matrix="BLOSUM45", devices="0"))
+    got = search_rows(search(pathlib.Path(OPAL), plain_nwdb, top=4, backend="cuda", max_evalue=float("inf"), matrix="BLOSUM45", client=gpu_client))
     assert got == want and len(want) == 20
     assert list(gpu_client.run(_uploads_held).values()) == [0]
 
@@ -169,10 +169,10 @@ def test_a_database_too_large_for_each_gpu_is_streamed_through_each(plain_nwdb, 
     from nwalign.io.sequences import read_fasta
 
     queries = read_fasta(ECOLI)[:30]
-    want = search_rows(search(queries, plain_nwdb, top=6, backend="cuda", devices="0"))
+    want = search_rows(search(queries, plain_nwdb, top=6, backend="cuda", max_evalue=float("inf"), devices="0"))
     _two_places(monkeypatch)
     whole_upload_fails(monkeypatch, 2 << 20)  # chunks of < 4,000 sequences
-    job = search(queries, plain_nwdb, top=6, backend="cuda")
+    job = search(queries, plain_nwdb, top=6, backend="cuda", max_evalue=float("inf"))
     assert len(job.leads) == 2 and all(isinstance(s, StreamedScan) for s, _ in job.leads)
     assert search_rows(job) == want and len(want) == 30 * 6
 

@@ -164,3 +164,25 @@ def test_filters_out_of_range_are_one_line(capsys, argv, words):
     code = main(["search", REPEAT_Q, REPEAT_S, "--backend", "cpu"] + argv)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
+
+
+@pytest.mark.gpu
+def test_every_alignment_of_a_subject_is_the_same_on_the_gpu_resident_streamed_and_the_cpu(tmp_path, monkeypatch):
+    """The default report (every alignment with E-value <= 10) of 25 queries against a database of tied
+    copies: the CPU engine's rows, on a resident and on a streamed GPU database."""
+    from nwalign import search
+    from nwalign.backends.cuda import streamed
+    from nwalign.io.sequences import read_fasta
+
+    from helpers import DATA, search_rows, tied_ecoli_nwdb
+
+    db = tied_ecoli_nwdb(tmp_path, 3)
+    queries = read_fasta(os.path.join(DATA, "queries_5_opal.fasta")) + \
+        read_fasta(os.path.join(DATA, "swissprot_ecoli_k12_4306.fasta.gz"))[:20]
+    want = search_rows(search(queries, db, top=12, backend="cpu"))
+    assert len(want) > len({r[:2] for r in want})  # subjects with a second alignment
+    assert search_rows(search(queries, db, top=12, backend="cuda", devices="0")) == want
+    monkeypatch.setattr(streamed, "RESERVE", 1 << 20)
+    monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
+    job = search(queries, db, top=12, backend="cuda", gpu_memory="3M", devices="0")
+    assert job.streamed and search_rows(job) == want
