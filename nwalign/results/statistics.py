@@ -251,7 +251,7 @@ def statistics_for(scoring, max_evalue: float | None = None) -> KarlinAltschul |
     try:
         found = parameters(scoring)
     except ValueError as exc:
-        if max_evalue is not None:
+        if max_evalue is not None and max_evalue != float("inf"):  # inf: no cut at all
             raise NwalignError(f"E-value filter: {scoring.matrix_name} with gaps {scoring.gap_open}/"
                                f"{scoring.gap_extend} has no local statistics ({exc}); filter by minimum "
                                "score instead") from None
