@@ -78,7 +78,9 @@ def search(query, database, top, max_hsps, max_evalue, min_score, min_identity, 
     order, every one aligned in full, so every column is exact. By default every alignment of a subject
     with E-value <= 10 is reported, as blastp and blastn do. Nucleotide queries are searched on both strands (--strand) with blastn's scoring
     (+2/-3, gaps 7/2) unless told otherwise. E-values and bit scores: BLAST's parameters where it
-    tabulates the matrix and gaps (blastp's E-values exactly), parameters estimated once per scoring for
+    tabulates the matrix and gaps (blastp's E-values exactly, as `blastp -comp_based_stats 0 -seg no`
+    gives them; a gap of L costs open + (L-1) x extend, so blastp's default gaps 11/1 are --gap-open 12),
+    parameters estimated once per scoring for
     any other (-v says which); a scoring in the linear phase (gaps too cheap) has none, said once.
 
     \b
