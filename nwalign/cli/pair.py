@@ -47,6 +47,9 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @click.argument("target", required=False)
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
               help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both).")
+@click.option("--max-hsps", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="--mode local: the N best alignments of each pair, each the best that aligns no residue pair "
+                   "of those before it (Waterman-Eggert, as search reports a subject's), best first.")
 @click.option("--strand", type=click.Choice(("both", "plus", "minus")), default=None,
               help="Nucleotides: align the query as given (plus), its reverse complement (minus), or both and "
                    "report the better, with its strand  [default: as given, no strand reported]")
@@ -70,7 +73,7 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @_engine_options
 @spread_options("chunks of pairs balanced by DP cells; a pair is never split")
 @run_options
-def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
+def pair(query, target, mode, max_hsps, strand, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
          seed, mutate_rate, fmt, score_only, columns, header, output, backend, kernel, block, shared, device,
          max_memory, threads, workers, scheduler, devices, shared_dir, verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
@@ -118,7 +121,7 @@ def pair(query, target, mode, strand, matrix, match, mismatch, gap_open, gap_ext
                 placement=Placement(backend, device, devices, threads or os.cpu_count() or 1, workers, scheduler,
                                     None, shared_dir),
                 options=PairOptions(mode, score_only, memory, kernel, parse_block(block), shared,
-                                    memory if max_memory else None, strand, names[0], names[1]))
+                                    memory if max_memory else None, strand, names[0], names[1], max_hsps))
     try:
         _write_pairs(job, backend, score_only, fmt, cols, header, output, query, target, quiet)
     finally:
@@ -142,7 +145,7 @@ def _write_pairs(job, backend, score_only, fmt, cols, header, output, query, tar
         progress = _progress("pair", sum(cells), quiet or len(job.plan) < 2, "cells", tasks=lambda: job.tasks)
         for k, aln in enumerate(results):
             writer.write(aln)
-            progress(cells[k])
+            progress(cells[k] if k < len(cells) else 0)  # --max-hsps: more alignments than pairs
             if output is None:
                 out.flush()
         writer.end()

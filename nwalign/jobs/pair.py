@@ -5,6 +5,8 @@ process (:class:`nwalign.backends.aligner.Aligner`) or spread over workers in ch
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from nwalign.plan.pairorder import chunks
 from nwalign.parallel.placement import check_spread, within_machine, local_gpus
 from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
+from nwalign.errors import NwalignError
 from nwalign.records.alignment import Alignment
 from nwalign.parallel.cluster import AUTO_MIN_PAIR_CELLS
 from nwalign.scoring.schemes import Scoring
@@ -43,6 +46,21 @@ class PairOptions:
     strand: str | None = None
     query_source: str = "query"
     target_source: str = "target"
+    max_hsps: int = 1
+
+    def check(self, mode: str | None = None) -> None:
+        """Refuse alternatives where there are none to give (``mode``: the scoring's, when one was given).
+
+        Raises:
+            NwalignError: ``max_hsps`` below 1, or above 1 outside local mode or with ``score_only``.
+        """
+        if self.max_hsps < 1:
+            raise NwalignError(f"max_hsps {self.max_hsps}: give at least 1", cli=f"--max-hsps {self.max_hsps}: "
+                               "give at least 1")
+        mode = mode or self.mode
+        if self.max_hsps > 1 and (mode != "local" or self.score_only):
+            why = "--mode local" if mode != "local" else "the alignments (drop --score-only)"
+            raise NwalignError(f"max_hsps > 1 needs {why}", cli=f"--max-hsps {self.max_hsps} needs {why}")
 
 
 class Pairs:
@@ -94,6 +112,8 @@ class Pairs:
         request, placement, options = sort_keywords("Pairs", keywords, request or ScoringRequest(),
                                                     placement or Placement(), options or PairOptions())
         placement = within_machine(placement)
+        options.check(scoring.mode if scoring is not None else None)
+        self.max_hsps = options.max_hsps
         limit = request.limit() if scoring is None else None
         qrecs, qname = read_side(queries, options.query_source, limit, "query")
         trecs, tname = read_side(targets, options.target_source, limit, "target")
@@ -166,7 +186,28 @@ class Pairs:
             nwalign.errors.WorkerLost: (spread) a task kept killing its workers.
         """
         found = self._run(progress)
+        if self.max_hsps > 1:
+            return self._every_alignment(found)
         return found if self.strands is None else better_strands(found, self.strands)
+
+    def _every_alignment(self, found) -> Iterator[Alignment]:
+        """Each pair's alignment, then its Waterman-Eggert alternatives (each the best that aligns no residue
+        pair of those before it; :func:`nwalign.backends.engine.alternative_alignments`) on each strand asked
+        for, the ``max_hsps`` best of them, best first (the strand asked for first on equal scores)."""
+        from nwalign.backends.engine import alternative_alignments
+
+        n = len(self.strands or (None,))
+        found = iter(found)
+        for k in range(0, len(self.plan), n):
+            group = []
+            for s, (qi, ti) in enumerate(self.plan[k:k + n]):
+                aln = next(found)
+                more = alternative_alignments(self.queries[qi], self.targets[ti], self.scoring, [aln],
+                                              lambda score: score >= 1, self.max_hsps)
+                strand = self.strands[s] if self.strands else None
+                group += [a if strand is None else dataclasses.replace(a, strand=strand) for a in [aln, *more]]
+            group.sort(key=lambda a: -a.score)
+            yield from group[:self.max_hsps]
 
     def _run(self, progress) -> Iterator[Alignment]:
         if self._spread is not None:

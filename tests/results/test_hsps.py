@@ -186,3 +186,26 @@ def test_every_alignment_of_a_subject_is_the_same_on_the_gpu_resident_streamed_a
     monkeypatch.setattr(streamed, "MIN_CHUNK_RESIDUES", 1 << 14)
     job = search(queries, db, top=12, backend="cuda", gpu_memory="3M", devices="0")
     assert job.streamed and search_rows(job) == want
+
+
+def test_pair_max_hsps_gives_the_alternatives_search_gives(capsys):
+    """`pair --mode local --max-hsps N`: the N best alignments of the pair, as search reports the subject's,
+    on both strands with --strand both."""
+    cols = "score,qstart,qend,sstart,send"
+    scoring = ["--gap-open", "12", "--gap-extend", "1", "--backend", "cpu"]
+    searched = _rows(capsys, ["search", REPEAT_Q, REPEAT_S, "--max-hsps", "4", "--columns", cols] + scoring)
+    paired = _rows(capsys, ["pair", REPEAT_Q, REPEAT_S, "--mode", "local", "--max-hsps", "4", "--format", "tsv",
+                            "--columns", cols] + scoring)
+    assert paired == searched and len(paired) == 4
+    dna = _rows(capsys, ["pair", FRAGMENT, PLANTED, "--mode", "local", "--strand", "both", "--max-hsps", "3",
+                         "--gap-open", "7", "--gap-extend", "2", "--match", "2", "--mismatch", "-3", "--format", "tsv",
+                         "--columns", "score,sstart,send,sstrand"])
+    assert dna == [[r[2], r[6], r[7], r[8]] for r in _table("blastn_planted.tsv")]
+
+
+@pytest.mark.parametrize("argv, words", [(["--max-hsps", "2"], ["--max-hsps 2", "--mode local"]),
+                                         (["--mode", "local", "--max-hsps", "2", "--score-only"], ["--score-only"])])
+def test_pair_max_hsps_outside_local_alignments_is_one_line(capsys, argv, words):
+    code = main(["pair", REPEAT_Q, REPEAT_S] + argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
