@@ -272,13 +272,9 @@ def fill_blocks(q, t, S, go, ge, b0, C, Hc, Ec, ptr, rows, dense, stH, stE, best
 
 def column_mask(paths, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(ptr, rows) of :func:`fill_blocks` for the residue pairs of ``paths``."""
-    cols, found = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for _, qs, _, ts, _, ops in paths:
-        ops = np.asarray(ops)
-        pair = ops == OP_MATCH
-        found.append((qs + np.cumsum(ops != OP_DEL))[pair])
-        cols.append((ts + np.cumsum(ops != OP_INS))[pair])
-    cols, found = np.concatenate(cols), np.concatenate(found)
+    pairs = [_pairs(path) for path in paths]
+    found = np.concatenate([np.zeros(0, np.int64)] + [rows for rows, _ in pairs])
+    cols = np.concatenate([np.zeros(0, np.int64)] + [cols for _, cols in pairs])
     order = np.lexsort((found, cols))
     ptr = np.zeros(n + 2, dtype=np.int64)
     np.add.at(ptr, cols + 1, 1)

@@ -20,6 +20,19 @@ def _fields(indent: str, pairs) -> str:
     return "".join(f"{indent}<{name}>{escape(str(value))}</{name}>\n" for name, value in pairs)
 
 
+def _parameters(scoring) -> list:
+    """BLAST's Statistics fields of the scoring's Karlin-Altschul parameters (the search computed them
+    already: published, or estimated and cached); -1 where the scoring has none (the linear phase)."""
+    from nwalign.results.statistics import parameters
+
+    try:
+        found = parameters(scoring)
+    except ValueError:
+        found = None
+    values = (found.K, found.lam, found.H) if found is not None else (-1, -1, -1)
+    return [(f"Statistics_{name}", f"{v:.4g}") for name, v in zip(("kappa", "lambda", "entropy"), values)]
+
+
 def _rest(title: str, ident: str) -> str:
     """A FASTA header line without its leading id (BLAST's Hit_def)."""
     return title[len(ident):].strip() if title.startswith(ident) else title
@@ -37,6 +50,7 @@ class BlastXmlWriter(Writer):
         self._program = program
         self._iteration = 0
         self._db_len = sum(length for _, length in self.targets)
+        self._stats = _parameters(self.scoring)
         s = self.scoring
         params = [("Parameters_matrix", s.matrix_name)] if not self._nucleotide() else []
         params += [("Parameters_expect", 10), ("Parameters_gap-open", s.gap_open - s.gap_extend),
@@ -70,8 +84,7 @@ class BlastXmlWriter(Writer):
             self._hit(number, group)
         self.out.write("</Iteration_hits>\n  <Iteration_stat>\n    <Statistics>\n" + _fields("      ", [
             ("Statistics_db-num", len(self.targets)), ("Statistics_db-len", self._db_len),
-            ("Statistics_hsp-len", 0), ("Statistics_eff-space", 0), ("Statistics_kappa", -1),
-            ("Statistics_lambda", -1), ("Statistics_entropy", -1)]) + "    </Statistics>\n  </Iteration_stat>\n")
+            ("Statistics_hsp-len", 0), ("Statistics_eff-space", 0), *self._stats]) + "    </Statistics>\n  </Iteration_stat>\n")
         if not hits:
             self.out.write("  <Iteration_message>No hits found</Iteration_message>\n")
         self.out.write("</Iteration>\n")
