@@ -93,7 +93,9 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     if score_only:
         score = _interruptible(len(q) * len(t), _cpu_score, q, t, scoring)
         return Alignment(score=score, **base)
-    if len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
+    if len(q) * len(t) >= 10**8 and scoring.mode == "local":
+        log.info("traceback %s x %s: a score pass, then the direction bytes of the alignment's box", len(q), len(t))
+    elif len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
         from nwalign.backends.cpu.pair import plan_bands
         rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
         if rows >= len(q):

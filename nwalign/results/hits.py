@@ -76,12 +76,11 @@ def reported_hits(query: Encoded, scores, db: Database, stats: KarlinAltschul | 
         ranked = top_hits(scores, top, min_score).tolist()
     else:
         ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
-    out = []
-    for k in ranked:
-        score = int(scores[k])
-        evalue = stats.evalue(score, len(query.codes), db.total_length, db.count,
-                              int(db.offsets[k + 1] - db.offsets[k])) if stats else None
-        if max_evalue is not None and evalue is not None and evalue > max_evalue:
-            continue
-        out.append((k, evalue, stats.bit_score(score) if stats else None))
-    return out
+    if not stats:
+        return [(k, None, None) for k in ranked]
+    index = np.asarray(ranked, dtype=np.int64)
+    got = np.array([int(scores[k]) for k in ranked], dtype=np.int64)
+    evalues = stats.evalues(got, len(query.codes), db.total_length, db.count,
+                            np.asarray(db.offsets[index + 1] - db.offsets[index], dtype=np.int64))
+    return [(k, float(ev), stats.bit_score(score)) for k, score, ev in zip(ranked, got.tolist(), evalues.tolist())
+            if max_evalue is None or ev <= max_evalue]

@@ -115,6 +115,44 @@ def test_linear_space_matches_full_matrix_on_longer_pairs(mode):
     check_alignment(small, q, t, scoring)
 
 
+def _local_over_the_whole_matrix(q, t, matrix, go, ge):
+    """Smith-Waterman with the direction bytes of every cell, walked back from the first best cell."""
+    from nwalign.backends.cpu.dp import fill_band, init_row0, trace_band
+    from nwalign.ops import finish_path
+
+    m, n = len(q), len(t)
+    H, F = np.empty(n + 1, np.int32), np.empty(n + 1, np.int32)
+    init_row0(H, F, 1, go, ge)
+    best, dirs = np.zeros(3, np.int64), np.empty((m, n + 1), np.uint8)
+    fill_band(q, t, matrix, go, ge, 1, 0, m, n, H, F, dirs, True, best)
+    ops = np.empty(m + n, np.uint8)
+    i, j, _, nops, _ = trace_band(dirs, 0, int(best[1]), int(best[2]), 0, ops, 0)
+    return finish_path(1, int(best[0]), i, int(best[1]), j, int(best[2]), ops, nops)
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_local_alignment_from_its_end_cell_is_the_whole_matrix_traceback(alphabet):
+    """A local alignment found by a score pass, a pruned pass back from its end and the traceback of its
+    box alone (in bands of 7 rows too) is the alignment, coordinates and columns, that the direction bytes
+    of the whole matrix give: related and unrelated pairs, affine, linear and free gaps."""
+    scoring = make_scoring(alphabet, "local")
+    letters = 4 if alphabet == "dna" else 20
+    rng = np.random.default_rng(59)
+    for case in range(120):
+        go, ge = [(scoring.gap_open, scoring.gap_extend), (3, 1), (1, 1), (6, 0)][case % 4]
+        m, n = int(rng.integers(1, 500)), int(rng.integers(1, 800))
+        q = rng.integers(0, letters, m).astype(np.uint8)
+        t = rng.integers(0, letters, n).astype(np.uint8)
+        if case % 2 and n > m:
+            at = int(rng.integers(0, n - m + 1))
+            t[at:at + m] = q
+            t[rng.integers(0, n, 1 + n // 20)] = 0
+        want = _local_over_the_whole_matrix(q, t, scoring.matrix, go, ge)
+        for band_rows in (None, 7):
+            got = align_codes(q, t, scoring.matrix, go, ge, 1, band_rows=band_rows)
+            assert got[:5] == want[:5] and np.array_equal(got[5], want[5])
+
+
 def test_memory_budget_too_small_is_a_clear_error():
     scoring = make_scoring("dna")
     q = encoded(scoring, "ACGT" * 500, "q")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from nwalign.errors import NwalignError
+from nwalign.backends.cpu.anchored import best_local
 from nwalign.backends.cpu.antidiagonal import fits_float32, score_antidiagonal
+from nwalign.backends.cpu.budget import plan_bands  # noqa: F401  (also imported from here)
 from nwalign.ops import finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
 from nwalign.backends.cpu.dp import GLOBAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
@@ -60,26 +59,6 @@ def score_rows(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, 
     return int(best[0]), int(best[1]), int(best[2])
 
 
-def plan_bands(m: int, n: int, max_memory: int) -> int:
-    """Rows per band for the traceback: all m rows when the direction matrix fits ``max_memory`` bytes,
-    else the band height that minimises direction bytes plus checkpoint rows (about sqrt(8 m)).
-
-    Raises:
-        NwalignError: even the checkpointed traceback would need more than ``max_memory``.
-    """
-    cols = n + 1
-    if m * cols <= max_memory:
-        return m
-    height = max(1, int(math.sqrt(8 * m)))
-    need = height * cols + (m // height + 2) * cols * 8 + 8 * cols
-    if need > max_memory:
-        raise NwalignError(
-            f"a traceback of {m} x {n} needs at least {format_bytes(need)} even in linear space; "
-            f"raise --max-memory (now {format_bytes(max_memory)})"
-        )
-    return height
-
-
 def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, gap_extend: int,
                 mode: int, max_memory: int = 4 << 30, band_rows: int | None = None, progress=None
                 ) -> tuple[int, int, int, int, int, np.ndarray]:
@@ -104,6 +83,8 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
     Raises:
         NwalignError: the traceback cannot fit in ``max_memory``.
     """
+    if mode == LOCAL:  # a score pass, then the alignment's own box (same path, tie rules included)
+        return _local(q, t, matrix, gap_open, gap_extend, max_memory, band_rows, progress)
     m, n = len(q), len(t)
     height = plan_bands(m, n, max_memory) if band_rows is None else max(1, band_rows)
     H = np.empty(n + 1, dtype=np.int32)
@@ -152,3 +133,15 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
 
     report(1.0)
     return finish_path(mode, score, i, end_i, j, end_j, ops, nops)
+
+
+def _local(q, t, matrix, gap_open: int, gap_extend: int, max_memory: int, band_rows, progress):
+    """:func:`align_codes` of a local alignment by :func:`nwalign.backends.cpu.anchored.best_local` (the
+    empty alignment, score 0, where nothing scores above 0)."""
+    path = best_local(q, t, matrix, gap_open, gap_extend, (), max_memory, band_rows,
+                      progress=None if progress is None else lambda fraction: progress(0.9 * fraction))
+    if progress is not None:
+        progress(1.0)
+    if path is None:
+        return 0, 0, 0, 0, 0, np.zeros(0, dtype=np.uint8)
+    return path
