@@ -37,11 +37,10 @@ def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: i
     barred = Barred(len(q), len(t), first)
     found: list = []
     while len(first) + len(found) < most:
-        best, row_max, col_max = end_cell(q, t, matrix, go, ge, barred.by_row())
-        score, end_i, end_j = (int(x) for x in best)
-        if score <= 0 or not keep(score):
+        end = end_cell(q, t, matrix, go, ge, barred.by_row())
+        if end.score <= 0 or not keep(end.score):
             break
-        path = trace_from_end(q, t, matrix, go, ge, barred, score, end_i, end_j, row_max, col_max, max_memory)
+        path = trace_from_end(q, t, matrix, go, ge, barred, end, max_memory)
         barred.add(path)
         found.append(path)
     return found

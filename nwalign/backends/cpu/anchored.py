@@ -20,6 +20,8 @@ holds the alignment, and the traceback fills only that box.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
@@ -84,10 +86,21 @@ def end_rows(P, q, go, ge, forbid, i0, i1, Ha, Hb, F, best, row_max, col_max):
                     break
 
 
-def end_cell(q, t, S, go: int, ge: int, forbid, progress=None):
-    """(best, row_max, col_max): the best local score of ``q`` and ``t`` (uint8 codes) and its end cell,
-    the first strictly best in row order, as int64 [score, i, j] (1-based; zeros when nothing scores
-    above 0); each row's and column's best H (int32, len(q) + 1 and len(t) + 1). ``forbid`` (int64,
+@dataclass(frozen=True)
+class LocalEnd:
+    """A local score matrix's best score and its end cell (1-based; zeros when nothing scores above 0),
+    the first strictly best in row order, and each row's and column's best H (int32, len(q) + 1 and
+    len(t) + 1)."""
+
+    score: int
+    i: int
+    j: int
+    row_max: np.ndarray
+    col_max: np.ndarray
+
+
+def end_cell(q, t, S, go: int, ge: int, forbid, progress=None) -> LocalEnd:
+    """The :class:`LocalEnd` of ``q`` and ``t`` (uint8 codes). ``forbid`` (int64,
     (len(q) + 1, K)): per query row i, the target columns j whose pair (i, j) may not be aligned,
     ascending, padded with a value above len(t). ``progress(fraction)``, when given, is called as rows
     complete.
@@ -107,7 +120,7 @@ def end_cell(q, t, S, go: int, ge: int, forbid, progress=None):
         end_rows(P, q, go, ge, forbid, i0, min(m, i0 + step), Ha, Hb, F, best, row_max, col_max)
         if progress is not None:
             progress(min(m, i0 + step) / m)
-    return best, row_max, col_max
+    return LocalEnd(int(best[0]), int(best[1]), int(best[2]), row_max, col_max)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -281,11 +294,11 @@ def trace_box(dirs, i0, c0, i, j, state, ops, nops):
     return i, j, state, nops, j <= c0  # the box's first column: a local start (the box holds the alignment)
 
 
-def trace_from_end(q, t, matrix, go: int, ge: int, barred: Barred, score: int, end_i: int, end_j: int, row_max,
-                   col_max, max_memory: int = 1 << 30, band_rows: int | None = None):
+def trace_from_end(q, t, matrix, go: int, ge: int, barred: Barred, end: LocalEnd, max_memory: int = 1 << 30,
+                   band_rows: int | None = None):
     """The path tuple (score, query_start, query_end, target_start, target_end, ops) of the engine's local
-    alignment of ``score`` ending at cell (end_i, end_j) that aligns no residue pair of ``barred``
-    (``row_max``, ``col_max``: :func:`end_cell`'s of that matrix).
+    alignment that ends at ``end`` (:func:`end_cell`'s, with ``barred``'s pairs forbidden) and aligns no
+    residue pair of ``barred``.
 
     The box's direction bytes are filled in bands with checkpoints when they exceed ``max_memory``
     (``band_rows`` forces the band height: tests).
@@ -293,7 +306,9 @@ def trace_from_end(q, t, matrix, go: int, ge: int, barred: Barred, score: int, e
     Raises:
         NwalignError: the box's traceback cannot fit in ``max_memory`` even with checkpoints.
     """
-    r0, c0 = start_box(q, t, matrix, go, ge, barred.reversed(end_i, end_j), end_i, end_j, score, row_max, col_max)
+    score, end_i, end_j = end.score, end.i, end.j
+    r0, c0 = start_box(q, t, matrix, go, ge, barred.reversed(end_i, end_j), end_i, end_j, score, end.row_max,
+                       end.col_max)
     forbid = barred.by_row()
     width = end_j - c0
     height = plan_bands(end_i - r0, width, max_memory) if band_rows is None else max(1, band_rows)
@@ -332,9 +347,7 @@ def best_local(q, t, matrix, go: int, ge: int, paths=(), max_memory: int = 1 << 
         NwalignError: the traceback cannot fit in ``max_memory``.
     """
     barred = Barred(len(q), len(t), paths)
-    best, row_max, col_max = end_cell(q, t, matrix, go, ge, barred.by_row(), progress)
-    score, end_i, end_j = (int(x) for x in best)
-    if score <= 0:
+    end = end_cell(q, t, matrix, go, ge, barred.by_row(), progress)
+    if end.score <= 0:
         return None
-    return trace_from_end(q, t, matrix, go, ge, barred, score, end_i, end_j, row_max, col_max, max_memory,
-                          band_rows)
+    return trace_from_end(q, t, matrix, go, ge, barred, end, max_memory, band_rows)
