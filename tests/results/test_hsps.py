@@ -157,6 +157,35 @@ def test_alternatives_equal_the_recurrence_written_out_and_share_no_residue_pair
             seen |= pairs
 
 
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_the_kept_matrix_and_a_pass_per_alignment_give_the_same_alternatives(monkeypatch, alphabet):
+    """From the third alternative on, a pair's matrix is kept and only the cells a new alignment changes
+    are recomputed; with no matrix kept, each alternative is a score pass and its box. Both give the same
+    alignments on pairs with up to five copies of the query (affine, linear and free gaps)."""
+    from nwalign.backends.cpu import alternatives
+    from nwalign.scoring.schemes import make_scoring
+
+    scoring = make_scoring(alphabet, "local")
+    letters = 4 if alphabet == "dna" else 20
+    rng = np.random.default_rng(11)
+    for case in range(40):
+        go, ge = [(scoring.gap_open, scoring.gap_extend), (3, 1), (2, 2), (5, 0)][case % 4]
+        m = int(rng.integers(5, 300))
+        n = int(rng.integers(m + 1, 1200))
+        q = rng.integers(0, letters, m).astype(np.uint8)
+        t = rng.integers(0, letters, n).astype(np.uint8)
+        for _ in range(int(rng.integers(0, 6))):
+            at = int(rng.integers(0, n - m + 1))
+            t[at:at + m] = q
+            t[rng.integers(0, n, 3)] = 0
+        kept = alternatives.alternative_paths(q, t, scoring.matrix, go, ge, [], lambda score: True, 12)
+        monkeypatch.setattr(alternatives.StoredMatrix, "BYTES", 0)
+        passes = alternatives.alternative_paths(q, t, scoring.matrix, go, ge, [], lambda score: True, 12)
+        monkeypatch.undo()
+        assert [p[:5] for p in kept] == [p[:5] for p in passes]
+        assert all(np.array_equal(a[5], b[5]) for a, b in zip(kept, passes))
+
+
 def test_max_hsps_caps_each_subject_and_the_default_cut_is_an_evalue_of_10(capsys):
     base = ["search", REPEAT_Q, REPEAT_S, "--gap-open", "12", "--gap-extend", "1", "--backend", "cpu", "--columns",
             "sseqid,score,evalue"]

@@ -7,15 +7,177 @@ of residues (i, j) aligned by the alignments before it: the Smith-Waterman recur
 :mod:`nwalign.backends.cpu.dp` with the diagonal step into each such cell forbidden (a gap may still
 cross it). The first alignment is the plain Smith-Waterman one, with the engine's tie rules.
 
-Each alignment costs one vectorised score pass over the matrix with its forbidden pairs (its end cell:
-the first best cell in row order) and the work of its own box (:mod:`nwalign.backends.cpu.anchored`):
-most pairs above an E-value cut have one alignment, and the pass that shows no second one passes the cut
-is the only work added to the pair's first alignment.
+The second alignment costs one vectorised score pass over the matrix with the first one's pairs
+forbidden (its end cell: the first best cell in row order) and the work of its own box
+(:mod:`nwalign.backends.cpu.anchored`): most pairs above an E-value cut have one alignment, and the pass
+that shows no second one passes the cut is the only work added to the pair's first alignment. A pair that
+has a second has often many (repeats): from the third on, the whole matrix's H, E and F are kept
+(:class:`StoredMatrix`, where they fit), each new alignment's pairs are forbidden by recomputing only the
+cells whose values change (Waterman and Eggert's observation: a row's recomputation starts at the first
+cell that changed in the row above or a newly forbidden pair, and ends past the row above's changes at
+the first cell that keeps its values), and the traceback reads the kept values.
 """
 
 from __future__ import annotations
 
+import numpy as np
+from numba import njit
+
 from nwalign.backends.cpu.anchored import Barred, end_cell, trace_from_end
+from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def fill_stored(q, t, S, go, ge, mask, H, E, F):
+    """The local matrix of ``q`` and ``t`` with the pairs set in ``mask`` (uint8, (len(q) + 1, len(t) + 1))
+    barred from the diagonal step, every cell's H, E and F (int32, the same shape) kept."""
+    m, n = q.shape[0], t.shape[0]
+    H[0, :] = 0
+    E[0, :] = NEG
+    F[0, :] = NEG
+    for i in range(1, m + 1):
+        H[i, 0], E[i, 0], F[i, 0] = 0, NEG, NEG
+        e, h_left = np.int64(NEG), np.int64(0)
+        for j in range(1, n + 1):
+            f = max(np.int64(H[i - 1, j]) - go, np.int64(F[i - 1, j]) - ge)
+            e = max(h_left - go, e - ge)
+            d = np.int64(NEG) if mask[i, j] else np.int64(H[i - 1, j - 1]) + S[q[i - 1], t[j - 1]]
+            h = max(d, e, f, np.int64(0))
+            H[i, j], E[i, j], F[i, j] = h, e, f
+            h_left = h
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _row_best(H, i, row_max, row_arg):
+    best, arg = np.int64(0), 0
+    for j in range(1, H.shape[1]):
+        if H[i, j] > best:
+            best, arg = np.int64(H[i, j]), j
+    row_max[i], row_arg[i] = best, arg
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def rebar(q, t, S, go, ge, mask, new_rows, new_cols, H, E, F, row_max, row_arg):
+    """Bar the pairs (new_rows[k], new_cols[k]) (1-based, rows ascending; already set in ``mask``):
+    recompute the cells of H, E, F whose values change (see the module), each changed row's best."""
+    m, n = q.shape[0], t.shape[0]
+    lo, hi, k = n + 1, -1, 0
+    i = new_rows[0] if new_rows.shape[0] else m + 1
+    while i <= m:
+        seed_lo, seed_hi = n + 1, -1
+        while k < new_rows.shape[0] and new_rows[k] == i:
+            seed_lo, seed_hi = min(seed_lo, new_cols[k]), max(seed_hi, new_cols[k])
+            k += 1
+        if lo > hi and seed_lo > seed_hi:  # nothing changed above and nothing new here: the next new row
+            if k >= new_rows.shape[0]:
+                break
+            i = new_rows[k]
+            continue
+        j = min(lo, seed_lo)
+        limit = max(hi + 1, seed_hi)
+        e, h_left = np.int64(E[i, j - 1]), np.int64(H[i, j - 1])
+        new_lo, new_hi = -1, -1
+        while j <= n:
+            f = max(np.int64(H[i - 1, j]) - go, np.int64(F[i - 1, j]) - ge)
+            e = max(h_left - go, e - ge)
+            d = np.int64(NEG) if mask[i, j] else np.int64(H[i - 1, j - 1]) + S[q[i - 1], t[j - 1]]
+            h = max(d, e, f, np.int64(0))
+            if h != H[i, j] or e != E[i, j] or f != F[i, j]:
+                H[i, j], E[i, j], F[i, j] = h, e, f
+                if new_lo < 0:
+                    new_lo = j
+                new_hi = j
+            elif j > limit:  # past the row above's changes, a cell that keeps its values ends the row's
+                break
+            h_left = h
+            j += 1
+        if new_hi >= 0:
+            _row_best(H, i, row_max, row_arg)
+            lo, hi = new_lo, new_hi
+        else:
+            lo, hi = n + 1, -1
+        i += 1
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def trace_stored(q, t, S, go, ge, mask, H, E, F, i, j, ops):
+    """The traceback from cell (i, j) read from kept values, with the engine's choices (the diagonal on
+    a tie, then E, then F; a gap extended only when that is strictly better). Returns (i, j, nops): the
+    start and the columns in reverse order."""
+    state, nops = 0, 0
+    while i > 0 and j > 0:
+        if state == 0:
+            h = H[i, j]
+            if h <= 0:
+                break
+            if not mask[i, j] and h == np.int64(H[i - 1, j - 1]) + S[q[i - 1], t[j - 1]]:
+                ops[nops] = OP_MATCH
+                nops += 1
+                i, j = i - 1, j - 1
+            elif h == E[i, j]:
+                state = 1
+            else:
+                state = 2
+        elif state == 1:
+            ops[nops] = OP_DEL
+            nops += 1
+            state = 1 if np.int64(E[i, j - 1]) - ge > np.int64(H[i, j - 1]) - go else 0
+            j -= 1
+        else:
+            ops[nops] = OP_INS
+            nops += 1
+            state = 2 if np.int64(F[i - 1, j]) - ge > np.int64(H[i - 1, j]) - go else 0
+            i -= 1
+    return i, j, nops
+
+
+class StoredMatrix:
+    """A pair's local matrix kept whole (H, E and F, and a byte a cell for the barred residue pairs: 13
+    bytes a cell) under a growing set of barred pairs (from ``barred``'s on), each row's best cell kept."""
+
+    BYTES = 256 << 20  # the largest matrix kept; a larger pair takes a score pass per alignment
+
+    @classmethod
+    def fits(cls, m: int, n: int) -> bool:
+        return (m + 1) * (n + 1) * 13 <= cls.BYTES
+
+    def __init__(self, q, t, matrix, go: int, ge: int, barred: Barred):
+        self.q, self.t, self.matrix, self.go, self.ge = q, t, matrix, go, ge
+        m, n = len(q), len(t)
+        self.H, self.E, self.F = (np.empty((m + 1, n + 1), np.int32) for _ in range(3))
+        self.mask = np.zeros((m + 1, n + 1), np.uint8)
+        self.mask[barred.rows, barred.cols] = 1
+        fill_stored(q, t, matrix, go, ge, self.mask, self.H, self.E, self.F)
+        self.row_max, self.row_arg = np.zeros(m + 1, np.int64), np.zeros(m + 1, np.int64)
+        for i in range(1, m + 1):
+            _row_best(self.H, i, self.row_max, self.row_arg)
+
+    def end(self) -> tuple[int, int, int]:
+        """(score, i, j): the best cell, the first in row order."""
+        i = int(np.argmax(self.row_max))
+        return int(self.row_max[i]), i, int(self.row_arg[i])
+
+    def trace(self, score: int, end_i: int, end_j: int):
+        """The path tuple of the alignment that ends at (end_i, end_j)."""
+        ops = np.empty(end_i + end_j, np.uint8)
+        i, j, nops = trace_stored(self.q, self.t, self.matrix, self.go, self.ge, self.mask, self.H, self.E, self.F,
+                                  end_i, end_j, ops)
+        return score, i, end_i, j, end_j, ops[:nops][::-1].copy()
+
+    def forbid(self, path) -> None:
+        """Bar the residue pairs of ``path`` from now on."""
+        rows, cols = path_rows_cols(path)
+        self.mask[rows, cols] = 1
+        rebar(self.q, self.t, self.matrix, self.go, self.ge, self.mask, rows, cols, self.H, self.E, self.F,
+              self.row_max, self.row_arg)
+
+
+def path_rows_cols(path) -> tuple[np.ndarray, np.ndarray]:
+    """A path's residue pairs (1-based, int64), rows ascending."""
+    _, qs, _, ts, _, ops = path
+    ops = np.asarray(ops)
+    pair = ops == OP_MATCH
+    return (qs + np.cumsum(ops != OP_DEL))[pair].astype(np.int64), (ts + np.cumsum(ops != OP_INS))[pair].astype(np.int64)
 
 
 def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: int, max_memory: int = 1 << 30) -> list:
@@ -36,11 +198,21 @@ def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: i
     """
     barred = Barred(len(q), len(t), first)
     found: list = []
+    stored = None
     while len(first) + len(found) < most:
-        end = end_cell(q, t, matrix, go, ge, barred.by_row())
-        if end.score <= 0 or not keep(end.score):
-            break
-        path = trace_from_end(q, t, matrix, go, ge, barred, end, max_memory)
-        barred.add(path)
+        if len(found) == 1 and StoredMatrix.fits(len(q), len(t)):  # a second alignment: often many (repeats)
+            stored = StoredMatrix(q, t, matrix, go, ge, barred)
+        if stored is not None:
+            score, end_i, end_j = stored.end()
+            if score <= 0 or not keep(score):
+                break
+            path = stored.trace(score, end_i, end_j)
+            stored.forbid(path)
+        else:
+            end = end_cell(q, t, matrix, go, ge, barred.by_row())
+            if end.score <= 0 or not keep(end.score):
+                break
+            path = trace_from_end(q, t, matrix, go, ge, barred, end, max_memory)
+            barred.add(path)
         found.append(path)
     return found

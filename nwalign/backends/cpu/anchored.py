@@ -64,9 +64,9 @@ def end_rows(P, q, go, ge, forbid, i0, i1, Ha, Hb, F, best, row_max, col_max):
             f = max(Hp[j] - go32, F[j] - ge32)
             F[j] = f
             Hn[j] = max(max(Hp[j - 1] + row[j], f), zero)
-        k = 0
-        while forbid[i, k] <= n:  # a pair aligned by an earlier alternative: no diagonal step
-            Hn[forbid[i, k]] = max(F[forbid[i, k]], zero)
+        k = forbid[i]
+        while forbid[k] <= n:  # a pair aligned by an earlier alternative: no diagonal step
+            Hn[forbid[k]] = max(F[forbid[k]], zero)
             k += 1
         e, rb, h_left = np.int32(NEG), zero, zero
         for j in range(1, n + 1):
@@ -100,9 +100,8 @@ class LocalEnd:
 
 
 def end_cell(q, t, S, go: int, ge: int, forbid, progress=None) -> LocalEnd:
-    """The :class:`LocalEnd` of ``q`` and ``t`` (uint8 codes). ``forbid`` (int64,
-    (len(q) + 1, K)): per query row i, the target columns j whose pair (i, j) may not be aligned,
-    ascending, padded with a value above len(t). ``progress(fraction)``, when given, is called as rows
+    """The :class:`LocalEnd` of ``q`` and ``t`` (uint8 codes). ``forbid``: per query row i, the target
+    columns j whose pair (i, j) may not be aligned (:meth:`Barred.by_row`). ``progress(fraction)``, when given, is called as rows
     complete.
 
     Each row in three sweeps (Farrar's observation that E can be computed after the rest of H): H' =
@@ -141,11 +140,11 @@ def start_box(q, t, S, go, ge, forbid_rev, end_i, end_j, score, row_max, col_max
         diag = np.int64(H[lo - 1]) if lo > 0 else np.int64(NEG)
         h_left = np.int64(NEG)
         e = np.int64(NEG)
-        k = 0
-        banned = forbid_rev[a, 0]
+        k = forbid_rev[a]
+        banned = forbid_rev[k]
         while banned < lo:
             k += 1
-            banned = forbid_rev[a, k]
+            banned = forbid_rev[k]
         new_lo, new_hi = -1, -1
         b = lo
         while b <= end_j:
@@ -157,9 +156,9 @@ def start_box(q, t, S, go, ge, forbid_rev, end_i, end_j, score, row_max, col_max
                 d = diag + row[t[end_j - b]]
                 if b == banned:
                     d = np.int64(NEG)
-                    while forbid_rev[a, k] == b:
+                    while forbid_rev[k] == b:
                         k += 1
-                    banned = forbid_rev[a, k]
+                    banned = forbid_rev[k]
             # the least suffix of the alignment through this point: a gap running through it is charged
             # its opening on both sides, once too often by (open - extend)
             least = max(least_row, score - np.int64(col_max[end_j - b]))
@@ -200,15 +199,18 @@ def path_pairs(path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rows_of(rows: np.ndarray, cols: np.ndarray, m: int, pad: int) -> np.ndarray:
-    """Per row 0..m, its columns ascending, padded with ``pad`` (int64, (m + 1, K))."""
-    width = 1 + (int(np.bincount(rows, minlength=m + 1).max()) if rows.size else 0)
-    forbid = np.full((m + 1, width), pad, dtype=np.int64)
-    order = np.lexsort((cols, rows))
-    rows, cols = rows[order], cols[order]
+    """Each row's columns (rows 0..m), ascending, as one int64 array: entry i (i <= m) is where row i's
+    list starts in the array, and each list ends with ``pad`` (above any column)."""
+    counts = np.bincount(rows, minlength=m + 1)
+    sizes = counts + 1
+    starts = (m + 1) + np.cumsum(sizes) - sizes
+    out = np.full(m + 1 + int(sizes.sum()), pad, dtype=np.int64)
+    out[:m + 1] = starts
     if rows.size:
-        first = np.searchsorted(rows, rows, side="left")
-        forbid[rows, np.arange(rows.size) - first] = cols
-    return forbid
+        order = np.lexsort((cols, rows))
+        r = rows[order]
+        out[starts[r] + np.arange(r.size) - (np.cumsum(counts) - counts)[r]] = cols[order]
+    return out
 
 
 class Barred:
@@ -217,16 +219,30 @@ class Barred:
 
     def __init__(self, m: int, n: int, paths=()):
         self.m, self.n = m, n
-        self.rows, self.cols = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self._parts: list = []
+        self._pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         self._by_row = None
         for path in paths:
             self.add(path)
 
     def add(self, path) -> None:
-        rows, cols = path_pairs(path)
-        self.rows = np.concatenate([self.rows, rows.astype(np.int64)])
-        self.cols = np.concatenate([self.cols, cols.astype(np.int64)])
+        self._parts.append(path_pairs(path))
         self._by_row = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._joined()[0]
+
+    @property
+    def cols(self) -> np.ndarray:
+        return self._joined()[1]
+
+    def _joined(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._parts:
+            rows = [self._pairs[0]] + [r.astype(np.int64) for r, _ in self._parts]
+            cols = [self._pairs[1]] + [c.astype(np.int64) for _, c in self._parts]
+            self._pairs, self._parts = (np.concatenate(rows), np.concatenate(cols)), []
+        return self._pairs
 
     def by_row(self) -> np.ndarray:
         """:func:`end_cell`'s and :func:`fill_box`'s ``forbid``."""
@@ -257,10 +273,10 @@ def fill_box(q, t, S, go, ge, i0, i1, c0, c1, H, F, dirs, store, forbid):
         H[0] = 0
         e = np.int64(NEG)
         drow = dirs[i - i0 - 1 if store else 0]
-        k = 0
-        while forbid[i, k] <= c0:
+        k = forbid[i]
+        while forbid[k] <= c0:
             k += 1
-        banned = forbid[i, k]
+        banned = forbid[k]
         for jj in range(1, ncols + 1):
             j = c0 + jj
             h_up = np.int64(H[jj])
@@ -269,9 +285,9 @@ def fill_box(q, t, S, go, ge, i0, i1, c0, c1, H, F, dirs, store, forbid):
             if j == banned:
                 d = np.int64(NEG)
                 s = 0
-                while forbid[i, k] == j:
+                while forbid[k] == j:
                     k += 1
-                banned = forbid[i, k]
+                banned = forbid[k]
             h, e, f, src, flags = gotoh_cell(d, h_up, np.int64(F[jj]), h_left, e, s, go, ge)
             if h <= 0:
                 h = 0
