@@ -23,28 +23,36 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nwalign.backends.cpu.anchored import Barred, end_cell, trace_from_end
+from nwalign.backends.cpu.anchored import Barred, end_cell, target_profile, trace_from_end
 from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def fill_stored(q, t, S, go, ge, mask, H, E, F):
-    """The local matrix of ``q`` and ``t`` with the pairs set in ``mask`` (uint8, (len(q) + 1, len(t) + 1))
-    barred from the diagonal step, every cell's H, E and F (int32, the same shape) kept."""
-    m, n = q.shape[0], t.shape[0]
+def fill_stored(P, q, go, ge, mask, H, E, F):
+    """The local matrix of ``q`` against the target of profile ``P``
+    (:func:`nwalign.backends.cpu.anchored.target_profile`) with the pairs set in ``mask`` (uint8,
+    (len(q) + 1, len(t) + 1)) barred from the diagonal step, every cell's H, E and F (int32, the same
+    shape) kept; each row in the three sweeps of :func:`nwalign.backends.cpu.anchored.end_rows`."""
+    m, n = q.shape[0], P.shape[1] - 1
+    go32, ge32, zero, neg = np.int32(go), np.int32(ge), np.int32(0), np.int32(NEG)
     H[0, :] = 0
     E[0, :] = NEG
     F[0, :] = NEG
     for i in range(1, m + 1):
-        H[i, 0], E[i, 0], F[i, 0] = 0, NEG, NEG
-        e, h_left = np.int64(NEG), np.int64(0)
+        row, Hp, Hn, Fp, Fn, En, barred = P[q[i - 1]], H[i - 1], H[i], F[i - 1], F[i], E[i], mask[i]
+        Hn[0], En[0], Fn[0] = 0, NEG, NEG
         for j in range(1, n + 1):
-            f = max(np.int64(H[i - 1, j]) - go, np.int64(F[i - 1, j]) - ge)
-            e = max(h_left - go, e - ge)
-            d = np.int64(NEG) if mask[i, j] else np.int64(H[i - 1, j - 1]) + S[q[i - 1], t[j - 1]]
-            h = max(d, e, f, np.int64(0))
-            H[i, j], E[i, j], F[i, j] = h, e, f
-            h_left = h
+            f = max(Hp[j] - go32, Fp[j] - ge32)
+            Fn[j] = f
+            d = neg if barred[j] else Hp[j - 1] + row[j]
+            Hn[j] = max(max(d, f), zero)
+        e, h_left = neg, zero
+        for j in range(1, n + 1):
+            hp = Hn[j]
+            e = max(h_left - go32, e - ge32)
+            En[j] = e
+            Hn[j] = max(hp, e)
+            h_left = hp
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -147,7 +155,7 @@ class StoredMatrix:
         self.H, self.E, self.F = (np.empty((m + 1, n + 1), np.int32) for _ in range(3))
         self.mask = np.zeros((m + 1, n + 1), np.uint8)
         self.mask[barred.rows, barred.cols] = 1
-        fill_stored(q, t, matrix, go, ge, self.mask, self.H, self.E, self.F)
+        fill_stored(target_profile(matrix, q, t), q, go, ge, self.mask, self.H, self.E, self.F)
         self.row_max, self.row_arg = np.zeros(m + 1, np.int64), np.zeros(m + 1, np.int64)
         for i in range(1, m + 1):
             _row_best(self.H, i, self.row_max, self.row_arg)
