@@ -13,6 +13,7 @@ left without one is not reported.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from nwalign.backends.engine import Encoded, alternative_alignments
@@ -76,17 +77,29 @@ def _percent(span: int, length: int) -> float:
 
 
 def with_hsps(results, encoded: dict[str, list[Encoded]], strands, db: Database, codes, scoring: Scoring,
-              stats: KarlinAltschul | None, rule: HspRule, threads: int = 1):
+              stats: KarlinAltschul | None, rule: HspRule, threads: int = 1, ahead: int = 64):
     """(query, hits) per query from ``results`` ((query, hits): one hit a subject, its best alignment),
     each subject's alignments as :class:`Hit` rows by ``rule``. ``encoded``: each query id's encodings
-    per strand (``strands``: their names, or None for protein)."""
+    per strand (``strands``: their names, or None for protein). A query's subjects are handed to
+    ``threads`` threads as soon as its hits come, and the next queries' hits are taken meanwhile (up to
+    ``ahead`` queries): the alternatives are computed while the scan goes on (a GPU's, or other
+    workers'); queries come out in their order."""
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        pending: deque = deque()
         for record, hits in results:
-            per_subject = pool.map(lambda hit: _subject(hit, encoded[record.id], strands, db, codes, scoring, stats,
-                                                        rule), hits)
-            kept = [rows for rows in per_subject if rows]
-            kept.sort(key=lambda rows: (-rows[0].aln.score, rows[0].db_index))
-            yield record, [hit for rows in kept for hit in rows]
+            pending.append((record, [pool.submit(_subject, hit, encoded[record.id], strands, db, codes, scoring,
+                                                 stats, rule) for hit in hits]))
+            while pending and (len(pending) > ahead or all(f.done() for f in pending[0][1])):
+                yield _in_order(*pending.popleft())
+        while pending:
+            yield _in_order(*pending.popleft())
+
+
+def _in_order(record, futures):
+    """A query's rows: its subjects in the order of their best row's score, then database order."""
+    kept = [rows for rows in (f.result() for f in futures) if rows]
+    kept.sort(key=lambda rows: (-rows[0].aln.score, rows[0].db_index))
+    return record, [hit for rows in kept for hit in rows]
 
 
 def _subject(hit: Hit, queries: list[Encoded], strands, db: Database, codes, scoring: Scoring, stats, rule) -> list[Hit]:

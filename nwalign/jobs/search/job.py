@@ -178,6 +178,10 @@ class Search:
             rule = dataclasses.replace(rule, most=1)  # no E-value to stop at: the best alignment only
         self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
+        if self._every_hsp:  # the CPU kernels of the alternatives loaded (Numba) while the database is scanned
+            from nwalign.background import in_background
+
+            in_background(lambda: _warm_alternatives(self.scoring.matrix))
         log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
                  "every" if rule.most is None else f"at most {rule.most}")
 
@@ -361,3 +365,9 @@ def search(queries, database, scoring: Scoring | None = None, **options) -> Sear
     elif isinstance(database, bytes):
         database = Database.from_records(database, "database")
     return Search(queries, database, scoring, **options)
+
+
+def _warm_alternatives(matrix) -> None:
+    from nwalign.backends.cpu.alternatives import warm_up
+
+    warm_up(matrix)
