@@ -123,17 +123,20 @@ def end_cell(q, t, S, go: int, ge: int, forbid, progress=None) -> LocalEnd:
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def start_box(q, t, S, go, ge, forbid_rev, end_i, end_j, score, row_max, col_max):
+def start_box(q, t, S, go, ge, forbid_rev, end_i, end_j, score, row_max, col_max, cell_lo, cell_hi):
     """(r0, c0): the smallest query row and target column (0-based boundaries) at which a local alignment
     of ``score`` ending with cell (end_i, end_j) can start (see the module). A point (i, j) of it has a
     prefix scoring at most H(i, j) <= min(row_max[i], col_max[j]) (:func:`end_cell`'s), so its suffix
     scores at least ``score`` less that: a point whose best suffix is lower is dropped. ``forbid_rev``:
-    :func:`end_cell`'s ``forbid`` in reversed coordinates (:meth:`Barred.reversed`)."""
+    :func:`end_cell`'s ``forbid`` in reversed coordinates (:meth:`Barred.reversed`). ``cell_lo`` and
+    ``cell_hi`` (int64, len(q) + 1): set for each row i of the box to the first and last target column
+    of its points kept (the alignment's cells of that row lie between them)."""
     H = np.full(end_j + 1, NEG, dtype=np.int32)
     F = np.full(end_j + 1, NEG, dtype=np.int32)
     H[0] = 0
     slack = np.int64(go - ge)
     lo, hi, deepest_a, widest_b = 0, 0, 0, 0
+    cell_lo[end_i], cell_hi[end_i] = end_j, end_j  # the end cell: reached by a residue pair
     for a in range(1, end_i + 1):
         row = S[q[end_i - a]]
         least_row = score - np.int64(row_max[end_i - a])
@@ -183,6 +186,7 @@ def start_box(q, t, S, go, ge, forbid_rev, end_i, end_j, score, row_max, col_max
         if new_lo < 0:
             break
         lo, hi = new_lo, new_hi
+        cell_lo[end_i - a], cell_hi[end_i - a] = max(1, end_j - hi), end_j - lo
         deepest_a = a
         if hi > widest_b:
             widest_b = hi
@@ -310,22 +314,81 @@ def trace_box(dirs, i0, c0, i, j, state, ops, nops):
     return i, j, state, nops, j <= c0  # the box's first column: a local start (the box holds the alignment)
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def fill_ragged(q, t, S, go, ge, r0, r1, cell_lo, cell_hi, offsets, dirs, forbid):
+    """The direction bytes of rows ``r0+1 .. r1``, row i over columns cell_lo[i] .. cell_hi[i] only, at
+    ``dirs[offsets[i] + j - cell_lo[i]]``; a cell outside the rows' ranges counts as a local start (H 0,
+    no gap open: at most its value in the whole matrix). ``forbid``: as :func:`end_cell`'s."""
+    n = t.shape[0]
+    Ha, Hb = np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32)
+    Fa, Fb = np.full(n + 1, NEG, np.int32), np.full(n + 1, NEG, np.int32)
+    plo, phi = 1, 0  # the row above's range (none above the box)
+    for i in range(r0 + 1, r1 + 1):
+        lo, hi = cell_lo[i], cell_hi[i]
+        Hp, Fp, Hc, Fc = (Ha, Fa, Hb, Fb) if (i - r0) % 2 else (Hb, Fb, Ha, Fa)
+        row = S[q[i - 1]]
+        k = forbid[i]
+        while forbid[k] < lo:
+            k += 1
+        h_left, e = np.int64(0), np.int64(NEG)
+        for j in range(lo, hi + 1):
+            inside = plo <= j <= phi
+            h_up = np.int64(Hp[j]) if inside else np.int64(0)
+            f_up = np.int64(Fp[j]) if inside else np.int64(NEG)
+            d = np.int64(Hp[j - 1]) if plo <= j - 1 <= phi else np.int64(0)
+            s = row[t[j - 1]]
+            if j == forbid[k]:
+                d, s = np.int64(NEG), 0
+                while forbid[k] == j:
+                    k += 1
+            h, e, f, src, flags = gotoh_cell(d, h_up, f_up, h_left, e, s, go, ge)
+            if h <= 0:
+                h = 0
+                src = np.uint8(FROM_START)
+            dirs[offsets[i] + j - lo] = src | flags
+            Hc[j], Fc[j] = h, f
+            h_left = h
+        plo, phi = lo, hi
+
+
+@njit(cache=True, nogil=True)
+def trace_ragged(dirs, offsets, cell_lo, cell_hi, r0, i, j, ops):
+    """:func:`trace_box` over :func:`fill_ragged`'s bytes: stops at a local start or where the path
+    leaves the rows' ranges (a local start there). Returns (i, j, nops)."""
+    state, nops = 0, 0
+    while i > r0 and cell_lo[i] <= j <= cell_hi[i]:
+        i, j, state, nops, stopped = trace_step(dirs[offsets[i] + j - cell_lo[i]], i, j, state, ops, nops)
+        if stopped:
+            break
+    return i, j, nops
+
+
 def trace_from_end(q, t, matrix, go: int, ge: int, barred: Barred, end: LocalEnd, max_memory: int = 1 << 30,
                    band_rows: int | None = None):
     """The path tuple (score, query_start, query_end, target_start, target_end, ops) of the engine's local
     alignment that ends at ``end`` (:func:`end_cell`'s, with ``barred``'s pairs forbidden) and aligns no
     residue pair of ``barred``.
 
-    The box's direction bytes are filled in bands with checkpoints when they exceed ``max_memory``
-    (``band_rows`` forces the band height: tests).
+    The direction bytes cover in each row only the columns the pass back from the end kept; where those
+    exceed ``max_memory``, the whole box's are filled in bands with checkpoints (``band_rows`` forces
+    that, with its band height: tests).
 
     Raises:
         NwalignError: the box's traceback cannot fit in ``max_memory`` even with checkpoints.
     """
     score, end_i, end_j = end.score, end.i, end.j
+    cell_lo, cell_hi = np.ones(end_i + 1, np.int64), np.zeros(end_i + 1, np.int64)
     r0, c0 = start_box(q, t, matrix, go, ge, barred.reversed(end_i, end_j), end_i, end_j, score, end.row_max,
-                       end.col_max)
+                       end.col_max, cell_lo, cell_hi)
     forbid = barred.by_row()
+    widths = np.maximum(cell_hi - cell_lo + 1, 0)
+    if band_rows is None and int(widths.sum()) <= max_memory:  # the rows' kept ranges only
+        offsets = np.cumsum(widths) - widths
+        dirs = np.empty(max(1, int(widths.sum())), np.uint8)
+        fill_ragged(q, t, matrix, go, ge, r0, end_i, cell_lo, cell_hi, offsets, dirs, forbid)
+        ops = np.empty(end_i - r0 + end_j - c0 + 2, dtype=np.uint8)
+        i, j, nops = trace_ragged(dirs, offsets, cell_lo, cell_hi, r0, end_i, end_j, ops)
+        return score, i, end_i, j, end_j, ops[:nops][::-1].copy()
     width = end_j - c0
     height = plan_bands(end_i - r0, width, max_memory) if band_rows is None else max(1, band_rows)
     bounds = list(range(r0, end_i, height)) + [end_i]
