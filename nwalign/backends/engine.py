@@ -96,15 +96,15 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     if len(q) * len(t) >= 10**8 and scoring.mode == "local":
         log.info("traceback %s x %s: a score pass, then the direction bytes of the alignment's box", len(q), len(t))
     elif len(q) * len(t) >= 10**8:  # say which memory path a large traceback takes
-        from nwalign.backends.cpu.pair import plan_bands
-        rows = plan_bands(len(q), len(t), max_memory) if band_rows is None else band_rows
+        from nwalign.backends.cpu.budget import rows_per_band
+        rows = rows_per_band(len(q), len(t), max_memory) if band_rows is None else band_rows
         if rows >= len(q):
             log.info("traceback %s x %s: full direction matrix, %s", len(q), len(t),
                      format_bytes(len(q) * (len(t) + 1)))
         else:
-            log.info("traceback %s x %s: linear space, checkpoints every %d rows (matrix would need %s, "
-                     "--max-memory is %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
-                     format_bytes(max_memory))
+            log.info("traceback %s x %s: linear space, checkpoints every %d rows (a matrix of %s kept whole "
+                     "only up to %s)", len(q), len(t), rows, format_bytes(len(q) * (len(t) + 1)),
+                     format_bytes(min(max_memory, 64 << 20)))
     path = _interruptible(len(q) * len(t), cpu.align_codes, q, t, scoring.matrix, scoring.gap_open,
                           scoring.gap_extend, scoring.mode_code, max_memory, band_rows, progress)
     return alignment_from_path(query, target, scoring, path)
@@ -152,6 +152,14 @@ def alternative_alignments(query: Encoded, target: Encoded, scoring: Scoring, fi
     found = alternative_paths(query.codes, target.codes, scoring.matrix, scoring.gap_open, scoring.gap_extend,
                               paths, keep, most, max_memory)
     return [alignment_from_path(query, target, scoring, path) for path in found]
+
+
+def warm_alternatives(scoring: Scoring) -> None:
+    """Load the CPU kernels of :func:`alternative_alignments` for ``scoring`` (Numba's import and cache,
+    about half a second), for a caller that can do it beside other work."""
+    from nwalign.backends.cpu.alternatives import warm_up
+
+    warm_up(scoring.matrix)
 
 
 def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:

@@ -30,9 +30,10 @@ _ENGINE_OPTIONS = (
     click.option("--shared/--no-shared", default=True, show_default=True,
                   help="diagonal-block: stage the sequence slices in shared memory."),
     click.option("--max-memory", metavar="SIZE",
-                  help="Memory for one traceback's direction matrix; beyond it a linear-space traceback "
-                       "(checkpointed bands, about twice the work) is used.  [default: 4G on the CPU; on the "
-                       "GPU 40% of free memory]"),
+                  help="The most memory one traceback may use. On the CPU a direction matrix is kept whole "
+                       "up to 64M (or SIZE); beyond, checkpointed bands are recomputed (about twice the work, "
+                       "memory ~ n sqrt(m)); a local alignment keeps only its own band.  [default: 4G on the "
+                       "CPU; on the GPU 40% of free memory]"),
     click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
                   help="Pairs aligned at once on the CPU (0 = all cores, as for every command)."),
 )

@@ -26,3 +26,20 @@ def plan_bands(m: int, n: int, max_memory: int) -> int:
             f"raise --max-memory (now {format_bytes(max_memory)})"
         )
     return height
+
+
+FULL_MATRIX_BYTES = 64 << 20  # the largest direction matrix kept whole; a larger one is recomputed by bands
+
+
+def rows_per_band(m: int, n: int, max_memory: int) -> int:
+    """The band height of a global or semi-global traceback: the whole matrix (``m``) when its direction
+    bytes fit :data:`FULL_MATRIX_BYTES` (and ``max_memory``), else checkpointed bands (about twice the
+    work, memory O(n sqrt(m)): 30 MB for a 30 kb pair, not 900), within ``max_memory``.
+
+    Raises:
+        NwalignError: even the checkpointed traceback would need more than ``max_memory``.
+    """
+    try:
+        return plan_bands(m, n, min(max_memory, FULL_MATRIX_BYTES))
+    except NwalignError:
+        return plan_bands(m, n, max_memory)

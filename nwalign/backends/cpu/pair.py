@@ -6,7 +6,8 @@ import numpy as np
 
 from nwalign.backends.cpu.anchored import best_local
 from nwalign.backends.cpu.antidiagonal import fits_float32, score_antidiagonal
-from nwalign.backends.cpu.budget import plan_bands  # noqa: F401  (also imported from here)
+from nwalign.backends.cpu.budget import plan_bands, rows_per_band  # noqa: F401  (plan_bands: also imported from here)
+from nwalign.backends.cpu.rows import fill_rows, profile
 from nwalign.ops import finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
 from nwalign.backends.cpu.dp import GLOBAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
@@ -64,10 +65,12 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
                 ) -> tuple[int, int, int, int, int, np.ndarray]:
     """Optimal alignment with traceback, in at most about ``max_memory`` bytes of DP state.
 
-    When the direction matrix ((m) x (n+1) bytes) fits, it is filled once and walked back. Otherwise the
+    Global and semi-global: when the direction matrix ((m) x (n+1) bytes) is small
+    (:func:`nwalign.backends.cpu.budget.rows_per_band`), it is filled once and walked back. Otherwise the
     forward pass keeps the H and F rows at every band boundary, and the traceback recomputes the bands
     in reverse, each only up to the column where the path leaves it: about twice the work, memory
-    O(n sqrt(m)).
+    O(n sqrt(m)). Rows are filled in :mod:`nwalign.backends.cpu.rows`' vectorised sweeps. Local: a score
+    pass, then the alignment's own band (:mod:`nwalign.backends.cpu.anchored`).
 
     Arguments:
         q, t, matrix, gap_open, gap_extend, mode: as for :func:`score_codes`.
@@ -86,7 +89,8 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
     if mode == LOCAL:  # a score pass, then the alignment's own box (same path, tie rules included)
         return _local(q, t, matrix, gap_open, gap_extend, max_memory, band_rows, progress)
     m, n = len(q), len(t)
-    height = plan_bands(m, n, max_memory) if band_rows is None else max(1, band_rows)
+    height = rows_per_band(m, n, max_memory) if band_rows is None else max(1, band_rows)
+    P = profile(matrix, q, t)
     H = np.empty(n + 1, dtype=np.int32)
     F = np.empty(n + 1, dtype=np.int32)
     init_row0(H, F, mode, gap_open, gap_extend)
@@ -100,7 +104,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
         step = m if progress is None else max(1, -(-m // 64))
         for i0 in range(0, m, step):
             i1 = min(m, i0 + step)
-            fill_band(q, t, matrix, gap_open, gap_extend, mode, i0, i1, n, H, F, dirs[i0:i1], True, best)
+            fill_rows(P, q, gap_open, gap_extend, mode, i0, i1, n, H, F, dirs[i0:i1], True, best)
             report(0.95 * i1 / m)
         score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
@@ -110,8 +114,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
         scratch_row = np.empty((1, n + 1), dtype=np.uint8)
         for b in range(len(bounds) - 1):
             checkpoints.append((H.copy(), F.copy()))
-            fill_band(q, t, matrix, gap_open, gap_extend, mode, bounds[b], bounds[b + 1], n, H, F,
-                      scratch_row, False, best)
+            fill_rows(P, q, gap_open, gap_extend, mode, bounds[b], bounds[b + 1], n, H, F, scratch_row, False, best)
             report(0.5 * bounds[b + 1] / m)
         score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
@@ -127,7 +130,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             Fb = checkpoints[b][1][: j + 1].copy()
             dirs = dirs_buf[: (i - top) * (j + 1)].reshape(i - top, j + 1)
             scratch = np.array([NEG, 0, 0], dtype=np.int64)  # the best cell is already known
-            fill_band(q, t, matrix, gap_open, gap_extend, mode, top, i, j, Hb, Fb, dirs, True, scratch)
+            fill_rows(P, q, gap_open, gap_extend, mode, top, i, j, Hb, Fb, dirs, True, scratch)
             i, j, state, nops, stopped = trace_band(dirs, top, i, j, state, ops, nops)
             report(0.5 + 0.5 * (m - top) / m)
 

@@ -180,8 +180,9 @@ class Search:
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
         if self._every_hsp:  # the CPU kernels of the alternatives loaded (Numba) while the database is scanned
             from nwalign.background import in_background
+            from nwalign.backends.engine import warm_alternatives
 
-            in_background(lambda: _warm_alternatives(self.scoring.matrix))
+            in_background(lambda: warm_alternatives(self.scoring))
         log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
                  "every" if rule.most is None else f"at most {rule.most}")
 
@@ -365,9 +366,3 @@ def search(queries, database, scoring: Scoring | None = None, **options) -> Sear
     elif isinstance(database, bytes):
         database = Database.from_records(database, "database")
     return Search(queries, database, scoring, **options)
-
-
-def _warm_alternatives(matrix) -> None:
-    from nwalign.backends.cpu.alternatives import warm_up
-
-    warm_up(matrix)
