@@ -167,7 +167,13 @@ class Aligner:
     def banded_aligner(self, urgent: bool = False):
         """The GPU's banded aligner on this device (:class:`nwalign.backends.cuda.banded.BandedAligner`:
         ``scores(pairs, widths)``, ``align(pairs, scores, widths)``), ``threads`` host threads; ``urgent``:
-        its launches ahead of other streams' (the identity filter's scores wait on them)."""
+        its launches ahead of other streams' (the identity filter's scores wait on them). Where the bands
+        are not on a GPU (:attr:`bands_on_gpu`): the CPU engine's banded scores
+        (:class:`nwalign.backends.cpu.banded.BandedScorer`, ``scores`` only), ``threads`` pairs at once."""
+        if not self.bands_on_gpu:
+            from nwalign.backends.cpu.banded import BandedScorer  # Numba: only where the CPU engine runs
+
+            return BandedScorer(self.scoring, self.threads)
         from nwalign.backends.cuda.banded import BandedAligner
 
         return BandedAligner(self.scoring, self.device, threads=self.threads, urgent=urgent)

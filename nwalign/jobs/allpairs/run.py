@@ -48,6 +48,7 @@ GPU_TILE = 8192  # pairs per call of the GPU's banded aligner (its launches fill
 BAND_FIRST_LENGTH = 10_000  # median length from which the identity filter's scores come from bands on the GPU
 W_FIRST = 128  # the first band of those scores (nwalign.plan.bands.optimal_scores says why)
 BAND_BATCH = 1 << 14  # pairs per batch of those banded scores (genomes: one launch of ~4 GB)
+BAND_BATCH_CPU = 16  # on the CPU, per thread: genomes' results (and the progress bar) every few seconds
 
 
 def lengths_allow(m, n, min_identity: float):
@@ -250,7 +251,7 @@ class _BlockRun:
             yield i, j, aln
 
     def optimal_from_bands(self, span):
-        """(pairs, optimal scores) batch by batch from banded fills on the GPU alone
+        """(pairs, optimal scores) batch by batch from banded fills alone (the GPU's, or the CPU engine's)
         (:func:`nwalign.plan.bands.optimal_scores`: a pair's matrix is filled only in bands that the bound of
         :mod:`nwalign.plan.bands` proves optimal). A pair that the length test of :func:`identity_bound` filters
         whatever its score is not filled: its score is given as the int64 minimum, which the bound filters."""
@@ -265,10 +266,11 @@ class _BlockRun:
         lb = la if b is None else np.array([len(e.codes) for e in b], dtype=np.int64)
         scorer = self.aligner.banded_aligner()
         self.stats["kernel"] = "banded"
-        log.info("allpairs: optimal scores from banded fills on the GPU, each band proved optimal by the bound "
-                 "of nwalign.plan.bands (median length >= %d)%s", BAND_FIRST_LENGTH,
+        log.info("allpairs: optimal scores from banded fills on the %s, each band proved optimal by the bound "
+                 "of nwalign.plan.bands (median length >= %d)%s", "GPU" if self.on_gpu else "CPU", BAND_FIRST_LENGTH,
                  "" if not self.band_all else "; every pair then aligned in doubling bands up to its optimum")
-        for pairs in pair_batches(len(a), None if b is None else len(b), BAND_BATCH, span):
+        batch = BAND_BATCH if self.on_gpu else BAND_BATCH_CPU * max(1, self.threads)
+        for pairs in pair_batches(len(a), None if b is None else len(b), batch, span):
             i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
             m, n = la[i], lb[j]
             scores = np.full(len(pairs), np.iinfo(np.int64).min, dtype=np.int64)
@@ -282,15 +284,19 @@ class _BlockRun:
                 scores[fill], w = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST)
                 log.debug("allpairs: banded scores of %d pairs in %.2f s (%d needed a second band)", fill.size,
                           time.perf_counter() - clock, int((w > W_FIRST).sum()))
-            self.stats["cells"], self.stats["gpu_seconds"] = scorer.cells, scorer.kernel_seconds
+            self.stats["cells"] = scorer.cells
+            if self.on_gpu:
+                self.stats["gpu_seconds"] = scorer.kernel_seconds
             yield pairs, scores
 
     def scored(self, kernel: str, slice_k, block, span):
         """(pairs, scores or None) batch by batch: what the pairs need before any alignment."""
         a, b = self.a, self.b
-        self.band_first = self.on_gpu and kernel == "auto" and self.long_pairs
-        if self.need_scores and self.band_first:  # the next batch's scores on the GPU while this one's align
+        self.band_first = kernel == "auto" and self.long_pairs and (self.use_bound or self.band_all)
+        if self.need_scores and self.band_first and self.on_gpu:  # the next batch's scores while this one's align
             return ahead(self.optimal_from_bands(span))
+        if self.need_scores and self.band_first:  # the CPU engine: its threads do both, one after the other
+            return self.optimal_from_bands(span)
         if self.need_scores:
             return self.aligner.score_pairs([e.codes for e in a], None if b is None else [e.codes for e in b],
                                             kernel, slice_k, block, self.stats, span)
