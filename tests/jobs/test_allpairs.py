@@ -530,6 +530,24 @@ def test_long_sequences_every_pair_in_doubling_bands(monkeypatch):
     assert close == filtered and len(close) > 0
 
 
+def test_identity_filter_band_first_on_the_cpu_equals_full_scores(monkeypatch):
+    """The identity filter on the CPU engine with optimal scores from proved bands (the path of long
+    sequences; 16S genes made to count as long) reports exactly the rows of the path that scores every
+    pair in full first."""
+    import nwalign.jobs.allpairs.run
+
+    scoring = make_scoring("dna")
+    enc = encode_all(read_fasta(SIXTEEN_S)[:40], scoring, "16S")
+    cols = ("qseqid", "sseqid", "score", "pident", "length", "nident")
+
+    def rows():
+        return [(r.i, r.j, r.aln.score, r.aln.identity, r.aln.length, r.passes)
+                for r in run(enc, None, scoring, cols, 0.9, threads=2)]
+    full = rows()
+    monkeypatch.setattr(nwalign.jobs.allpairs.run, "BAND_FIRST_LENGTH", 100)
+    assert rows() == full and sum(r[-1] for r in full) > 5
+
+
 @pytest.mark.parametrize("columns", [("qseqid", "sseqid", "score", "qlen", "slen"), ("score", "sseqid"), ("slen",)])
 def test_score_rows_compiled_and_joined_write_the_same_text(columns):
     """scorerows.ScoreRows: a large batch (the compiled loop of nwalign.output.tsvrows) and a small one (Python's
