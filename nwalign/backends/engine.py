@@ -154,14 +154,6 @@ def alternative_alignments(query: Encoded, target: Encoded, scoring: Scoring, fi
     return [alignment_from_path(query, target, scoring, path) for path in found]
 
 
-def warm_alternatives(scoring: Scoring) -> None:
-    """Load the CPU kernels of :func:`alternative_alignments` for ``scoring`` (Numba's import and cache,
-    about half a second), for a caller that can do it beside other work."""
-    from nwalign.backends.cpu.alternatives import warm_up
-
-    warm_up(scoring.matrix)
-
-
 def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:
     """One pair's optimal score on the CPU: parasail's striped SIMD kernels where they give nwalign's
     score (:mod:`nwalign.backends.cpu.striped`), else the Numba engine."""

@@ -225,11 +225,3 @@ def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: i
         found.append(path)
     return found
 
-
-def warm_up(matrix) -> None:
-    """Load (or compile, on a first run) every kernel :func:`alternative_paths` and the CPU engine's local
-    alignment use, for ``matrix``'s dtype, on a pair of three copies: about half a second of Numba's
-    cache and import, done beside a scan rather than after it."""
-    q = (np.arange(24) % matrix.shape[0]).astype(np.uint8)
-    t = np.concatenate([q, q[::-1], q, q[:12], q]).astype(np.uint8)
-    alternative_paths(q, t, matrix, 11, 1, [], lambda score: True, 4)

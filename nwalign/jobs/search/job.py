@@ -178,11 +178,6 @@ class Search:
             rule = dataclasses.replace(rule, most=1)  # no E-value to stop at: the best alignment only
         self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
-        if self._every_hsp:  # the CPU kernels of the alternatives loaded (Numba) while the database is scanned
-            from nwalign.background import in_background
-            from nwalign.backends.engine import warm_alternatives
-
-            in_background(lambda: warm_alternatives(self.scoring))
         log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
                  "every" if rule.most is None else f"at most {rule.most}")
 
