@@ -2,7 +2,8 @@
 and defaults. Plain Python (no NumPy, no engine), so that ``nwalign --help`` loads nothing else; the
 modules that implement these names import them from here."""
 
-MODES = ("global", "local", "semiglobal")
+MODES = ("global", "local", "semiglobal", "glocal")
+GPU_MODES = ("global", "local", "semiglobal")  # the modes the CUDA kernels have; glocal runs on the CPU engine
 ALPHABETS = ("dna", "rna", "protein")
 BACKENDS = ("auto", "cuda", "cpu")
 DEFAULT_MAX_MEMORY = 4 << 30  # bytes of traceback memory per pair before the linear-space traceback

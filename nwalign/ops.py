@@ -5,6 +5,7 @@ import numpy as np
 
 OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2  # alignment modes, as every kernel numbers them (NW_GLOBAL.. in common.cuh)
+GLOCAL = 3  # the query whole, the target's leading and trailing residues free (the CPU engine's kernels)
 NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64 (NW_NEG)
 
 
@@ -19,16 +20,18 @@ def format_bytes(size: int) -> str:
 def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, ops: np.ndarray,
                 nops: int) -> tuple[int, int, int, int, int, np.ndarray]:
     """Close a traceback that stopped at (i, j), its columns in ``ops[:nops]`` in reverse order: in global
-    mode the path runs on along row 0 or column 0 to the origin (``ops`` needs room for i + j more).
+    mode the path runs on along row 0 or column 0 to the origin (``ops`` needs room for i + j more), in
+    glocal mode along column 0 only (the target's leading residues are free).
 
     Returns:
         (score, query_start, query_end, target_start, target_end, ops): 0-based half-open coordinates and
         the columns (uint8: OP_MATCH, OP_INS, OP_DEL) in alignment order.
     """
-    if mode == GLOBAL:
+    if mode == GLOBAL or mode == GLOCAL:  # the query's leading residues are aligned (against gaps)
         ops[nops:nops + i] = OP_INS
         nops += i
         i = 0
+    if mode == GLOBAL:
         ops[nops:nops + j] = OP_DEL
         nops += j
         j = 0

@@ -106,6 +106,25 @@ def choose_name(request: str, announce: bool = True) -> str:
     return "cpu"
 
 
+def request_for_mode(request: str, mode: str) -> str:
+    """The ``--backend`` request a scoring mode runs under: as asked for the modes the GPU kernels have;
+    the CPU engine for the others (glocal), from ``auto``.
+
+    Raises:
+        NwalignError: ``cuda`` asked for such a mode.
+    """
+    from nwalign.names import GPU_MODES
+
+    if mode in GPU_MODES:
+        return request
+    if request == "cuda":
+        raise NwalignError(f"mode {mode} runs on the CPU engine (the GPU kernels align {', '.join(GPU_MODES)})",
+                           cli=f"--mode {mode} runs on the CPU engine for now: use --backend cpu (or auto)")
+    if request != "cpu":
+        log.info("backend: cpu (--mode %s: the CPU engine's)", mode)
+    return "cpu"
+
+
 def choose(request: str, announce: bool = True):
     """The :class:`Engine` a ``--backend`` request resolves to (see :func:`choose_name`).
 

@@ -75,6 +75,7 @@ class Aligner:
     def __init__(self, scoring: Scoring, backend: str = "auto", device: int = 0, threads: int = 1,
                  max_memory: int = DEFAULT_MAX_MEMORY, cuda_options=None, announce: bool = True):
         self.scoring, self.device, self.threads, self.max_memory = scoring, device, max(1, threads), max_memory
+        backend = backends.request_for_mode(backend, scoring.mode)  # glocal: the CPU engine's alone
         self.backend = backends.choose_name(backend, announce)  # -v says which (announce=False: resolved already)
         self.gpu = self.backend == "cuda"
         if self.gpu and cuda_options is None:

@@ -8,7 +8,7 @@ import sys
 import click
 
 from nwalign.errors import NwalignError
-from nwalign.names import ALPHABETS, BACKENDS, MODES, PAIR_KERNELS
+from nwalign.names import ALPHABETS, BACKENDS, GPU_MODES, PAIR_KERNELS
 from nwalign.output.files import check_output, output_stream
 from nwalign.cli.group import cli
 from nwalign.cli.options import SCORE, option_group, parse_block, setup_logging
@@ -63,7 +63,7 @@ _output_options = option_group(_OUTPUT_OPTIONS, "Where the rows go besides the t
 @_workload_options
 @click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
-@click.option("--mode", type=click.Choice(MODES), default="global", show_default=True)
+@click.option("--mode", type=click.Choice(GPU_MODES), default="global", show_default=True)
 @click.option("--score-only/--traceback", default=True, show_default=True,
               help="Time the score only, or the whole alignment with traceback.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,

@@ -47,7 +47,9 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @click.argument("query", required=False)
 @click.argument("target", required=False)
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
-              help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both).")
+              help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both: "
+                   "overlaps), glocal (the whole query placed inside the target: the target's leading and "
+                   "trailing residues free, as glsearch36, parasail's sg_dx, edlib's HW; the CPU engine).")
 @click.option("--max-hsps", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="--mode local: the N best alignments of each pair, each the best that aligns no residue pair "
                    "of those before it (Waterman-Eggert, as search reports a subject's), best first.")

@@ -135,6 +135,8 @@ class Pairs:
 
     def _place(self, placement: Placement, options: PairOptions) -> None:
         """The engine, the GPUs or workers, and the aligner or the spread, resolved once."""
+        placement = dataclasses.replace(placement, backend=backends.request_for_mode(placement.backend,
+                                                                                   self.scoring.mode))
         backend, device, devices = placement.backend, placement.device, placement.devices
         kernel, block, shared = options.kernel, options.block, options.shared
         threads = 1 if placement.threads is None else placement.threads

@@ -15,10 +15,10 @@ import numpy as np
 from nwalign import names
 from nwalign.errors import NwalignError
 from nwalign.scoring.cache import cache_dir, read_entry, write_entry
-from nwalign.ops import GLOBAL, LOCAL, SEMIGLOBAL
+from nwalign.ops import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
 
 MODES = names.MODES
-MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
+MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL, "glocal": GLOCAL}
 
 DEFAULTS = {
     "protein": {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1},

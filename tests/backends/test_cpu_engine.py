@@ -153,6 +153,54 @@ def test_local_alignment_from_its_end_cell_is_the_whole_matrix_traceback(alphabe
             assert got[:5] == want[:5] and np.array_equal(got[5], want[5])
 
 
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_glocal_equals_parasail_sg_dx_and_biopython(alphabet):
+    """Glocal (the whole query, the target's leading and trailing residues free) on 1,200 random pairs a
+    alphabet, related and not, affine, linear and free-extension gaps: the score equals parasail's sg_dx
+    (free gaps at both ends of the database sequence; where open > extend) and Biopython's global
+    aligner with the target's end deletions free; the alignment holds the whole query, its columns score
+    its score, and the linear-space traceback (bands of 7 rows) gives the same alignment."""
+    import warnings
+
+    import parasail
+    from Bio.Align import PairwiseAligner, substitution_matrices
+
+    from nwalign.ops import columns_score
+
+    scoring = make_scoring(alphabet, "glocal")
+    letters = 4 if alphabet == "dna" else 20
+    abc, S = scoring.alphabet[:letters], scoring.matrix
+    bio = PairwiseAligner(mode="global")
+    bio.substitution_matrix = substitution_matrices.Array(alphabet=abc, dims=2, data=S[:letters, :letters].astype(float))
+    para = parasail.matrix_create(abc, 0, 0)
+    for x in range(letters):
+        for y in range(letters):
+            para[x, y] = int(S[x, y])
+    rng = np.random.default_rng(57)
+    for case in range(1200):
+        go, ge = [(scoring.gap_open, scoring.gap_extend), (3, 1), (2, 2), (5, 0)][case % 4]
+        m, n = int(rng.integers(1, 60)), int(rng.integers(1, 120))
+        q = rng.integers(0, letters, m).astype(np.uint8)
+        t = rng.integers(0, letters, n).astype(np.uint8)
+        if case % 2 and n > m:
+            at = int(rng.integers(0, n - m + 1))
+            t[at:at + m] = q
+            t[rng.integers(0, n, 1 + n // 15)] = 0
+        got = align_codes(q, t, S, go, ge, 3)
+        assert got[0] == score_codes(q, t, S, go, ge, 3) == score_rows(q, t, S, go, ge, 3)[0]
+        assert (got[1], got[2]) == (0, m) and columns_score(got[5], q, t[got[3]:], S, go, ge) == got[0]
+        banded = align_codes(q, t, S, go, ge, 3, band_rows=7)
+        assert banded[:5] == got[:5] and np.array_equal(banded[5], got[5])
+        qs, ts = "".join(abc[c] for c in q), "".join(abc[c] for c in t)
+        bio.open_gap_score, bio.extend_gap_score = -go, -ge
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bio.end_deletion_score = 0  # the target's residues before and after the alignment
+        assert bio.score(ts, qs) == got[0]
+        if go > ge:
+            assert parasail.sg_dx_scan_32(qs, ts, go, ge, para).score == got[0]
+
+
 def test_memory_budget_too_small_is_a_clear_error():
     scoring = make_scoring("dna")
     q = encoded(scoring, "ACGT" * 500, "q")

@@ -91,7 +91,7 @@ def test_scoring_defaults_and_errors(tmp_path):
     with pytest.raises(NwalignError, match="must not exceed"):
         make_scoring("protein", gap_open=1, gap_extend=2)
     with pytest.raises(NwalignError, match="unknown mode"):
-        make_scoring("protein", mode="glocal")
+        make_scoring("protein", mode="overlap")
     with pytest.raises(NwalignError, match="not both"):
         make_scoring("dna", matrix="NUC.4.4", match=1)
     with pytest.raises(NwalignError, match="use a matrix for protein"):

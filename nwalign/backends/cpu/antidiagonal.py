@@ -110,7 +110,7 @@ def diagonal_buffers(m):
 def score_antidiagonal(q, t, S, go, ge, mode):
     """Optimal score of q (uint8 codes, shape (m,)) against t (shape (n,)) under int32 matrix S.
 
-    Modes 0 global, 1 local, 2 semiglobal; gap of length L costs go + (L-1) * ge. The caller must have
+    Modes 0 global, 1 local, 2 semiglobal, 3 glocal; gap of length L costs go + (L-1) * ge. The caller must have
     checked :func:`fits_float32`. Returns the score as an int.
     """
     m = q.shape[0]
@@ -119,7 +119,7 @@ def score_antidiagonal(q, t, S, go, ge, mode):
     H0, H1, H2, E1, E2, F1, F2, sub = diagonal_buffers(m)
     gof, gef, matchf, mismatchf = np.float32(go), np.float32(ge), np.float32(match), np.float32(mismatch)
     local = mode == 1
-    best = _ZERO  # local: the empty alignment; semiglobal: everything as free end gaps
+    best = _NEG if mode == 3 else _ZERO  # local: the empty alignment; semiglobal: everything as free end gaps
     H1[0] = _ZERO
     for d in range(1, m + n + 1):
         lo = max(1, d - n)
@@ -135,15 +135,14 @@ def score_antidiagonal(q, t, S, go, ge, mode):
             H2[0] = np.float32(-(go + (d - 1) * ge)) if mode == 0 else _ZERO
             E2[0] = _NEG
             F2[0] = _NEG
-        if d <= m:  # column 0
-            H2[d] = np.float32(-(go + (d - 1) * ge)) if mode == 0 else _ZERO
+        if d <= m:  # column 0 (glocal: the query's leading residues are not free)
+            H2[d] = np.float32(-(go + (d - 1) * ge)) if mode == 0 or mode == 3 else _ZERO
             E2[d] = _NEG
             F2[d] = _NEG
-        if mode == 2:
-            if d - n >= 0 and H2[d - n] > best:  # last column
-                best = H2[d - n]
-            if d - m >= 0 and H2[m] > best:  # last row
-                best = H2[m]
+        if mode == 2 and d - n >= 0 and H2[d - n] > best:  # last column
+            best = H2[d - n]
+        if (mode == 2 or mode == 3) and d - m >= 0 and H2[m] > best:  # last row
+            best = H2[m]
         H0, H1, H2 = H1, H2, H0
         E1, E2 = E2, E1
         F1, F2 = F2, F1

@@ -17,7 +17,7 @@ in reverse (checkpointing, as CUDAlign and Myers-Miller style methods do).
 import numpy as np
 from numba import njit
 
-from nwalign.ops import GLOBAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
+from nwalign.ops import GLOBAL, GLOCAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
 E_EXTENDED, F_EXTENDED = 4, 8
 
@@ -64,8 +64,9 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
 
     dirs: uint8 array of shape (i1 - i0, ncols + 1) when ``store`` is true; otherwise a scratch array
     of shape (1, >= ncols + 1) that every row overwrites (an unconditional store is faster than a branch).
-    best: int64 array [score, i, j] updated in place with the best end cell for local mode (any cell)
-    and semiglobal mode (last column when ncols == len(t), and the last row when i1 == len(q)).
+    best: int64 array [score, i, j] updated in place with the best end cell for local mode (any cell),
+    semiglobal mode (last column when ncols == len(t), and the last row when i1 == len(q)) and glocal
+    mode (the last row: the whole query, the target's trailing residues free; its row 0 is free too).
     Strictly greater scores replace the best, so ties keep the earliest cell in row order.
     """
     n_full = t.shape[0]
@@ -76,7 +77,7 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     for i in range(i0 + 1, i1 + 1):
         row = S[q[i - 1]]
         diag = np.int64(H[0])
-        h_left = -(go + (i - 1) * ge) if mode == GLOBAL else 0
+        h_left = -(go + (i - 1) * ge) if mode == GLOBAL or mode == GLOCAL else 0
         H[0] = h_left
         e = np.int64(NEG)
         # A row view with unsigned flags lets LLVM keep the store branch-free (2-3x faster).
@@ -97,7 +98,7 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
             h_left = h
         if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best_score:
             best_score, best_i, best_j = H[ncols], i, ncols
-    if mode == SEMIGLOBAL and i1 == m_full:
+    if (mode == SEMIGLOBAL or mode == GLOCAL) and i1 == m_full:
         for j in range(ncols + 1):
             if H[j] > best_score:
                 best_score, best_i, best_j = H[j], m_full, j

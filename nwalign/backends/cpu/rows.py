@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from nwalign.backends.cpu.dp import E_EXTENDED, F_EXTENDED, FROM_E, FROM_F
-from nwalign.ops import GLOBAL, NEG, SEMIGLOBAL
+from nwalign.ops import GLOBAL, GLOCAL, NEG, SEMIGLOBAL
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -41,7 +41,7 @@ def profile(S, q, t):
 @njit(cache=True, nogil=True, boundscheck=False)
 def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     """:func:`nwalign.backends.cpu.dp.fill_band` (same arguments, ``P`` a :func:`profile` in place of the
-    codes of the target and the matrix; ``mode`` global or semiglobal) in three sweeps a row."""
+    codes of the target and the matrix; ``mode`` global, semiglobal or glocal) in three sweeps a row."""
     n_full = P.shape[1] - 1
     m_full = q.shape[0]
     go32, ge32, neg = np.int32(go), np.int32(ge), np.int32(NEG)
@@ -52,7 +52,7 @@ def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     for i in range(i0 + 1, i1 + 1):
         row = P[q[i - 1]]
         drow = dirs[i - i0 - 1 if store else 0]
-        h0 = np.int32(-(go + (i - 1) * ge)) if mode == GLOBAL else np.int32(0)
+        h0 = np.int32(-(go + (i - 1) * ge)) if mode == GLOBAL or mode == GLOCAL else np.int32(0)
         for j in range(1, ncols + 1):  # F and the diagonal: the row above only
             f = max(H[j] - go32, F[j] - ge32)
             F[j] = f
@@ -81,7 +81,7 @@ def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
             H[j] = Hn[j]
         if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best_score:
             best_score, best_i, best_j = H[ncols], i, ncols
-    if mode == SEMIGLOBAL and i1 == m_full:
+    if (mode == SEMIGLOBAL or mode == GLOCAL) and i1 == m_full:
         for j in range(ncols + 1):
             if H[j] > best_score:
                 best_score, best_i, best_j = H[j], m_full, j

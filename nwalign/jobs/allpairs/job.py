@@ -19,6 +19,7 @@ from nwalign.jobs.allpairs.tasks import PairsTask, block_of, gpu_wave, pair_bloc
 from nwalign import backends
 from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError, option_error
+from nwalign.names import GPU_MODES
 from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
@@ -133,6 +134,10 @@ class AllPairs:
                                cli=f"{source}: allpairs needs at least two sequences (or --against)")
         sides = [(source, first)] + ([(against_source, second)] if second else [])
         self.scoring = scoring = scoring or request.make(mode, sides)
+        if scoring.mode not in GPU_MODES:
+            raise NwalignError(f"allpairs: mode {scoring.mode} is not available here (pair aligns it)",
+                               cli=f"--mode {scoring.mode}: allpairs aligns {', '.join(GPU_MODES)}; pair --mode "
+                                   f"{scoring.mode} aligns pairs")
         gpus = None
         if not spread:
             cells = PairCells([len(r.seq) for r in first], None if second is None else [len(r.seq) for r in second])

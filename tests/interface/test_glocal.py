@@ -1,0 +1,56 @@
+"""pair --mode glocal: the whole query placed inside the target (a primer, a read, a gene in a
+reference), the target's leading and trailing residues free; on the CPU engine."""
+
+import gzip
+import os
+
+from nwalign.cli import main
+
+from helpers import DATA
+
+PRIMER = "AGAGTTTGATCCTGGCTCAG"  # 27F, the 16S primer
+COLUMNS = "qstart,qend,sstart,send,length,nident,mismatch,gaps,score"
+
+
+def _fasta(tmp_path, name: str, seq: str) -> str:
+    path = tmp_path / f"{name}.fa"
+    path.write_text(f">{name}\n{seq}\n")
+    return str(path)
+
+
+def _row(capsys, argv) -> list[int]:
+    assert main(argv) == 0
+    return [int(float(x)) for x in capsys.readouterr().out.split()]
+
+
+def test_a_primer_past_the_end_of_its_target_is_reported_whole(tmp_path, capsys):
+    """A 20-nt primer against a target that ends after the primer's 15th letter: semiglobal reports the
+    15 that fit as a perfect overlap; glocal reports all 20 positions, 5 in a gap that costs the score
+    (15 x 5 - (10 + 4 x 1) = 61)."""
+    q = _fasta(tmp_path, "primer", PRIMER)
+    t = _fasta(tmp_path, "target", "G" * 24 + PRIMER[:15])
+    base = ["pair", q, t, "--format", "tsv", "--columns", COLUMNS]
+    assert _row(capsys, base + ["--mode", "semiglobal"]) == [1, 15, 25, 39, 15, 15, 0, 0, 75]
+    assert _row(capsys, base + ["--mode", "glocal"]) == [1, 20, 25, 39, 20, 15, 0, 5, 61]
+
+
+def test_a_primer_with_two_mismatches_at_its_3_prime_end_inside_a_16s_gene(tmp_path, capsys):
+    """The primer's 20 positions, both mismatches among them, at the place it was taken from (gaps of 20/5,
+    so that no gapped placement of its last letters scores more)."""
+    with gzip.open(os.path.join(DATA, "16S_100_dada2.fasta.gz"), "rt") as handle:
+        gene = "".join(line.strip() for line in handle.read().split(">")[1].splitlines()[1:])
+    at = 400
+    primer = gene[at:at + 18] + "".join({"A": "C", "C": "G", "G": "T", "T": "A"}[c] for c in gene[at + 18:at + 20])
+    q, t = _fasta(tmp_path, "primer", primer), _fasta(tmp_path, "gene", gene)
+    got = _row(capsys, ["pair", q, t, "--mode", "glocal", "--gap-open", "20", "--gap-extend", "5", "--format",
+                        "tsv", "--columns", COLUMNS])
+    assert got == [1, 20, at + 1, at + 20, 20, 18, 2, 0, 18 * 5 - 2 * 4]
+
+
+def test_glocal_on_the_gpu_is_refused_in_one_line_and_allpairs_does_not_offer_it(tmp_path, capsys):
+    q, t = _fasta(tmp_path, "q", PRIMER), _fasta(tmp_path, "t", "ACGT" + PRIMER)
+    assert main(["pair", q, t, "--mode", "glocal", "--backend", "cuda"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["nwalign: error: --mode glocal runs on the CPU engine for now: use --backend cpu (or auto)"]
+    assert main(["allpairs", q, "--against", t, "--mode", "glocal"]) == 2
+    assert "glocal" in capsys.readouterr().err
