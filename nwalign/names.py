@@ -4,6 +4,45 @@ modules that implement these names import them from here."""
 
 MODES = ("global", "local", "semiglobal", "glocal")
 GPU_MODES = ("global", "local", "semiglobal")  # the modes the CUDA kernels have; glocal runs on the CPU engine
+#: The ends whose residues an end-to-end alignment may leave out for free (``--free-ends``), bit by bit
+#: (nwalign.ops.QUERY_START ..); a set's mode is named when it has a name (none: global, all: semiglobal,
+#: the subject's two: glocal), else ``free-ends:`` and the ends, in this order.
+FREE_ENDS = ("query-start", "query-end", "subject-start", "subject-end")
+FREE_ENDS_PREFIX = "free-ends:"
+NAMED_ENDS = {0: "global", 15: "semiglobal", 12: "glocal"}
+
+
+def free_ends_mode(ends: str) -> str:
+    """The mode of a comma-separated set of ``FREE_ENDS`` (``target-`` for ``subject-``; ``none``: global).
+
+    Raises:
+        ValueError: a name that is not an end.
+    """
+    mask = 0
+    for name in (e.strip().lower() for e in ends.split(",") if e.strip()):
+        name = name.replace("target-", "subject-")
+        if name == "none":
+            continue
+        if name not in FREE_ENDS:
+            raise ValueError(f"{name!r} is not an end (choose from {', '.join(FREE_ENDS)}, or none)")
+        mask |= 1 << FREE_ENDS.index(name)
+    return NAMED_ENDS.get(mask) or FREE_ENDS_PREFIX + ",".join(e for k, e in enumerate(FREE_ENDS) if mask >> k & 1)
+
+
+def mode_mask(mode: str) -> int | None:
+    """The free-ends bits of a ``free-ends:`` mode (None for another mode).
+
+    Raises:
+        ValueError: an end that is not one of ``FREE_ENDS``.
+    """
+    if not mode.startswith(FREE_ENDS_PREFIX):
+        return None
+    mask = 0
+    for name in mode[len(FREE_ENDS_PREFIX):].split(","):
+        if name not in FREE_ENDS:
+            raise ValueError(f"{name!r} is not an end (choose from {', '.join(FREE_ENDS)})")
+        mask |= 1 << FREE_ENDS.index(name)
+    return mask
 ALPHABETS = ("dna", "rna", "protein")
 BACKENDS = ("auto", "cuda", "cpu")
 DEFAULT_MAX_MEMORY = 4 << 30  # bytes of traceback memory per pair before the linear-space traceback

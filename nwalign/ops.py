@@ -6,6 +6,20 @@ import numpy as np
 OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2  # alignment modes, as every kernel numbers them (NW_GLOBAL.. in common.cuh)
 GLOCAL = 3  # the query whole, the target's leading and trailing residues free (the CPU engine's kernels)
+FREE_ENDS = 16  # codes 16..31: global with the free ends of the low 4 bits (the CPU engine's kernels)
+QUERY_START, QUERY_END, TARGET_START, TARGET_END = 1, 2, 4, 8  # the residues an alignment may leave out free
+
+
+def end_mask(mode: int) -> int:
+    """Which ends of an end-to-end mode are free (bits QUERY_START .. TARGET_END): none in global mode,
+    all four in semiglobal, the target's two in glocal, the low 4 bits of a FREE_ENDS code; 0 for local."""
+    if mode == SEMIGLOBAL:
+        return QUERY_START | QUERY_END | TARGET_START | TARGET_END
+    if mode == GLOCAL:
+        return TARGET_START | TARGET_END
+    if mode >= FREE_ENDS:
+        return mode - FREE_ENDS
+    return 0
 NEG = -(2**30)  # minus infinity that survives subtracting any allowed penalty in int32/int64 (NW_NEG)
 
 
@@ -20,18 +34,19 @@ def format_bytes(size: int) -> str:
 def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, ops: np.ndarray,
                 nops: int) -> tuple[int, int, int, int, int, np.ndarray]:
     """Close a traceback that stopped at (i, j), its columns in ``ops[:nops]`` in reverse order: in global
-    mode the path runs on along row 0 or column 0 to the origin (``ops`` needs room for i + j more), in
-    glocal mode along column 0 only (the target's leading residues are free).
+    mode the path runs on along row 0 or column 0 to the origin (``ops`` needs room for i + j more); with
+    free ends (:func:`end_mask`) only along the row or column whose leading residues are not free.
 
     Returns:
         (score, query_start, query_end, target_start, target_end, ops): 0-based half-open coordinates and
         the columns (uint8: OP_MATCH, OP_INS, OP_DEL) in alignment order.
     """
-    if mode == GLOBAL or mode == GLOCAL:  # the query's leading residues are aligned (against gaps)
+    ends = end_mask(mode)
+    if mode != LOCAL and not ends & QUERY_START:  # the query's leading residues are aligned (against gaps)
         ops[nops:nops + i] = OP_INS
         nops += i
         i = 0
-    if mode == GLOBAL:
+    if mode != LOCAL and not ends & TARGET_START:
         ops[nops:nops + j] = OP_DEL
         nops += j
         j = 0

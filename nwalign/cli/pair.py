@@ -11,7 +11,7 @@ import sys
 import click
 
 from nwalign.errors import NwalignError
-from nwalign.names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES, NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, needs_alignment)
+from nwalign.names import (ALIASES, BACKENDS, COLUMN_NEEDS_ALIGNMENT, DEFAULT_KERNEL, DEFAULT_MAX_MEMORY, FORMATS, MODES, NEEDS_ALIGNMENT, PAIR_KERNELS, TSV_COLUMNS, free_ends_mode, needs_alignment)
 from nwalign.output.files import check_output, output_stream
 from nwalign.cli.group import cli
 from nwalign.cli.options import (check_shared_dir, refuse_gpu_options, header_option, option_group, parse_block, parse_columns, parse_size, run_options, scoring_options, setup_logging, spread_options)
@@ -50,6 +50,12 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
               help="global (Needleman-Wunsch), local (Smith-Waterman), semiglobal (end gaps free on both: "
                    "overlaps), glocal (the whole query placed inside the target: the target's leading and "
                    "trailing residues free, as glsearch36, parasail's sg_dx, edlib's HW; the CPU engine).")
+@click.option("--free-ends", metavar="ENDS",
+              help="Which sequence ends may be left out for free, any of query-start, query-end, subject-start, "
+                   "subject-end (comma-separated; none: global): parasail's sg_qb .. sg_de, Biopython's "
+                   "left/right insertion and deletion scores. All four is semiglobal, the subject's two glocal; "
+                   "replaces --mode (not with --mode local); on the CPU engine where it is not global or "
+                   "semiglobal.")
 @click.option("--max-hsps", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="--mode local: the N best alignments of each pair, each the best that aligns no residue pair "
                    "of those before it (Waterman-Eggert, as search reports a subject's), best first.")
@@ -76,7 +82,7 @@ _engine_options = option_group(_ENGINE_OPTIONS, "--backend, --kernel, --block, -
 @_engine_options
 @spread_options("chunks of pairs balanced by DP cells; a pair is never split")
 @run_options
-def pair(query, target, mode, max_hsps, strand, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
+def pair(query, target, mode, free_ends, max_hsps, strand, matrix, match, mismatch, gap_open, gap_extend, alphabet, random_lengths,
          seed, mutate_rate, fmt, score_only, columns, header, output, backend, kernel, block, shared, device,
          max_memory, threads, workers, scheduler, devices, shared_dir, verbose, quiet):
     """Align QUERY against TARGET (FASTA files, '-' for stdin).
@@ -100,6 +106,7 @@ def pair(query, target, mode, max_hsps, strand, matrix, match, mismatch, gap_ope
     from nwalign.io.simulate import parse_lengths, random_records
 
     setup_logging(verbose, quiet)
+    mode = _with_free_ends(mode, free_ends)
     if score_only and fmt in NEEDS_ALIGNMENT:
         raise NwalignError(f"--format {fmt} needs the alignment; drop --score-only or use pair/json/tsv")
     cols = _pair_columns(columns, fmt, score_only)
@@ -174,3 +181,19 @@ def _check_pair_files(query: str | None, target: str | None, mutate_rate) -> Non
         raise NwalignError("need QUERY and TARGET FASTA files (or --random LEN[,LEN])")
     if query == "-" and target == "-":
         raise NwalignError("only one of QUERY and TARGET can be '-' (stdin)")
+
+
+def _with_free_ends(mode: str, free_ends: str | None) -> str:
+    """The mode ``--free-ends`` makes (see nwalign.names.free_ends_mode), or ``mode`` without it.
+
+    Raises:
+        NwalignError: an unknown end, or --free-ends with --mode local.
+    """
+    if free_ends is None:
+        return mode
+    if mode == "local":
+        raise NwalignError("--free-ends is for end-to-end alignments, not --mode local")
+    try:
+        return free_ends_mode(free_ends)
+    except ValueError as exc:
+        raise NwalignError(f"--free-ends {free_ends}: {exc}") from None

@@ -15,7 +15,7 @@ import numpy as np
 from nwalign import names
 from nwalign.errors import NwalignError
 from nwalign.scoring.cache import cache_dir, read_entry, write_entry
-from nwalign.ops import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
+from nwalign.ops import FREE_ENDS, GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
 
 MODES = names.MODES
 MODE_CODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL, "glocal": GLOCAL}
@@ -79,7 +79,9 @@ class Scoring:
 
     @property
     def mode_code(self) -> int:
-        return MODE_CODES[self.mode]
+        """The engines' code of :attr:`mode` (nwalign.ops: GLOBAL .. GLOCAL, or FREE_ENDS + the ends' bits)."""
+        mask = names.mode_mask(self.mode)
+        return MODE_CODES[self.mode] if mask is None else FREE_ENDS + mask
 
     def encode(self, record, source: str = "") -> np.ndarray:
         """Encode a record's letters (anything with ``id`` and ``seq``: a
@@ -364,8 +366,13 @@ def make_scoring(
     if matrix is not None and not str(matrix).strip():
         raise NwalignError("matrix: give a name (BLOSUM62, PAM250, NUC.4.4, ...) or a file", cli="--matrix: give a "
                            "matrix name (BLOSUM62, PAM250, NUC.4.4, ...) or a file")
-    if mode not in MODES:
-        raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    try:
+        free = names.mode_mask(mode)
+    except ValueError as exc:
+        raise NwalignError(f"mode {mode!r}: {exc}") from None
+    if mode not in MODES and free is None:
+        raise NwalignError(f"unknown mode {mode!r} (choose from {', '.join(MODES)}, or {names.FREE_ENDS_PREFIX}"
+                           f"{','.join(names.FREE_ENDS)} or part of them)")
     nucleotide = alphabet in ("dna", "rna")
     defaults = DEFAULTS[("dna search" if search else "dna") if nucleotide else "protein"]
     gap_open = defaults["gap_open"] if gap_open is None else gap_open

@@ -201,6 +201,72 @@ def test_glocal_equals_parasail_sg_dx_and_biopython(alphabet):
             assert parasail.sg_dx_scan_32(qs, ts, go, ge, para).score == got[0]
 
 
+PARASAIL_ENDS = {1: "sg_qb", 2: "sg_qe", 3: "sg_qx", 4: "sg_db", 8: "sg_de", 12: "sg_dx", 5: "sg_qb_db",
+                 9: "sg_qb_de", 6: "sg_qe_db", 10: "sg_qe_de", 15: "sg"}  # parasail's names of the free-end sets
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_every_set_of_free_ends_equals_parasail_and_biopython(alphabet):
+    """Each of the 16 sets of free ends (mode codes FREE_ENDS + bits; 70 random pairs each, affine, linear
+    and free-extension gaps): the score equals parasail's sg_* variant where it has one (open > extend), and
+    Biopython's global aligner with those ends' insertion or deletion scores 0 where at most one end a side
+    is free (with both, Biopython also lets an alignment end in gaps of both sequences at once), wherever
+    the best alignment has a residue pair (one of gaps alone, or of nothing, is where the three differ:
+    nwalign counts a path along row 0 or column 0 to a free end as parasail's sg does, its one-sided
+    variants and Biopython differ among themselves there); the alignment keeps
+    every residue of the ends that are not free, its columns score its score, and the banded traceback is
+    the same alignment."""
+    import warnings
+
+    import parasail
+    from Bio.Align import PairwiseAligner, substitution_matrices
+
+    from nwalign.ops import FREE_ENDS, QUERY_END, QUERY_START, TARGET_END, TARGET_START, columns_score
+
+    scoring = make_scoring(alphabet, "global")
+    letters = 4 if alphabet == "dna" else 20
+    abc, S = scoring.alphabet[:letters], scoring.matrix
+    matrix = substitution_matrices.Array(alphabet=abc, dims=2, data=S[:letters, :letters].astype(float))
+    para = parasail.matrix_create(abc, 0, 0)
+    for x in range(letters):
+        for y in range(letters):
+            para[x, y] = int(S[x, y])
+    rng = np.random.default_rng(58)
+    for mask in range(16):
+        mode = FREE_ENDS + mask
+        for case in range(70):
+            go, ge = [(scoring.gap_open, scoring.gap_extend), (3, 1), (2, 2), (5, 0)][case % 4]
+            m, n = int(rng.integers(1, 50)), int(rng.integers(1, 80))
+            q = rng.integers(0, letters, m).astype(np.uint8)
+            t = rng.integers(0, letters, n).astype(np.uint8)
+            if case % 2:
+                k = min(m, n)
+                t[n - k:] = q[:k] if case % 4 == 1 else q[m - k:]
+            got = align_codes(q, t, S, go, ge, mode)
+            assert got[0] == score_codes(q, t, S, go, ge, mode) == score_rows(q, t, S, go, ge, mode)[0]
+            qs, qe, ts, te = got[1:5]
+            assert (mask & QUERY_START or qs == 0) and (mask & QUERY_END or qe == m)
+            assert (mask & TARGET_START or ts == 0) and (mask & TARGET_END or te == n)
+            assert columns_score(got[5], q[qs:], t[ts:], S, go, ge) == got[0]
+            banded = align_codes(q, t, S, go, ge, mode, band_rows=7)
+            assert banded[:5] == got[:5] and np.array_equal(banded[5], got[5])
+            bio = PairwiseAligner(mode="global", substitution_matrix=matrix, open_gap_score=-go, extend_gap_score=-ge)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for bit, name in ((QUERY_START, "left_insertion_score"), (QUERY_END, "right_insertion_score"),
+                                  (TARGET_START, "left_deletion_score"), (TARGET_END, "right_deletion_score")):
+                    if mask & bit:
+                        setattr(bio, name, 0)
+            qstr, tstr = "".join(abc[c] for c in q), "".join(abc[c] for c in t)
+            one_a_side = (mask & 5) != 5 and (mask & 10) != 10
+            pairs = bool((got[5] == 0).any())  # an alignment of gaps alone: the corner cases the three differ on
+            if one_a_side and pairs:  # Biopython also ends an alignment in gaps of both sequences at once
+                assert bio.score(tstr, qstr) == got[0], (mask, case)
+            if go > ge and mask in PARASAIL_ENDS and pairs:
+                fn = getattr(parasail, PARASAIL_ENDS[mask] + "_scan_32")
+                assert fn(qstr, tstr, go, ge, para).score == got[0], (mask, case)
+
+
 def test_memory_budget_too_small_is_a_clear_error():
     scoring = make_scoring("dna")
     q = encoded(scoring, "ACGT" * 500, "q")

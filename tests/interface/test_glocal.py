@@ -54,3 +54,24 @@ def test_glocal_on_the_gpu_is_refused_in_one_line_and_allpairs_does_not_offer_it
     assert err == ["nwalign: error: --mode glocal runs on the CPU engine for now: use --backend cpu (or auto)"]
     assert main(["allpairs", q, "--against", t, "--mode", "glocal"]) == 2
     assert "glocal" in capsys.readouterr().err
+
+
+def test_free_ends_name_the_mode_and_refuse_what_they_cannot_be(tmp_path, capsys):
+    """--free-ends: the set with a name is that mode (all four: semiglobal, the subject's two: glocal, none:
+    global); another set is reported as itself, its score that of its ends (the target's start free and the
+    query's end free here: the primer's first 15 letters on the target's end, the rest free); a name that is
+    not an end, or --free-ends with --mode local, is one line and exit 2."""
+    q = _fasta(tmp_path, "primer", PRIMER)
+    t = _fasta(tmp_path, "target", "G" * 24 + PRIMER[:15])
+    base = ["pair", q, t, "--format", "tsv", "--columns", "mode," + COLUMNS, "--free-ends"]
+    for ends, mode in (("query-start,query-end,subject-start,subject-end", "semiglobal"),
+                       ("subject-end,subject-start", "glocal"), ("none", "global")):
+        assert main(base + [ends]) == 0
+        assert capsys.readouterr().out.split("\t")[0] == mode
+    assert main(base + ["subject-start,query-end"]) == 0
+    assert capsys.readouterr().out.split() == ["free-ends:query-end,subject-start", "1", "15", "25", "39", "15", "15",
+                                                "0", "0", "75"]
+    assert main(base + ["query-middle"]) == 2
+    assert "'query-middle' is not an end" in capsys.readouterr().err
+    assert main(base + ["query-end", "--mode", "local"]) == 2
+    assert capsys.readouterr().err.strip() == "nwalign: error: --free-ends is for end-to-end alignments, not --mode local"

@@ -13,6 +13,8 @@ gathers substitution scores in a separate scalar loop first.
 import numpy as np
 from numba import njit
 
+from nwalign.backends.cpu.dp import ends_of
+
 _EXACT = 2**24
 _NEG = np.float32(-(2**30))
 _ZERO = np.float32(0)
@@ -110,7 +112,8 @@ def diagonal_buffers(m):
 def score_antidiagonal(q, t, S, go, ge, mode):
     """Optimal score of q (uint8 codes, shape (m,)) against t (shape (n,)) under int32 matrix S.
 
-    Modes 0 global, 1 local, 2 semiglobal, 3 glocal; gap of length L costs go + (L-1) * ge. The caller must have
+    Modes 0 global, 1 local, 2 semiglobal, 3 glocal, 16-31 free ends (:func:`nwalign.ops.end_mask`); gap of
+    length L costs go + (L-1) * ge. The caller must have
     checked :func:`fits_float32`. Returns the score as an int.
     """
     m = q.shape[0]
@@ -119,7 +122,8 @@ def score_antidiagonal(q, t, S, go, ge, mode):
     H0, H1, H2, E1, E2, F1, F2, sub = diagonal_buffers(m)
     gof, gef, matchf, mismatchf = np.float32(go), np.float32(ge), np.float32(match), np.float32(mismatch)
     local = mode == 1
-    best = _NEG if mode == 3 else _ZERO  # local: the empty alignment; semiglobal: everything as free end gaps
+    ends = ends_of(mode)
+    best = _ZERO if local else _NEG  # local: the empty alignment; else the free ends' cells below (or (m, n))
     H1[0] = _ZERO
     for d in range(1, m + n + 1):
         lo = max(1, d - n)
@@ -132,20 +136,20 @@ def score_antidiagonal(q, t, S, go, ge, mode):
             if local and top > best:
                 best = top
         if d <= n:  # row 0
-            H2[0] = np.float32(-(go + (d - 1) * ge)) if mode == 0 else _ZERO
+            H2[0] = _ZERO if local or ends & 4 else np.float32(-(go + (d - 1) * ge))  # target start free
             E2[0] = _NEG
             F2[0] = _NEG
-        if d <= m:  # column 0 (glocal: the query's leading residues are not free)
-            H2[d] = np.float32(-(go + (d - 1) * ge)) if mode == 0 or mode == 3 else _ZERO
+        if d <= m:  # column 0: free with the query's start
+            H2[d] = _ZERO if local or ends & 1 else np.float32(-(go + (d - 1) * ge))
             E2[d] = _NEG
             F2[d] = _NEG
-        if mode == 2 and d - n >= 0 and H2[d - n] > best:  # last column
+        if ends & 2 and d - n >= 0 and H2[d - n] > best:  # last column: the query's end free
             best = H2[d - n]
-        if (mode == 2 or mode == 3) and d - m >= 0 and H2[m] > best:  # last row
+        if ends & 8 and d - m >= 0 and H2[m] > best:  # last row: the target's end free
             best = H2[m]
         H0, H1, H2 = H1, H2, H0
         E1, E2 = E2, E1
         F1, F2 = F2, F1
-    if mode == 0:
+    if not local and not ends & 10:  # neither end free: (m, n)
         return int(H1[m])
     return int(best)

@@ -17,8 +17,9 @@ in reverse (checkpointing, as CUDAlign and Myers-Miller style methods do).
 import numpy as np
 from numba import njit
 
-from nwalign.ops import GLOBAL, GLOCAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, SEMIGLOBAL  # noqa: E402, F401  (numba reads them as globals)
+from nwalign.ops import GLOBAL, GLOCAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, QUERY_END, QUERY_START, SEMIGLOBAL, TARGET_END, TARGET_START, end_mask  # noqa: E402, F401  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
+ends_of = njit(cache=True, nogil=True)(end_mask)  # the free ends of a mode code, inside the kernels
 E_EXTENDED, F_EXTENDED = 4, 8
 
 
@@ -27,7 +28,7 @@ def init_row0(H, F, mode, go, ge):
     """Row 0 of H and F (F is minus infinity: no vertical gap can end on row 0)."""
     H[0] = 0
     for j in range(1, H.shape[0]):
-        H[j] = -(go + (j - 1) * ge) if mode == GLOBAL else 0
+        H[j] = 0 if mode == LOCAL or ends_of(mode) & TARGET_START else -(go + (j - 1) * ge)
         F[j] = NEG
     F[0] = NEG
 
@@ -73,11 +74,12 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     m_full = q.shape[0]
     tt = t.astype(np.intp)
     local = mode == LOCAL
+    ends = ends_of(mode)
     best_score, best_i, best_j = best[0], best[1], best[2]
     for i in range(i0 + 1, i1 + 1):
         row = S[q[i - 1]]
         diag = np.int64(H[0])
-        h_left = -(go + (i - 1) * ge) if mode == GLOBAL or mode == GLOCAL else 0
+        h_left = 0 if local or ends & QUERY_START else -(go + (i - 1) * ge)
         H[0] = h_left
         e = np.int64(NEG)
         # A row view with unsigned flags lets LLVM keep the store branch-free (2-3x faster).
@@ -96,9 +98,9 @@ def fill_band(q, t, S, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
             H[j] = h
             F[j] = f
             h_left = h
-        if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best_score:
+        if ends & QUERY_END and ncols == n_full and H[ncols] > best_score:
             best_score, best_i, best_j = H[ncols], i, ncols
-    if (mode == SEMIGLOBAL or mode == GLOCAL) and i1 == m_full:
+    if ends & TARGET_END and i1 == m_full:
         for j in range(ncols + 1):
             if H[j] > best_score:
                 best_score, best_i, best_j = H[j], m_full, j

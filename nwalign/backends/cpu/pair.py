@@ -8,18 +8,24 @@ from nwalign.backends.cpu.anchored import best_local
 from nwalign.backends.cpu.antidiagonal import fits_float32, score_antidiagonal
 from nwalign.backends.cpu.budget import plan_bands, rows_per_band  # noqa: F401  (plan_bands: also imported from here)
 from nwalign.backends.cpu.rows import fill_rows, profile
-from nwalign.ops import finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
+from nwalign.ops import QUERY_END, TARGET_END, TARGET_START, end_mask, finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
 from nwalign.backends.cpu.dp import GLOBAL, GLOCAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
 
 
 
-def _start_best(mode: int, n: int) -> np.ndarray:
-    # Local: the empty alignment (score 0). Semiglobal: all overhang, H[0, n] = 0.
+def _start_best(mode: int, n: int, go: int, ge: int) -> np.ndarray:
+    # Local: the empty alignment (score 0). The query's end free: cell (0, n) (semiglobal: all overhang, 0).
     if mode == LOCAL:
         return np.array([0, 0, 0], dtype=np.int64)
-    if mode == SEMIGLOBAL:
-        return np.array([0, 0, n], dtype=np.int64)
+    ends = end_mask(mode)
+    if ends & QUERY_END:
+        return np.array([0 if ends & TARGET_START or n == 0 else -(go + (n - 1) * ge), 0, n], dtype=np.int64)
     return np.array([NEG, 0, 0], dtype=np.int64)
+
+
+def _end_at_corner(mode: int) -> bool:
+    """Whether an end-to-end mode's alignment ends at (m, n) (neither sequence's end free)."""
+    return not end_mask(mode) & (QUERY_END | TARGET_END)
 
 
 def score_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, gap_extend: int,
@@ -52,10 +58,10 @@ def score_rows(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int, 
     H = np.empty(n + 1, dtype=np.int32)
     F = np.empty(n + 1, dtype=np.int32)
     init_row0(H, F, mode, gap_open, gap_extend)
-    best = _start_best(mode, n)
+    best = _start_best(mode, n, gap_open, gap_extend)
     fill_band(q, t, matrix, gap_open, gap_extend, mode, 0, m, n, H, F, np.empty((1, n + 1), np.uint8), False,
               best)
-    if mode == GLOBAL:
+    if mode != LOCAL and _end_at_corner(mode):
         return int(H[n]), m, n
     return int(best[0]), int(best[1]), int(best[2])
 
@@ -94,7 +100,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
     H = np.empty(n + 1, dtype=np.int32)
     F = np.empty(n + 1, dtype=np.int32)
     init_row0(H, F, mode, gap_open, gap_extend)
-    best = _start_best(mode, n)
+    best = _start_best(mode, n, gap_open, gap_extend)
     bounds = list(range(0, m, height)) + [m]
     ops = np.empty(m + n, dtype=np.uint8)
 
@@ -106,7 +112,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             i1 = min(m, i0 + step)
             fill_rows(P, q, gap_open, gap_extend, mode, i0, i1, n, H, F, dirs[i0:i1], True, best)
             report(0.95 * i1 / m)
-        score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
+        score, i, j = (int(H[n]), m, n) if _end_at_corner(mode) else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
         i, j, state, nops, stopped = trace_band(dirs, 0, i, j, 0, ops, 0)
     else:
@@ -116,7 +122,7 @@ def align_codes(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, gap_open: int,
             checkpoints.append((H.copy(), F.copy()))
             fill_rows(P, q, gap_open, gap_extend, mode, bounds[b], bounds[b + 1], n, H, F, scratch_row, False, best)
             report(0.5 * bounds[b + 1] / m)
-        score, i, j = (int(H[n]), m, n) if mode == GLOBAL else (int(best[0]), int(best[1]), int(best[2]))
+        score, i, j = (int(H[n]), m, n) if _end_at_corner(mode) else (int(best[0]), int(best[1]), int(best[2]))
         end_i, end_j = i, j
         state, nops, stopped = 0, 0, False
         dirs_buf = np.empty(height * (n + 1), dtype=np.uint8)

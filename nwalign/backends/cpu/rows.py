@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from nwalign.backends.cpu.dp import E_EXTENDED, F_EXTENDED, FROM_E, FROM_F
-from nwalign.ops import GLOBAL, GLOCAL, NEG, SEMIGLOBAL
+from nwalign.backends.cpu.dp import ends_of
+from nwalign.ops import NEG, QUERY_END, QUERY_START, TARGET_END
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -41,7 +42,8 @@ def profile(S, q, t):
 @njit(cache=True, nogil=True, boundscheck=False)
 def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     """:func:`nwalign.backends.cpu.dp.fill_band` (same arguments, ``P`` a :func:`profile` in place of the
-    codes of the target and the matrix; ``mode`` global, semiglobal or glocal) in three sweeps a row."""
+    codes of the target and the matrix; ``mode`` end to end: global, semiglobal, glocal or free ends) in
+    three sweeps a row."""
     n_full = P.shape[1] - 1
     m_full = q.shape[0]
     go32, ge32, neg = np.int32(go), np.int32(ge), np.int32(NEG)
@@ -49,10 +51,11 @@ def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
     Hd = np.empty(ncols + 1, dtype=np.int32)  # max(diagonal, F): H before E
     E = np.empty(ncols + 1, dtype=np.int32)
     best_score, best_i, best_j = best[0], best[1], best[2]
+    ends = ends_of(mode)
     for i in range(i0 + 1, i1 + 1):
         row = P[q[i - 1]]
         drow = dirs[i - i0 - 1 if store else 0]
-        h0 = np.int32(-(go + (i - 1) * ge)) if mode == GLOBAL or mode == GLOCAL else np.int32(0)
+        h0 = np.int32(0) if ends & QUERY_START else np.int32(-(go + (i - 1) * ge))
         for j in range(1, ncols + 1):  # F and the diagonal: the row above only
             f = max(H[j] - go32, F[j] - ge32)
             F[j] = f
@@ -79,9 +82,9 @@ def fill_rows(P, q, go, ge, mode, i0, i1, ncols, H, F, dirs, store, best):
         H[0] = h0
         for j in range(1, ncols + 1):
             H[j] = Hn[j]
-        if mode == SEMIGLOBAL and ncols == n_full and H[ncols] > best_score:
+        if ends & QUERY_END and ncols == n_full and H[ncols] > best_score:
             best_score, best_i, best_j = H[ncols], i, ncols
-    if (mode == SEMIGLOBAL or mode == GLOCAL) and i1 == m_full:
+    if ends & TARGET_END and i1 == m_full:
         for j in range(ncols + 1):
             if H[j] > best_score:
                 best_score, best_i, best_j = H[j], m_full, j
