@@ -10,7 +10,7 @@ import time
 import click
 
 from nwalign.errors import NwalignError
-from nwalign.names import (ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT_SLICE, ALLPAIRS_KERNELS, ALLPAIRS_SLICES, BACKENDS, GPU_MODES)
+from nwalign.names import (ALLPAIRS_COLUMNS, ALLPAIRS_DEFAULT_COLUMNS, ALLPAIRS_DEFAULT_SLICE, ALLPAIRS_KERNELS, ALLPAIRS_SLICES, BACKENDS, MODES)
 from nwalign.output.files import check_output, distance_matrix, fill_distances, output_stream
 from nwalign.cli.group import cli
 from nwalign.cli.options import (check_shared_dir, refuse_gpu_options, header_option, option_group, parse_columns, run_options, scoring_options, setup_logging, spread_options)
@@ -42,7 +42,8 @@ _kernel_options = option_group(_KERNEL_OPTIONS, "--kernel, --slice and --block: 
 @click.argument("seqs")
 @click.option("--against", metavar="FASTA", help="Align every SEQS record against every record of this file "
               "instead of all pairs i < j within SEQS.")
-@click.option("--mode", type=click.Choice(GPU_MODES), default="global", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
+              help="global, local, semiglobal, or glocal (each query whole inside the other sequence: the CPU engine).")
 @scoring_options
 @click.option("--columns", default=",".join(ALLPAIRS_DEFAULT_COLUMNS), show_default=" ".join(ALLPAIRS_DEFAULT_COLUMNS),
               metavar="NAME,...",

@@ -47,13 +47,29 @@ def test_a_primer_with_two_mismatches_at_its_3_prime_end_inside_a_16s_gene(tmp_p
     assert got == [1, 20, at + 1, at + 20, 20, 18, 2, 0, 18 * 5 - 2 * 4]
 
 
-def test_glocal_on_the_gpu_is_refused_in_one_line_and_allpairs_does_not_offer_it(tmp_path, capsys):
+def test_glocal_on_the_gpu_is_refused_in_one_line(tmp_path, capsys):
     q, t = _fasta(tmp_path, "q", PRIMER), _fasta(tmp_path, "t", "ACGT" + PRIMER)
-    assert main(["pair", q, t, "--mode", "glocal", "--backend", "cuda"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["nwalign: error: --mode glocal runs on the CPU engine for now: use --backend cpu (or auto)"]
-    assert main(["allpairs", q, "--against", t, "--mode", "glocal"]) == 2
-    assert "glocal" in capsys.readouterr().err
+    for command in (["pair", q, t], ["allpairs", q, "--against", t]):
+        assert main(command + ["--mode", "glocal", "--backend", "cuda"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == ["nwalign: error: --mode glocal runs on the CPU engine for now: use --backend cpu (or auto)"]
+
+
+def test_allpairs_glocal_gives_pairs_scores(tmp_path, capsys):
+    """allpairs --mode glocal (on the CPU engine): each pair's score and alignment length are pair's."""
+    with gzip.open(os.path.join(DATA, "16S_100_dada2.fasta.gz"), "rt") as handle:
+        records = handle.read().split(">")[1:7]
+    fasta = tmp_path / "six.fa"
+    fasta.write_text("".join(">" + r for r in records))
+    cols = ["--columns", "qseqid,sseqid,score,length"]
+    assert main(["allpairs", str(fasta), "--mode", "glocal"] + cols) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 15
+    for qid, sid, score, length in rows:
+        seqs = {r.split()[0]: "".join(r.splitlines()[1:]) for r in records}
+        q, t = _fasta(tmp_path, "q", seqs[qid]), _fasta(tmp_path, "t", seqs[sid])
+        assert main(["pair", q, t, "--mode", "glocal", "--format", "tsv"] + cols) == 0
+        assert capsys.readouterr().out.split()[2:] == [score, length]
 
 
 def test_free_ends_name_the_mode_and_refuse_what_they_cannot_be(tmp_path, capsys):

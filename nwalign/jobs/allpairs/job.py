@@ -134,10 +134,9 @@ class AllPairs:
                                cli=f"{source}: allpairs needs at least two sequences (or --against)")
         sides = [(source, first)] + ([(against_source, second)] if second else [])
         self.scoring = scoring = scoring or request.make(mode, sides)
-        if scoring.mode not in GPU_MODES:
-            raise NwalignError(f"allpairs: mode {scoring.mode} is not available here (pair aligns it)",
-                               cli=f"--mode {scoring.mode}: allpairs aligns {', '.join(GPU_MODES)}; pair --mode "
-                                   f"{scoring.mode} aligns pairs")
+        if scoring.mode not in GPU_MODES:  # glocal: the CPU engine's, in this process or CPU workers
+            backend, devices = backends.request_for_mode(backend, scoring.mode), None
+            spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         gpus = None
         if not spread:
             cells = PairCells([len(r.seq) for r in first], None if second is None else [len(r.seq) for r in second])
