@@ -106,19 +106,21 @@ def choose_name(request: str, announce: bool = True) -> str:
     return "cpu"
 
 
-def request_for_mode(request: str, mode: str) -> str:
-    """The ``--backend`` request a scoring mode runs under: as asked for the modes the GPU kernels have;
-    the CPU engine for the others (glocal), from ``auto``.
+def request_for_mode(request: str, mode: str, gpu_modes: tuple = ()) -> str:
+    """The ``--backend`` request a scoring mode runs under: as asked for the modes the GPU's kernels for the
+    job have (``gpu_modes``, default :data:`nwalign.names.GPU_MODES`); the CPU engine for the others, from
+    ``auto``.
 
     Raises:
         NwalignError: ``cuda`` asked for such a mode.
     """
     from nwalign.names import GPU_MODES
 
-    if mode in GPU_MODES:
+    gpu_modes = gpu_modes or GPU_MODES
+    if mode in gpu_modes:
         return request
     if request == "cuda":
-        raise NwalignError(f"mode {mode} runs on the CPU engine (the GPU kernels align {', '.join(GPU_MODES)})",
+        raise NwalignError(f"mode {mode} runs on the CPU engine (the GPU kernels align {', '.join(gpu_modes)})",
                            cli=f"--mode {mode} runs on the CPU engine for now: use --backend cpu (or auto)")
     if request != "cpu":
         log.info("backend: cpu (--mode %s: the CPU engine's)", mode)

@@ -80,7 +80,7 @@ def test_real_genomes_on_gpu(kernel):
     assert rescore(aln, q.codes, t.codes, scoring.matrix, 10, 1) == cpu
 
 
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 @pytest.mark.parametrize("m, n", [(3000, 2900), (1300, 4000), (257, 5000), (4000, 300)])
 def test_wavefront_linear_space_traceback(mode, m, n):
     """A tiny direction budget forces checkpoints + block recomputation; the result stays optimal."""
@@ -172,7 +172,7 @@ PACKED_ROWS = (8, 12, 16)
 
 
 @pytest.mark.parametrize("rows", WAVE_ROWS)
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 def test_wave_score_rows_and_grid(rows, mode):
     """wave_score.cu: band edges (32 x rows), short targets (fill and drain overlap), and grids smaller
     than the band count (warps take several bands; the hand-off row is reused)."""
@@ -199,7 +199,7 @@ def test_wave_score_rows_and_grid(rows, mode):
                     assert wf.overflows == 0
 
 
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 def test_wave_score_gap_from_column_zero(mode):
     """Mismatches dearer than a gap: H(i, 1) may come from E(i, 1) = H(i, 0) - go (a gap leaving column 0),
     which a pass that starts E at minus infinity misses."""
@@ -216,7 +216,7 @@ def test_wave_score_gap_from_column_zero(mode):
             assert Wavefront(cupy, q, t, scoring, rows).score() == expected, (mode, m, n, rows)
 
 
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 def test_wave_score_end_cell_equals_previous_pass(mode):
     """Local/semiglobal end cells (ties: earliest row, then column) agree with wavefront.cu's pass."""
     import cupy
@@ -253,7 +253,7 @@ def _nibbles(dirs, r0, r1, ncols, planes, local):
     return nib.reshape(-1, ncols)[:r1 - r0]                              # row, column
 
 
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 def test_wavefront_directions_equal_cpu_engine(mode):
     """Both direction-storing passes (wave_score.cu, and wavefront.cu for wide scores) write the CPU
     engine's direction byte (source, E and F extension, tie order) for every cell, as wave_trace reads
@@ -457,3 +457,36 @@ def test_gpu_memory_error_is_clear():
         scoring = make_scoring("dna")
         q = _enc(scoring, "ACGT", "q")
         align_pair(q, q, scoring, backend="cuda", cuda_options=Options(kernel="nope"))
+
+
+@pytest.mark.parametrize("alphabet, gaps", [("dna", (10, 1)), ("dna", (4, 4)), ("protein", (11, 1))])
+def test_glocal_on_the_gpu_is_the_cpu_engines_alignment(alphabet, gaps):
+    """Glocal on the wavefront kernels (the query whole, the target's ends free): the CPU engine's score,
+    end cell and alignment, for a query inside, across and past the target's ends, short and long (the
+    row-band score pass and its checkpointed traceback), and a query longer than its target."""
+    from nwalign.backends.cpu.pair import align_codes
+    from nwalign.backends.cuda.pair import Options
+
+    rng = np.random.default_rng(57)
+    letters = DNA if alphabet == "dna" else PROTEIN
+    scoring = make_scoring(alphabet, "glocal", gap_open=gaps[0], gap_extend=gaps[1])
+    for m, n, place in ((20, 300, "inside"), (400, 5000, "inside"), (300, 4000, "start"), (300, 4000, "end"),
+                        (3000, 2000, "longer"), (1, 50, "inside"), (50, 1, "longer")):
+        a = random_seq(rng, letters, m)
+        t = random_seq(rng, letters, n)
+        if place == "inside":
+            at = int(rng.integers(0, max(1, n - m)))
+            t = t[:at] + mutate(rng, a, letters, rate=0.1) + t[at + m:]
+        elif place == "start":
+            t = mutate(rng, a, letters, rate=0.1)[m // 3:] + t
+        elif place == "end":
+            t = t + mutate(rng, a, letters, rate=0.1)[:2 * m // 3]
+        q, tt = _enc(scoring, a, "q"), _enc(scoring, t, "t")
+        want = align_codes(q.codes, tt.codes, scoring.matrix, gaps[0], gaps[1], scoring.mode_code)
+        for budget in (None, 3 * 32 * 8 * (len(t) + 1) // 2):
+            opts = Options(kernel="wavefront") if budget is None else Options(kernel="wavefront", max_memory=budget)
+            got = align_pair(q, tt, scoring, backend="cuda", cuda_options=opts)
+            assert (got.score, got.query_start, got.query_end, got.target_start, got.target_end) == want[:5], \
+                (m, n, place, budget)
+            assert np.array_equal(got.ops, want[5])
+

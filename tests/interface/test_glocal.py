@@ -47,12 +47,15 @@ def test_a_primer_with_two_mismatches_at_its_3_prime_end_inside_a_16s_gene(tmp_p
     assert got == [1, 20, at + 1, at + 20, 20, 18, 2, 0, 18 * 5 - 2 * 4]
 
 
-def test_glocal_on_the_gpu_is_refused_in_one_line(tmp_path, capsys):
+def test_modes_the_gpu_lacks_are_refused_there_in_one_line(tmp_path, capsys):
+    """allpairs --mode glocal and pair's other sets of free ends run on the CPU engine: --backend cuda
+    refuses them in one line, before looking for a GPU."""
     q, t = _fasta(tmp_path, "q", PRIMER), _fasta(tmp_path, "t", "ACGT" + PRIMER)
-    for command in (["pair", q, t], ["allpairs", q, "--against", t]):
-        assert main(command + ["--mode", "glocal", "--backend", "cuda"]) == 2
+    for command, mode in ((["allpairs", q, "--against", t, "--mode", "glocal"], "glocal"),
+                          (["pair", q, t, "--free-ends", "query-start"], "free-ends:query-start")):
+        assert main(command + ["--backend", "cuda"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == ["nwalign: error: --mode glocal runs on the CPU engine for now: use --backend cpu (or auto)"]
+        assert err == [f"nwalign: error: --mode {mode} runs on the CPU engine for now: use --backend cpu (or auto)"]
 
 
 def test_allpairs_glocal_gives_pairs_scores(tmp_path, capsys):

@@ -279,6 +279,9 @@ def run_kernel(q: np.ndarray, t: np.ndarray, scoring, traceback: bool, opts: Opt
     """
     if opts.kernel not in KERNELS:
         raise NwalignError(f"unknown kernel {opts.kernel!r} (choose from {', '.join(KERNELS)})")
+    if scoring.mode not in ("global", "local", "semiglobal") and opts.kernel != "wavefront":
+        raise NwalignError(f"kernel {opts.kernel}: mode {scoring.mode} runs on the wavefront kernel",
+                           cli=f"--kernel {opts.kernel}: --mode {scoring.mode} runs on the wavefront kernel (the default)")
     cp = require(opts.device)
     m, n = len(q), len(t)
     if opts.kernel == "wavefront":

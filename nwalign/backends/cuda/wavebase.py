@@ -20,9 +20,9 @@ BAND = 32 * STORE_R  # rows per band of a direction-storing launch
 # (a module per name compiled the whole source once per name on a fresh machine).
 WINDOW_NAME = f"wave_score<0, {STORE_R}, true, true>"  # the direction-storing pass over a window of columns
 # (WINDOW, the last template parameter, written out: the shipped cubins name it so.)
-WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}, false>" for mode in range(3)
+WAVE_SCORE_NAMES = tuple(f"wave_score<{mode}, {rows}, {store}, false>" for mode in range(4)
                           for rows, store in [(r, "false") for r in SCORE_ROWS] + [(STORE_R, "true")]) + (WINDOW_NAME,)
-WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(3)
+WAVEFRONT_NAMES = tuple(f"wavefront<{mode}, {store}, {rows}>" for mode in range(4)
                          for store, rows in (("false", 4), ("false", 8), ("false", 16), ("true", STORE_R)))
 RING_BYTES = 2 << 30  # cap on the band hand-off ring
 # Linear space, global mode: each block of checkpointed rows is recomputed only over a window of columns

@@ -20,7 +20,7 @@ import logging
 
 import numpy as np
 
-from nwalign.ops import GLOBAL, LOCAL, NEG, columns_score, finish_path, format_bytes  # not nwalign.backends.cpu: no Numba here
+from nwalign.ops import GLOBAL, GLOCAL, LOCAL, NEG, columns_score, finish_path, format_bytes  # not nwalign.backends.cpu: no Numba here
 from nwalign.errors import NwalignError
 from nwalign.backends.cuda import modules
 from nwalign.backends.cuda.structs import SCORE16_ARGS as _SCORE16_ARGS, SCORE_ARGS as _SCORE_ARGS, WAVE_ARGS as _ARGS
@@ -231,7 +231,10 @@ class Wavefront:
         """The optimal score and its end cell: (m, n) in global mode, else the best band's best cell."""
         if self.mode == GLOBAL:
             return int(self.corner.get()[0]), self.m, self.n
-        best = (0, 0, 0) if self.mode == LOCAL else (0, 0, self.n)  # cells the kernel never visits
+        # cells the kernel never visits: the empty local alignment; (0, n) with the query's end free
+        # (semiglobal); (m, 0) with only the target's ends free (glocal: the query against gaps)
+        best = (0, 0, 0) if self.mode == LOCAL else (-(self.go + (self.m - 1) * self.ge), self.m, 0) \
+            if self.mode == GLOCAL else (0, 0, self.n)
         for s, i, j in band_best.tolist():
             if s > best[0] or (s == best[0] and (i, j) < best[1:]):
                 best = (s, i, j)

@@ -7,6 +7,7 @@
 #define NW_GLOBAL 0
 #define NW_LOCAL 1
 #define NW_SEMIGLOBAL 2
+#define NW_GLOCAL 3  // the query whole, the target's ends free (the wavefront pair kernels)
 #define NW_POS_BITS 34
 
 typedef unsigned char u8;
@@ -15,6 +16,11 @@ typedef unsigned long long u64;
 // H on row 0 / column 0: a leading gap of length k in global mode, free otherwise.
 __device__ __forceinline__ int nw_border(long long k, int mode, int go, int ge) {
     return (mode == NW_GLOBAL && k > 0) ? -(go + (int)(k - 1) * ge) : 0;
+}
+
+// H on column 0 (a leading gap of k query residues): penalised in global and glocal mode.
+__device__ __forceinline__ int nw_column_border(long long k, int mode, int go, int ge) {
+    return ((mode == NW_GLOBAL || mode == NW_GLOCAL) && k > 0) ? -(go + (int)(k - 1) * ge) : 0;
 }
 
 // One cell: h_diag = H(i-1,j-1), h_up/f_up = H/F(i-1,j), h_left/e_left = H/E(i,j-1), s = S(q_i, t_j).
@@ -47,9 +53,10 @@ __device__ __forceinline__ int nw_cell_dpx(int hd, int sc, int &e, int &fg, int 
     return h;
 }
 
-// Where an alignment may end besides (m, n): anywhere (local), last row or column (semiglobal).
+// Where an alignment may end besides (m, n): anywhere (local), last row or column (semiglobal), last row
+// (glocal).
 __device__ __forceinline__ bool nw_end_candidate(int i, int j, int m, int n, int mode) {
-    return mode == NW_LOCAL || (mode == NW_SEMIGLOBAL && (i == m || j == n));
+    return mode == NW_LOCAL || (mode == NW_SEMIGLOBAL && (i == m || j == n)) || (mode == NW_GLOCAL && i == m);
 }
 
 // Larger score wins, then the earlier cell in row order (the CPU engine's rule). Scores are below

@@ -58,14 +58,14 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
     int H[R], E[R], bs[R], bj[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        H[r] = WINDOW ? NW_NEG : nw_border(row0 + r + 1, MODE, a.go, a.ge);
+        H[r] = WINDOW ? NW_NEG : nw_column_border(row0 + r + 1, MODE, a.go, a.ge);
         E[r] = H[r] - a.go;  // E(i, 1): a gap opened from H(i, 0)
         bs[r] = NW_NEG;
         bj[r] = 0;
     }
     // WINDOW: column 0 is a window's left edge inside the matrix: only the top row's cell there is known
     // (band 0 reads row r0 from the hand-off words before writing any), the cells below it are -inf.
-    int diag = !WINDOW ? nw_border(row0, MODE, a.go, a.ge)  // H(row0, j - 1)
+    int diag = !WINDOW ? nw_column_border(row0, MODE, a.go, a.ge)  // H(row0, j - 1)
                        : (row0 == a.r0 ? (int)(unsigned)a.row[0] : NW_NEG);
     // Lanes carry F + go (fg): then F(i + 1, j) + go = max(F(i, j) + go - ge, max(H(i-1, j-1) + s, E(i, j)))
     // and H(i, j) = max(that inner max, F(i, j)) are one DPX operation each.
@@ -85,7 +85,8 @@ __device__ __forceinline__ void score_band(const ScoreArgs &a, unsigned *prof, u
     int *ckH = checkpoint ? a.ckH + (size_t)((b + 1) / a.ck_every) * (ncols + 1) : nullptr;
     int *ckF = checkpoint ? a.ckF + (size_t)((b + 1) / a.ck_every) * (ncols + 1) : nullptr;
     // Semiglobal alignments end on the last row or column: only the band holding row m tracks rows.
-    const bool track = MODE == NW_LOCAL || (MODE == NW_SEMIGLOBAL && a.m > row0 - lane * R && a.m <= row0 - lane * R + BAND);
+    const bool track = MODE == NW_LOCAL || ((MODE == NW_SEMIGLOBAL || MODE == NW_GLOCAL) && a.m > row0 - lane * R &&
+                                            a.m <= row0 - lane * R + BAND);
     // STORE: lane k's word of column j goes to ring[k * 64 + j % 64] in shared memory, and `flush` copies
     // 32 columns of one lane at a time to its row of `dirs` with one coalesced store: one store per step
     // instead of 32 scattered ones. ebits: the E-extended bits of the next column, known one column early.
@@ -253,7 +254,8 @@ __global__ void __launch_bounds__(32 * WAVE_WARPS, (R >= 12 || (R >= 6 && MODE !
 #define WAVE_SCORE_MODES(R, STORE)                                \
     template __global__ void wave_score<0, R, STORE>(ScoreArgs); \
     template __global__ void wave_score<1, R, STORE>(ScoreArgs); \
-    template __global__ void wave_score<2, R, STORE>(ScoreArgs);
+    template __global__ void wave_score<2, R, STORE>(ScoreArgs); \
+    template __global__ void wave_score<3, R, STORE>(ScoreArgs);
 WAVE_SCORE_MODES(4, false)
 WAVE_SCORE_MODES(6, false)
 WAVE_SCORE_MODES(8, false)

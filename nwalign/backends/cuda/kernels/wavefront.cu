@@ -61,10 +61,12 @@ __device__ __forceinline__ void wave_fetch(const WaveArgs &a, int b, int slot_in
     if (jc <= a.ncols) t = a.t[jc - 1];
 }
 
-// End-cell candidates: any cell (local), the last row or column of the whole matrix (semiglobal).
+// End-cell candidates: any cell (local), the last row or column of the whole matrix (semiglobal), the last
+// row (glocal).
 template <int MODE>
 __device__ __forceinline__ void track_cell(const WaveArgs &a, int h, int i, int j, int &bs, int &bi, int &bj) {
-    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || j == a.n) && nw_band_better(h, i, j, bs, bi, bj)) {
+    if (i <= a.r1 && (MODE == NW_LOCAL || i == a.m || (MODE == NW_SEMIGLOBAL && j == a.n)) &&
+        nw_band_better(h, i, j, bs, bi, bj)) {
         bs = h; bi = i; bj = j;
     }
 }
@@ -79,10 +81,10 @@ __device__ __forceinline__ void wave_band(const WaveArgs &a, const int *sS, int 
     for (int r = 0; r < R; ++r) {
         const int i = row0 + r + 1;
         qa[r] = i <= a.r1 ? a.q[i - 1] * a.A : 0;
-        H[r] = nw_border(i, MODE, a.go, a.ge);
+        H[r] = nw_column_border(i, MODE, a.go, a.ge);
         E[r] = NW_NEG;
     }
-    int diag = nw_border(row0, MODE, a.go, a.ge);  // H(row0, j - 1)
+    int diag = nw_column_border(row0, MODE, a.go, a.ge);  // H(row0, j - 1)
     int up_h = 0, up_f = NW_NEG, up_t = 0;           // what this lane hands to the next
     int in_h = 0, in_f = NW_NEG, in_t = 0;           // lane 0's input chunk, one column per lane
     int nx_h = 0, nx_f = NW_NEG, nx_t = 0;           // the chunk after it, fetched 32 steps early
@@ -204,6 +206,10 @@ template __global__ void wavefront<2, false, 16>(WaveArgs);
 template __global__ void wavefront<0, true, 8>(WaveArgs);
 template __global__ void wavefront<1, true, 8>(WaveArgs);
 template __global__ void wavefront<2, true, 8>(WaveArgs);
+template __global__ void wavefront<3, false, 4>(WaveArgs);
+template __global__ void wavefront<3, false, 8>(WaveArgs);
+template __global__ void wavefront<3, false, 16>(WaveArgs);
+template __global__ void wavefront<3, true, 8>(WaveArgs);
 
 // Traceback on the GPU over the directions of rows r0+1 .. of one launch (trace.cuh), from cell (i, j) in
 // `state`. io: in {i, j, state, nops}; out {i, j, state, nops, stopped}. ops: columns in reverse order.
