@@ -133,3 +133,20 @@ def test_bad_options_are_one_line_errors(capsys):
         assert main(["allpairs", SIXTEEN_S, "--backend", "cuda", "--columns", "qseqid,sseqid,score", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_score_no_alignment_has_is_an_error_not_a_row(monkeypatch):
+    """A kernel that left a score unset (minus infinity, as a failed launch would leave it) is reported as
+    an internal error; the batch is not handed out."""
+    from nwalign.backends.cuda import allpairs
+    from nwalign.errors import NwalignError
+
+    scoring = make_scoring("dna", "global")
+    codes = [np.frombuffer(b"\x00\x01\x02\x03" * 20, dtype=np.uint8).copy() for _ in range(3)]
+    scorer = allpairs.AllPairsScorer(codes, scoring, kernel="lazy-rscan")
+
+    def unset(self, kernel, d_pairs, n, d_scores, *rest):
+        d_scores.fill(-(1 << 30))
+    monkeypatch.setattr(allpairs.AllPairsScorer, "_launch", unset)
+    with pytest.raises(NwalignError, match="internal error: the GPU's all-pairs kernel"):
+        scorer.scores(np.array([[0, 1], [0, 2]], dtype=np.int32))

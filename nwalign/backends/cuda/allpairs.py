@@ -16,6 +16,7 @@ import numpy as np
 
 from nwalign import names
 from nwalign.errors import NwalignError, option_error
+from nwalign.scoring.schemes import SCORE_LIMIT
 from nwalign.backends.cuda import modules
 from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require
 
@@ -290,9 +291,20 @@ class AllPairsScorer:
                 yield self._collect(slots[s])
 
     def _collect(self, slot) -> tuple[np.ndarray, np.ndarray]:
+        """A batch's (pairs, int64 scores), in the pairs' order.
+
+        Raises:
+            NwalignError: a score no alignment can have (beyond the range that Scoring.check_lengths keeps
+                every score in): a kernel that left it unset is reported, never written.
+        """
         pairs, order, pinned_scores, (start, end, done), _buffers = slot
         done.synchronize()
         self.gpu_seconds += self.cp.cuda.get_elapsed_time(start, end) / 1000.0
         scores = np.empty(len(pairs), dtype=np.int64)
         scores[order] = pinned_scores
+        bad = np.flatnonzero(np.abs(scores) >= SCORE_LIMIT)
+        if bad.size:
+            raise NwalignError(f"internal error: the GPU's all-pairs kernel gave pair {pairs[bad[0]].tolist()} the "
+                               f"score {int(scores[bad[0]])}, which no alignment has; please report this (use "
+                               "--backend cpu meanwhile)")
         return pairs, scores
