@@ -43,7 +43,8 @@ _kernel_options = option_group(_KERNEL_OPTIONS, "--kernel, --slice and --block: 
 @click.option("--against", metavar="FASTA", help="Align every SEQS record against every record of this file "
               "instead of all pairs i < j within SEQS.")
 @click.option("--mode", type=click.Choice(MODES), default="global", show_default=True,
-              help="global, local, semiglobal, or glocal (each query whole inside the other sequence: the CPU engine).")
+              help="global, local, semiglobal, or glocal (the first sequence of each pair whole inside the "
+                   "second).")
 @scoring_options
 @click.option("--columns", default=",".join(ALLPAIRS_DEFAULT_COLUMNS), show_default=" ".join(ALLPAIRS_DEFAULT_COLUMNS),
               metavar="NAME,...",

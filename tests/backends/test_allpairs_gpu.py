@@ -41,7 +41,7 @@ def _all_pairs(n):
 
 
 @pytest.mark.parametrize("alphabet", ["dna", "protein", "dna-iupac"])
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 @pytest.mark.parametrize("kernel, slice_k, block", VARIANTS)
 def test_kernel_scores_equal_cpu_engine(kernel, slice_k, block, mode, alphabet):
     from nwalign.backends.cuda.allpairs import AllPairsScorer

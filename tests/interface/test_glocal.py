@@ -48,18 +48,18 @@ def test_a_primer_with_two_mismatches_at_its_3_prime_end_inside_a_16s_gene(tmp_p
 
 
 def test_modes_the_gpu_lacks_are_refused_there_in_one_line(tmp_path, capsys):
-    """allpairs --mode glocal and pair's other sets of free ends run on the CPU engine: --backend cuda
-    refuses them in one line, before looking for a GPU."""
+    """pair's sets of free ends other than the named modes run on the CPU engine: --backend cuda refuses
+    them in one line, before looking for a GPU."""
     q, t = _fasta(tmp_path, "q", PRIMER), _fasta(tmp_path, "t", "ACGT" + PRIMER)
-    for command, mode in ((["allpairs", q, "--against", t, "--mode", "glocal"], "glocal"),
-                          (["pair", q, t, "--free-ends", "query-start"], "free-ends:query-start")):
+    for command, mode in ((["pair", q, t, "--free-ends", "query-start"], "free-ends:query-start"),
+                          (["pair", q, t, "--free-ends", "query-end,subject-end"], "free-ends:query-end,subject-end")):
         assert main(command + ["--backend", "cuda"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"nwalign: error: --mode {mode} runs on the CPU engine for now: use --backend cpu (or auto)"]
 
 
 def test_allpairs_glocal_gives_pairs_scores(tmp_path, capsys):
-    """allpairs --mode glocal (on the CPU engine): each pair's score and alignment length are pair's."""
+    """allpairs --mode glocal: each pair's score and alignment length are pair's."""
     with gzip.open(os.path.join(DATA, "16S_100_dada2.fasta.gz"), "rt") as handle:
         records = handle.read().split(">")[1:7]
     fasta = tmp_path / "six.fa"

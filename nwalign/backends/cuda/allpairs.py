@@ -33,8 +33,8 @@ MAX_BATCH = 1 << 20             # pairs per batch, whatever the memory
 MAX_ALPHABET = 32
 from nwalign.backends.cuda.structs import SETS as _SETS  # noqa: E402
 # Every template instance, compiled in one NVRTC call (and cached on disk by CuPy).
-_NAMES = tuple([f"lazy_rscan<{m}, {k}>" for m in range(3) for k in (1,) + SLICES] + [f"dscan<{m}>" for m in range(3)]
-               + [f"tiled_dscan<{m}, {t}>" for m in range(3) for t in TILES])
+_NAMES = tuple([f"lazy_rscan<{m}, {k}>" for m in range(4) for k in (1,) + SLICES] + [f"dscan<{m}>" for m in range(4)]
+               + [f"tiled_dscan<{m}, {t}>" for m in range(4) for t in TILES])  # modes 0-3: global .. glocal
 
 
 def _function(name: str):
@@ -216,7 +216,7 @@ class AllPairsScorer:
             slots = (self.max_length + T - 1) // T
             half = n * slots * (2 * T + 1)
             rowbuf, colbuf = scratch[:half], scratch[half: 2 * half]
-            d_scores.fill(-(1 << 30) if self.mode == 0 else 0)
+            d_scores.fill(-(1 << 30) if self.mode in (0, 3) else 0)  # global and glocal: no free empty end
             # Tile diagonals of the batch's longest sequences; shorter pairs' blocks exit at once.
             tq, tt = (max_q + T - 1) // T, (max_t + T - 1) // T
             for D in range(tq + tt - 1):

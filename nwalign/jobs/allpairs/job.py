@@ -19,7 +19,7 @@ from nwalign.jobs.allpairs.tasks import PairsTask, block_of, gpu_wave, pair_bloc
 from nwalign import backends
 from nwalign.backends.engine import encode_all
 from nwalign.errors import NwalignError, option_error
-from nwalign.names import GPU_MODES
+from nwalign.names import PAIR_GPU_MODES
 from nwalign.output.writers.tsv import format_results
 from nwalign.output.scorerows import ScoreRows
 from nwalign.plan.pairorder import PairCells, blocks
@@ -134,8 +134,8 @@ class AllPairs:
                                cli=f"{source}: allpairs needs at least two sequences (or --against)")
         sides = [(source, first)] + ([(against_source, second)] if second else [])
         self.scoring = scoring = scoring or request.make(mode, sides)
-        if scoring.mode not in GPU_MODES:  # glocal: the CPU engine's, in this process or CPU workers
-            backend, devices = backends.request_for_mode(backend, scoring.mode), None
+        if scoring.mode not in PAIR_GPU_MODES:  # other free ends: the CPU engine's, here or on CPU workers
+            backend, devices = backends.request_for_mode(backend, scoring.mode, PAIR_GPU_MODES), None
             spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         gpus = None
         if not spread:

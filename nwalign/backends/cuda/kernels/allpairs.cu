@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
     const Pair pr = load_pair(sets, pairs, p);
     const size_t stride = (size_t)npairs;
     int2 *col = bufGF + p;
-    int best = MODE == NW_GLOBAL ? NW_NEG : 0;  // local: the empty alignment; semiglobal: H(m, 0) = 0
+    // local: the empty alignment; semiglobal: H(m, 0) = 0; glocal: H(m, 0), the query against gaps
+    int best = MODE == NW_GLOBAL ? NW_NEG : MODE == NW_GLOCAL ? nw_column_border(pr.m, MODE, go, ge) : 0;
     for (int i0 = 0; i0 < pr.m; i0 += K) {
         const bool first = i0 == 0, last = i0 + K >= pr.m;
         const int rlast = pr.m - 1 - i0;  // slice row of query row m, in the last slice
@@ -70,10 +71,10 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
 #pragma unroll
         for (int r = 0; r < K; ++r) {
             prof[r] = (i0 + r < pr.m ? pr.q[i0 + r] : A) * A;
-            G[r] = nw_border(i0 + r + 1, MODE, go, ge) - go;  // column 0
+            G[r] = nw_column_border(i0 + r + 1, MODE, go, ge) - go;  // column 0
             E[r] = NW_NEG;
         }
-        int diag_top = nw_border(i0, MODE, go, ge) - go;
+        int diag_top = nw_column_border(i0, MODE, go, ge) - go;
         for (int j = 1; j <= pr.n; ++j) {
             const int c = pr.t[j - 1];
             const size_t at = (size_t)(j - 1) * stride;
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(256, 1) lazy_rscan(const Sets sets, const int2
             }
             if (!last) {
                 col[at] = make_int2(g_up, f);
-            } else if (MODE == NW_SEMIGLOBAL) {  // the last row of the matrix
+            } else if (MODE == NW_SEMIGLOBAL || MODE == NW_GLOCAL) {  // the last row of the matrix
 #pragma unroll
                 for (int r = 0; r < K; ++r)
                     if (r == rlast) best = max(best, G[r] + go);
@@ -130,7 +131,7 @@ __global__ void dscan(const Sets sets, const int2 *pairs, int npairs, const int 
     const int p = blockIdx.x;
     if (p >= npairs) return;
     for (int k = threadIdx.x; k < A * A; k += blockDim.x) smem[k] = matrix[k];
-    if (threadIdx.x == 0) block_best = MODE == NW_GLOBAL ? NW_NEG : 0;
+    if (threadIdx.x == 0) block_best = MODE == NW_GLOBAL || MODE == NW_GLOCAL ? NW_NEG : 0;
     const Pair pr = load_pair(sets, pairs, p);
     const int m = pr.m, n = pr.n, w = m + 1;
     int *base = scratch_ints ? scratch + (size_t)p * (size_t)scratch_ints : smem + A * A;
@@ -139,21 +140,22 @@ __global__ void dscan(const Sets sets, const int2 *pairs, int npairs, const int 
     if (threadIdx.x == 0) {
         Hd2[0] = 0;                                              // d = 0: (0, 0)
         Hd1[0] = nw_border(1, MODE, go, ge); F1[0] = NW_NEG;     // d = 1: (0, 1)
-        Hd1[1] = nw_border(1, MODE, go, ge); E1[1] = NW_NEG;     //        (1, 0)
+        Hd1[1] = nw_column_border(1, MODE, go, ge); E1[1] = NW_NEG;  //   (1, 0)
     }
     __syncthreads();
-    int best = MODE == NW_GLOBAL ? NW_NEG : 0;
+    int best = MODE == NW_GLOBAL ? NW_NEG : MODE != NW_GLOCAL ? 0
+                                          : threadIdx.x == 0 ? nw_column_border(m, MODE, go, ge) : NW_NEG;  // H(m, 0)
     for (int d = 2; d <= m + n; ++d) {
         const int lo = max(0, d - n), hi = min(m, d);
         for (int i = lo + threadIdx.x; i <= hi; i += blockDim.x) {
             const int j = d - i;
             if (i == 0) { Hn[0] = nw_border(j, MODE, go, ge); Fn[0] = NW_NEG; continue; }
-            if (j == 0) { Hn[i] = nw_border(i, MODE, go, ge); En[i] = NW_NEG; continue; }
+            if (j == 0) { Hn[i] = nw_column_border(i, MODE, go, ge); En[i] = NW_NEG; continue; }
             const int e = __viaddmax_s32(E1[i], -ge, Hd1[i] - go);
             const int f = __viaddmax_s32(F1[i - 1], -ge, Hd1[i - 1] - go);
             int h = cell(Hd2[i - 1], smem[pr.q[i - 1] * A + pr.t[j - 1]], e, f);
             if (MODE == NW_LOCAL) { h = max(h, 0); best = max(best, h); }
-            if (MODE == NW_SEMIGLOBAL && (i == m || j == n)) best = max(best, h);
+            if ((MODE == NW_SEMIGLOBAL && (i == m || j == n)) || (MODE == NW_GLOCAL && i == m)) best = max(best, h);
             Hn[i] = h; En[i] = e; Fn[i] = f;
         }
         __syncthreads();
@@ -176,7 +178,7 @@ __global__ void dscan(const Sets sets, const int2 *pairs, int npairs, const int 
 // tile's anti-diagonals in shared memory. Tile borders: rowbuf[pair][tile column] holds the bottom
 // row of the tile above (H[0..T], then F[1..T]); colbuf[pair][tile row] the right column of the
 // tile to the left (H[0..T], then E[1..T]). Only tile (ti, tj) touches those two slots on diagonal D,
-// so blocks of one launch never race. scores must start at NW_NEG (global) or 0.
+// so blocks of one launch never race. scores must start at NW_NEG (global, glocal) or 0.
 template <int MODE, int T>
 __global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pairs,
                                                  int npairs, const int *matrix, int A, int go, int ge, int D,
@@ -201,13 +203,14 @@ __global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pa
         if (c > 0) sF[0][c] = ti == 0 ? NW_NEG : rb[T + c];
     }
     for (int r = x + 1; r <= tr; r += T) {
-        sH[r][0] = tj == 0 ? nw_border(r0 + r, MODE, go, ge) : cb[r];
+        sH[r][0] = tj == 0 ? nw_column_border(r0 + r, MODE, go, ge) : cb[r];
         sE[r][0] = tj == 0 ? NW_NEG : cb[T + r];
     }
     if (x < tc) sT[x] = pr.t[c0 + x];
     const int qa = x < tr ? pr.q[r0 + x] * A : 0;
     __syncthreads();
-    int best = MODE == NW_GLOBAL ? NW_NEG : 0;
+    int best = MODE == NW_GLOBAL || MODE == NW_GLOCAL ? NW_NEG : 0;
+    if (MODE == NW_GLOCAL && tj == 0 && x == 0 && r0 + tr == pr.m) best = sH[tr][0];  // H(m, 0)
     const int r = x + 1;
     for (int s = 0; s < tr + tc - 1; ++s) {
         const int c = s - x + 1;
@@ -216,7 +219,8 @@ __global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pa
             const int f = __viaddmax_s32(sF[r - 1][c], -ge, sH[r - 1][c] - go);
             int h = cell(sH[r - 1][c - 1], sS[qa + sT[c - 1]], e, f);
             if (MODE == NW_LOCAL) { h = max(h, 0); best = max(best, h); }
-            if (MODE == NW_SEMIGLOBAL && (r0 + r == pr.m || c0 + c == pr.n)) best = max(best, h);
+            if ((MODE == NW_SEMIGLOBAL && (r0 + r == pr.m || c0 + c == pr.n)) || (MODE == NW_GLOCAL && r0 + r == pr.m))
+                best = max(best, h);
             sH[r][c] = h; sE[r][c] = e; sF[r][c] = f;
         }
         __syncthreads();
@@ -241,7 +245,7 @@ __global__ void __launch_bounds__(T) tiled_dscan(const Sets sets, const int2 *pa
 #define AP_LAZY(M, K)                                                                                        \
     template __global__ void lazy_rscan<M, K>(const Sets, const int2 *, int, const int *, \
                                               int, int, int, int2 *, int *);
-#define AP_LAZY_ALL(K) AP_LAZY(0, K) AP_LAZY(1, K) AP_LAZY(2, K)
+#define AP_LAZY_ALL(K) AP_LAZY(0, K) AP_LAZY(1, K) AP_LAZY(2, K) AP_LAZY(3, K)
 AP_LAZY_ALL(1)
 AP_LAZY_ALL(2)
 AP_LAZY_ALL(4)
@@ -255,11 +259,13 @@ template __global__ void dscan<1>(const Sets, const int2 *, int, const int *, in
                                   long long, int *);
 template __global__ void dscan<2>(const Sets, const int2 *, int, const int *, int, int, int, int *,
                                   long long, int *);
+template __global__ void dscan<3>(const Sets, const int2 *, int, const int *, int, int, int, int *,
+                                  long long, int *);
 
 #define AP_TILED(M, T)                                                                                        \
     template __global__ void tiled_dscan<M, T>(const Sets, const int2 *, int, const int *, \
                                                int, int, int, int, int *, int *, int, int, int *);
-#define AP_TILED_ALL(T) AP_TILED(0, T) AP_TILED(1, T) AP_TILED(2, T)
+#define AP_TILED_ALL(T) AP_TILED(0, T) AP_TILED(1, T) AP_TILED(2, T) AP_TILED(3, T)
 AP_TILED_ALL(8)
 AP_TILED_ALL(16)
 AP_TILED_ALL(32)
