@@ -13,7 +13,6 @@ Needs ssearch36 and lalign36 (FASTA 36) on PATH.
 """
 
 import argparse
-import gzip
 import os
 import random
 import subprocess
@@ -21,21 +20,9 @@ import sys
 import time
 from collections import defaultdict
 
+from nwalign.io.sequences import read_fasta
+
 DATABASE = "data/swissprot_ecoli_k12_4306.fasta.gz"
-
-
-def fasta(path: str) -> list[tuple[str, str]]:
-    records, name, seq = [], None, []
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            if line.startswith(">"):
-                if name is not None:
-                    records.append((name, "".join(seq)))
-                name, seq = line[1:].split()[0], []
-            else:
-                seq.append(line.strip())
-    records.append((name, "".join(seq)))
-    return records
 
 
 def by_pair(text: str) -> dict:
@@ -55,7 +42,7 @@ def main() -> None:
     ap.add_argument("--work", default="alternatives-vs-ssearch")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    records = fasta(DATABASE)
+    records = [(r.id, r.seq) for r in read_fasta(DATABASE)]
     db, queries = os.path.join(args.work, "db.fa"), os.path.join(args.work, "queries.fa")
     with open(db, "w") as out:
         out.writelines(f">{n}\n{s}\n" for n, s in records)

@@ -10,31 +10,18 @@ Needs glsearch36 (FASTA 36) on PATH.
 """
 
 import argparse
-import gzip
 import os
 import random
 import re
 import subprocess
 import sys
 
+from nwalign.io.sequences import read_fasta
+
 DATABASE = "data/swissprot_ecoli_k12_4306.fasta.gz"
 QUERY = re.compile(r"^\s*\d+>>>(\S+)")
 SUBJECT = re.compile(r"^>>(\S+)")
 SCORE = re.compile(r"global/local score: (-?\d+);.*\((\d+)-(\d+):(\d+)-(\d+)\)")
-
-
-def fasta(path: str) -> list[tuple[str, str]]:
-    records, name, seq = [], None, []
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            if line.startswith(">"):
-                if name is not None:
-                    records.append((name, "".join(seq)))
-                name, seq = line[1:].split()[0], []
-            else:
-                seq.append(line.strip())
-    records.append((name, "".join(seq)))
-    return records
 
 
 def glsearch(queries: str, library: str, count: int) -> dict:
@@ -60,7 +47,7 @@ def main() -> None:
     ap.add_argument("--work", default="glocal-vs-glsearch")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    records = fasta(DATABASE)
+    records = [(r.id, r.seq) for r in read_fasta(DATABASE)]
     rng = random.Random(args.seed)
     queries, library = rng.sample(records, args.queries), rng.sample(records, args.library)
     q_fa, l_fa = os.path.join(args.work, "queries.fa"), os.path.join(args.work, "library.fa")

@@ -106,17 +106,16 @@ def choose_name(request: str, announce: bool = True) -> str:
     return "cpu"
 
 
-def request_for_mode(request: str, mode: str, gpu_modes: tuple = ()) -> str:
-    """The ``--backend`` request a scoring mode runs under: as asked for the modes the GPU's kernels for the
-    job have (``gpu_modes``, default :data:`nwalign.names.GPU_MODES`); the CPU engine for the others, from
-    ``auto``.
+def request_for_mode(request: str, mode: str) -> str:
+    """The ``--backend`` request a scoring mode runs under: as asked for the modes the GPU's pair and
+    all-pairs kernels have (:data:`nwalign.names.PAIR_GPU_MODES`); the CPU engine for the other sets of free
+    ends, from ``auto``.
 
     Raises:
         NwalignError: ``cuda`` asked for such a mode.
     """
-    from nwalign.names import GPU_MODES
+    from nwalign.names import PAIR_GPU_MODES as gpu_modes
 
-    gpu_modes = gpu_modes or GPU_MODES
     if mode in gpu_modes:
         return request
     if request == "cuda":

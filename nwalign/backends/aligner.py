@@ -32,7 +32,6 @@ from nwalign.backends.cpu.search import cpu_scan
 from nwalign import backends
 from nwalign.backends.engine import DEFAULT_MAX_MEMORY, Encoded, align_pair, align_pairs, alignment_from_path
 from nwalign.errors import NwalignError
-from nwalign.names import PAIR_GPU_MODES
 from nwalign.plan.pairorder import pair_batches
 from nwalign.records.alignment import Alignment
 from nwalign.scoring.schemes import Scoring
@@ -76,7 +75,7 @@ class Aligner:
     def __init__(self, scoring: Scoring, backend: str = "auto", device: int = 0, threads: int = 1,
                  max_memory: int = DEFAULT_MAX_MEMORY, cuda_options=None, announce: bool = True):
         self.scoring, self.device, self.threads, self.max_memory = scoring, device, max(1, threads), max_memory
-        backend = backends.request_for_mode(backend, scoring.mode, PAIR_GPU_MODES)  # free ends: the CPU engine's
+        backend = backends.request_for_mode(backend, scoring.mode)  # free ends: the CPU engine's
         self.backend = backends.choose_name(backend, announce)  # -v says which (announce=False: resolved already)
         self.gpu = self.backend == "cuda"
         if self.gpu and cuda_options is None:

@@ -25,7 +25,6 @@ from nwalign.records.alignment import Alignment
 from nwalign.parallel.cluster import AUTO_MIN_PAIR_CELLS
 from nwalign.scoring.schemes import Scoring
 from nwalign.io.sequences import unique_records
-from nwalign.names import PAIR_GPU_MODES
 from nwalign.results.strands import better_strands, searched_strands, stranded_queries
 from nwalign.parallel.spread import Spread, pair_sets
 
@@ -136,8 +135,8 @@ class Pairs:
 
     def _place(self, placement: Placement, options: PairOptions) -> None:
         """The engine, the GPUs or workers, and the aligner or the spread, resolved once."""
-        placement = dataclasses.replace(placement, backend=backends.request_for_mode(
-            placement.backend, self.scoring.mode, PAIR_GPU_MODES))
+        placement = dataclasses.replace(placement, backend=backends.request_for_mode(placement.backend,
+                                                                                   self.scoring.mode))
         backend, device, devices = placement.backend, placement.device, placement.devices
         kernel, block, shared = options.kernel, options.block, options.shared
         threads = 1 if placement.threads is None else placement.threads

@@ -153,6 +153,19 @@ def test_local_alignment_from_its_end_cell_is_the_whole_matrix_traceback(alphabe
             assert got[:5] == want[:5] and np.array_equal(got[5], want[5])
 
 
+def _peer_matrices(scoring, letters: int):
+    """The scoring's matrix over its first ``letters`` letters as Biopython's and parasail's matrices."""
+    import parasail
+    from Bio.Align import substitution_matrices
+
+    abc, S = scoring.alphabet[:letters], scoring.matrix
+    para = parasail.matrix_create(abc, 0, 0)
+    for x in range(letters):
+        for y in range(letters):
+            para[x, y] = int(S[x, y])
+    return substitution_matrices.Array(alphabet=abc, dims=2, data=S[:letters, :letters].astype(float)), para
+
+
 @pytest.mark.parametrize("alphabet", ["dna", "protein"])
 def test_glocal_equals_parasail_sg_dx_and_biopython(alphabet):
     """Glocal (the whole query, the target's leading and trailing residues free) on 1,200 random pairs a
@@ -163,19 +176,15 @@ def test_glocal_equals_parasail_sg_dx_and_biopython(alphabet):
     import warnings
 
     import parasail
-    from Bio.Align import PairwiseAligner, substitution_matrices
+    from Bio.Align import PairwiseAligner
 
     from nwalign.ops import columns_score
 
     scoring = make_scoring(alphabet, "glocal")
     letters = 4 if alphabet == "dna" else 20
     abc, S = scoring.alphabet[:letters], scoring.matrix
-    bio = PairwiseAligner(mode="global")
-    bio.substitution_matrix = substitution_matrices.Array(alphabet=abc, dims=2, data=S[:letters, :letters].astype(float))
-    para = parasail.matrix_create(abc, 0, 0)
-    for x in range(letters):
-        for y in range(letters):
-            para[x, y] = int(S[x, y])
+    matrix, para = _peer_matrices(scoring, letters)
+    bio = PairwiseAligner(mode="global", substitution_matrix=matrix)
     rng = np.random.default_rng(57)
     for case in range(1200):
         go, ge = [(scoring.gap_open, scoring.gap_extend), (3, 1), (2, 2), (5, 0)][case % 4]
@@ -219,18 +228,14 @@ def test_every_set_of_free_ends_equals_parasail_and_biopython(alphabet):
     import warnings
 
     import parasail
-    from Bio.Align import PairwiseAligner, substitution_matrices
+    from Bio.Align import PairwiseAligner
 
     from nwalign.ops import FREE_ENDS, QUERY_END, QUERY_START, TARGET_END, TARGET_START, columns_score
 
     scoring = make_scoring(alphabet, "global")
     letters = 4 if alphabet == "dna" else 20
     abc, S = scoring.alphabet[:letters], scoring.matrix
-    matrix = substitution_matrices.Array(alphabet=abc, dims=2, data=S[:letters, :letters].astype(float))
-    para = parasail.matrix_create(abc, 0, 0)
-    for x in range(letters):
-        for y in range(letters):
-            para[x, y] = int(S[x, y])
+    matrix, para = _peer_matrices(scoring, letters)
     rng = np.random.default_rng(58)
     for mask in range(16):
         mode = FREE_ENDS + mask

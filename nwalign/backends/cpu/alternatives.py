@@ -23,14 +23,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nwalign.backends.cpu.anchored import Barred, end_cell, target_profile, trace_from_end
+from nwalign.backends.cpu.anchored import Barred, end_cell, trace_from_end
+from nwalign.backends.cpu.rows import profile
 from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
 def fill_stored(P, q, go, ge, mask, H, E, F):
     """The local matrix of ``q`` against the target of profile ``P``
-    (:func:`nwalign.backends.cpu.anchored.target_profile`) with the pairs set in ``mask`` (uint8,
+    (:func:`nwalign.backends.cpu.rows.profile`) with the pairs set in ``mask`` (uint8,
     (len(q) + 1, len(t) + 1)) barred from the diagonal step, every cell's H, E and F (int32, the same
     shape) kept; each row in the three sweeps of :func:`nwalign.backends.cpu.anchored.end_rows`."""
     m, n = q.shape[0], P.shape[1] - 1
@@ -155,7 +156,7 @@ class StoredMatrix:
         self.H, self.E, self.F = (np.empty((m + 1, n + 1), np.int32) for _ in range(3))
         self.mask = np.zeros((m + 1, n + 1), np.uint8)
         self.mask[barred.rows, barred.cols] = 1
-        fill_stored(target_profile(matrix, q, t), q, go, ge, self.mask, self.H, self.E, self.F)
+        fill_stored(profile(matrix, q, t), q, go, ge, self.mask, self.H, self.E, self.F)
         self.row_max, self.row_arg = np.zeros(m + 1, np.int64), np.zeros(m + 1, np.int64)
         for i in range(1, m + 1):
             _row_best(self.H, i, self.row_max, self.row_arg)

@@ -27,25 +27,8 @@ from numba import njit
 
 from nwalign.backends.cpu.dp import FROM_START, gotoh_cell, trace_step
 from nwalign.backends.cpu.budget import plan_bands
+from nwalign.backends.cpu.rows import profile
 from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
-
-
-@njit(cache=True, nogil=True, boundscheck=False)
-def target_profile(S, q, t):
-    """The pair scores along the target of each letter that ``q`` holds: int32, (len(S), len(t) + 1),
-    row a column j = S[a, t[j - 1]] (rows of letters absent from q left unset)."""
-    n = t.shape[0]
-    P = np.empty((S.shape[0], n + 1), dtype=np.int32)
-    seen = np.zeros(S.shape[0], dtype=np.bool_)
-    for i in range(q.shape[0]):
-        a = q[i]
-        if seen[a]:
-            continue
-        seen[a] = True
-        P[a, 0] = 0
-        for j in range(1, n + 1):
-            P[a, j] = S[a, t[j - 1]]
-    return P
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -110,7 +93,7 @@ def end_cell(q, t, S, go: int, ge: int, forbid, progress=None) -> LocalEnd:
     H - open would) and H = max(H', E): 4-5x the speed of the cell-by-cell recurrence, the same values.
     """
     m, n = len(q), len(t)
-    P = target_profile(S, q, t)
+    P = profile(S, q, t)
     Ha, Hb = np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32)
     F = np.full(n + 1, NEG, np.int32)
     best, row_max, col_max = np.zeros(3, np.int64), np.zeros(m + 1, np.int32), np.zeros(n + 1, np.int32)

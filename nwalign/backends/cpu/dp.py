@@ -17,7 +17,7 @@ in reverse (checkpointing, as CUDAlign and Myers-Miller style methods do).
 import numpy as np
 from numba import njit
 
-from nwalign.ops import GLOBAL, GLOCAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, QUERY_END, QUERY_START, SEMIGLOBAL, TARGET_END, TARGET_START, end_mask  # noqa: E402, F401  (numba reads them as globals)
+from nwalign.ops import GLOBAL, LOCAL, NEG, OP_DEL, OP_INS, OP_MATCH, QUERY_END, QUERY_START, SEMIGLOBAL, TARGET_END, TARGET_START, end_mask  # noqa: E402, F401  (numba reads them as globals)
 FROM_DIAG, FROM_E, FROM_F, FROM_START = 0, 1, 2, 3
 ends_of = njit(cache=True, nogil=True)(end_mask)  # the free ends of a mode code, inside the kernels
 E_EXTENDED, F_EXTENDED = 4, 8

@@ -9,7 +9,7 @@ from nwalign.backends.cpu.antidiagonal import fits_float32, score_antidiagonal
 from nwalign.backends.cpu.budget import plan_bands, rows_per_band  # noqa: F401  (plan_bands: also imported from here)
 from nwalign.backends.cpu.rows import fill_rows, profile
 from nwalign.ops import QUERY_END, TARGET_END, TARGET_START, end_mask, finish_path, format_bytes  # noqa: F401  (format_bytes: also imported from here)
-from nwalign.backends.cpu.dp import GLOBAL, GLOCAL, LOCAL, NEG, SEMIGLOBAL, fill_band, init_row0, trace_band
+from nwalign.backends.cpu.dp import LOCAL, NEG, fill_band, init_row0, trace_band
 
 
 

@@ -135,7 +135,7 @@ class AllPairs:
         sides = [(source, first)] + ([(against_source, second)] if second else [])
         self.scoring = scoring = scoring or request.make(mode, sides)
         if scoring.mode not in PAIR_GPU_MODES:  # other free ends: the CPU engine's, here or on CPU workers
-            backend, devices = backends.request_for_mode(backend, scoring.mode, PAIR_GPU_MODES), None
+            backend, devices = backends.request_for_mode(backend, scoring.mode), None
             spread = check_spread(placement.workers, placement.scheduler, placement.client, devices, backend)
         gpus = None
         if not spread:
