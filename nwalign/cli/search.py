@@ -8,6 +8,7 @@ import time
 
 import click
 
+from nwalign.jobs.search.options import SEARCH_MODES
 from nwalign.names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
 from nwalign.errors import NwalignError
 from nwalign.output.files import check_output, output_stream
@@ -21,6 +22,10 @@ log = logging.getLogger("nwalign")
 @cli.command()
 @click.argument("query")
 @click.argument("database")
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="local", show_default=True,
+              help="local: Smith-Waterman (blastp's, ssearch36's). glocal: the whole query placed inside each "
+                   "subject, the subject's ends free (glsearch36's; primers, reads, domains in longer "
+                   "sequences); one alignment a subject, E-values fitted per query to the database's own scores.")
 @click.option("--top", "--max-target-seqs", "top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Subjects reported per query (BLAST's -max_target_seqs), best first.")
 @click.option("--max-hsps", type=click.IntRange(min=1), metavar="N",
@@ -68,7 +73,7 @@ log = logging.getLogger("nwalign")
                 ".nwdb in --shared-dir", auto_cells="3 x 10^12 (query letters x database letters, as the files' sizes "
                 "bound them)")
 @run_options
-def search(query, database, top, max_hsps, max_evalue, min_score, min_identity, query_cover, subject_cover, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
+def search(query, database, mode, top, max_hsps, max_evalue, min_score, min_identity, query_cover, subject_cover, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
            gap_extend, alphabet, backend, search_kernel, threads, gpu_memory, workers, scheduler, devices, shared_dir,
            device, output, verbose, quiet):
     """Smith-Waterman search of every QUERY record against every DATABASE sequence.
@@ -109,7 +114,7 @@ def search(query, database, top, max_hsps, max_evalue, min_score, min_identity, 
                                        fmt != "tsv" or not set(cols) <= set(SEARCH_SCORE_COLUMNS),
                                        search_kernel, strand, gpu_memory=gpu_memory, max_hsps=max_hsps,
                                        min_identity=min_identity, query_cover=query_cover,
-                                       subject_cover=subject_cover))
+                                       subject_cover=subject_cover, mode=mode))
     if run.leads:  # in this process (workers: their engine is the cluster's)
         refuse_gpu_options(run.engine.on_gpu, backend, ("search_kernel", "gpu_memory", "device"))
     scoring, db = run.scoring, run.database

@@ -76,11 +76,14 @@ def reported_hits(query: Encoded, scores, db: Database, stats: KarlinAltschul | 
         ranked = top_hits(scores, top, min_score).tolist()
     else:
         ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
+    if stats is not None and hasattr(stats, "fitted"):  # glocal: the query's own fit (None: no E-values)
+        stats = stats.fitted(query, scores if isinstance(scores, np.ndarray) else None)
     if not stats:
         return [(k, None, None) for k in ranked]
     index = np.asarray(ranked, dtype=np.int64)
     got = np.array([int(scores[k]) for k in ranked], dtype=np.int64)
-    evalues = stats.evalues(got, len(query.codes), db.total_length, db.count,
-                            np.asarray(db.offsets[index + 1] - db.offsets[index], dtype=np.int64))
-    return [(k, float(ev), stats.bit_score(score)) for k, score, ev in zip(ranked, got.tolist(), evalues.tolist())
+    lengths = np.asarray(db.offsets[index + 1] - db.offsets[index], dtype=np.int64)
+    evalues = stats.evalues(got, len(query.codes), db.total_length, db.count, lengths)
+    bits = stats.bit_scores(got, lengths).tolist()
+    return [(k, float(ev), bit) for k, ev, bit in zip(ranked, evalues.tolist(), bits)
             if max_evalue is None or ev <= max_evalue]

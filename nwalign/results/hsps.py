@@ -31,7 +31,7 @@ class HspRule:
     (a fraction), query and subject coverage >= ``query_cover`` / ``subject_cover`` (percent)."""
 
     most: int | None = None
-    least_score: int = 1
+    least_score: int | None = 1
     max_evalue: float | None = None
     min_identity: float | None = None
     query_cover: float | None = None
@@ -113,13 +113,15 @@ def _subject(hit: Hit, queries: list[Encoded], strands, db: Database, codes, sco
 
     def keep(score: int) -> bool:
         ev = evalue(score)
-        return score >= rule.least_score and (rule.max_evalue is None or ev is None or ev <= rule.max_evalue)
+        return (rule.least_score is None or score >= rule.least_score) and \
+            (rule.max_evalue is None or ev is None or ev <= rule.max_evalue)
 
     most = rule.most or 1 << 30
     found: list = []
     for query, strand in zip(queries, strands or (None,)):
         first = [hit.aln] if hit.aln.strand == strand and not hit.aln.score_only else []
-        more = alternative_alignments(query, target, scoring, first, keep, most)
+        # Waterman-Eggert's alternatives are local; a glocal subject has its one placement
+        more = alternative_alignments(query, target, scoring, first, keep, most) if scoring.mode == "local" else []
         found += [(a, strand) for a in first + more]
     found.sort(key=lambda pair: -pair[0].score)  # stable: the strand searched first, then the order found
     rows = []

@@ -61,6 +61,10 @@ class KarlinAltschul:
         """(lambda S - ln K) / ln 2 (of the score as it is: blastn rounds odd scores for the E-value only)."""
         return (self.lam * score - math.log(self.K)) / LN2
 
+    def bit_scores(self, scores, subject_lengths=None) -> np.ndarray:
+        """:meth:`bit_score` of many scores (float64), equal to it to the last bit (the same operations)."""
+        return (self.lam * np.asarray(scores, dtype=np.int64).astype(np.float64) - math.log(self.K)) / LN2
+
     def length_adjustment(self, query_length: int, db_length: int, db_count: int = 1) -> int:
         """BLAST's length adjustment l: the largest integer with l <= alpha/lambda ln(K (m - l)(n - N l))
         + beta, bounded so that K (m - l)(n - N l) stays at least max(m, n) (m: query length, n: the

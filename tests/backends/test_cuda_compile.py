@@ -35,7 +35,8 @@ def test_shipped_cubins_match_the_sources():
 
     from nwalign.backends.cuda.batch import KERNEL_NAMES
     from nwalign.backends.cuda.modules import CUBIN_DIR, PREBUILT, source_digest
-    from nwalign.backends.cuda.scanplan import CONFIGS, GROUPS, WIDE_SINGLE, WIDER_SINGLE, _mangled, profile_kernel_names
+    from nwalign.backends.cuda.scanplan import (CONFIGS, GROUPS, PROFILE_CONFIGS_GLOCAL, WIDE_SINGLE, WIDER_SINGLE, _mangled,
+                                                _profile_mangled, profile_kernel_names)
 
     manifest = json.loads((CUBIN_DIR / "manifest.json").read_text())
     for name, archs in PREBUILT.items():
@@ -45,10 +46,11 @@ def test_shipped_cubins_match_the_sources():
             data = (CUBIN_DIR / f"{name}.sm_{arch}.cubin").read_bytes()
             if name == "sw_search":
                 single, r_multi, wide = CONFIGS[arch >= 90]
-                names = [_mangled(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90] + WIDER_SINGLE[arch >= 90]]
-                names += [_mangled(False, g, r_multi, True) for g in GROUPS] + [_mangled(True, *wide, True), "sw_gather"]
-            elif name == "sw_profile":
-                names = profile_kernel_names()
+                configs = [(False, g, r, False) for g, r in single + WIDE_SINGLE[arch >= 90] + WIDER_SINGLE[arch >= 90]]
+                configs += [(False, g, r_multi, True) for g in GROUPS] + [(True, *wide, True)]
+                names = [_mangled(*c, glocal) for c in configs for glocal in (False, True)] + ["sw_gather"]
+            elif name == "sw_profile":  # local and glocal instances
+                names = profile_kernel_names() + [_profile_mangled(g, r, True) for g, r in PROFILE_CONFIGS_GLOCAL]
             elif name == "batch_align":
                 names = list(KERNEL_NAMES)
             else:  # the rest are looked up by the names the host writes (next test)

@@ -406,7 +406,7 @@ def test_scan_profile_every_configuration(config, monkeypatch):
 
     assert config in PROFILE_CONFIGS and len(PROFILE_CONFIGS) == 20
     G, R = config
-    monkeypatch.setattr(S, "profile_config", lambda m: (G, R, -(-m // (G * R))))
+    monkeypatch.setattr(S, "profile_config", lambda m, glocal=False: (G, R, -(-m // (G * R))))
     rng = np.random.default_rng(G * 100 + R)
     scoring = make_scoring("protein", "local")
     recs = _random_db(rng, "ARNDCQEGHILKMFPSTWYV", [1, 4, G - 1, G, 2 * G + 1] + list(rng.integers(1, 700, 40)))

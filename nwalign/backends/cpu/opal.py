@@ -3,7 +3,7 @@ Blažeka and Šikić 2015, Bioinformatics 31:2913; 8-32 target sequences per SSE
 8-bit scores escalated to 16 and 32 bits where they overflow, so scores stay exact).
 
 nwalign's modes map onto Opal's algorithms: local -> ``sw``, global -> ``nw``, semiglobal (end gaps free
-on both sequences) -> ``ov``; its gap convention is nwalign's (a gap of length L costs open + (L-1)
+on both sequences) -> ``ov``, glocal (the query whole, the target's ends free) -> ``hw``; its gap convention is nwalign's (a gap of length L costs open + (L-1)
 extend). Every score equals the Numba engine's (tests/backends/test_opal.py); that engine stays the reference and
 does every traceback. Without pyopal (or for a scoring it cannot take) :func:`scorer` gives None and the
 callers use the Numba engine.
@@ -18,7 +18,7 @@ import numpy as np
 
 from nwalign.plan.pairorder import residue_spans
 
-ALGORITHMS = {"local": "sw", "global": "nw", "semiglobal": "ov"}
+ALGORITHMS = {"local": "sw", "global": "nw", "semiglobal": "ov", "glocal": "hw"}
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 log = logging.getLogger("nwalign")
 

@@ -49,6 +49,8 @@ PROFILE_MIN_RESIDUES_PER_SM = 384_000
 #: sw_profile.cu's instantiations (threads per group G, query rows per thread R), sm_90 only.
 PROFILE_CONFIGS = [(4, r) for r in (16, 20, 24, 28, 32, 36)] + [(g, r) for g in (8, 16) for r in (16, 20, 24, 28, 32)] \
     + [(32, r) for r in (16, 20, 24, 28)]
+#: The glocal instantiations: up to 28 rows a thread (at 32 and 36 their column-0 set-up spills).
+PROFILE_CONFIGS_GLOCAL = [(g, r) for g, r in PROFILE_CONFIGS if r <= 28]
 
 
 def profile_shared_bytes(G: int, R: int, A1: int, threads: int = 256) -> int:
@@ -60,22 +62,26 @@ def profile_shared_bytes(G: int, R: int, A1: int, threads: int = 256) -> int:
     return 4 * copies * (A1 * row + (16 if copies > 1 else 0)) + (threads // G) * 16 * 4
 
 
-def profile_config(m: int) -> tuple[int, int, int]:
+def profile_config(m: int, glocal: bool = False) -> tuple[int, int, int]:
     """(G, R, passes) of sw_profile.cu for a query of ``m`` residues: the fewest row slots (passes x G x R),
     each thread's per-column work besides its R cells counted as 3 more, groups of 32 threads 5 % more (fewer
     pairs in flight: measured slower at 729-5,147 residues) and each pass as 16 (the launch's tail), then the
-    fewest passes (``scripts/profiling/profile_configs.py``)."""
+    fewest passes (``scripts/profiling/profile_configs.py``); ``glocal``: among :data:`PROFILE_CONFIGS_GLOCAL`."""
     def cost(c):
         g, r = c
         p = -(-m // (g * r))
         return (p * g * r * (1 + 3 / r) * (1.05 if g == 32 else 1) + 16 * p, p)
-    g, r = min(PROFILE_CONFIGS, key=cost)
+    g, r = min(PROFILE_CONFIGS_GLOCAL if glocal else PROFILE_CONFIGS, key=cost)
     return g, r, -(-m // (g * r))
 
 
-def _profile_mangled(G: int, R: int) -> str:
-    """The mangled name of ``sw_profile<G, R>(SpArgs)`` in a cubin."""
-    return f"_Z10sw_profileILi{G}ELi{R}EEv6SpArgs"
+def _profile_mangled(G: int, R: int, glocal: bool = False) -> str:
+    """The mangled name of ``sw_profile<G, R, glocal>(SpArgs)`` in a cubin."""
+    return f"_Z10sw_profileILi{G}ELi{R}ELb{int(glocal)}EEv6SpArgs"
+
+
+def _profile_name(G: int, R: int, glocal: bool) -> str:
+    return f"sw_profile<{G}, {R}, {'true' if glocal else 'false'}>"
 
 
 def profile_kernel_names() -> list[str]:
@@ -83,10 +89,12 @@ def profile_kernel_names() -> list[str]:
     return [_profile_mangled(g, r) for g, r in PROFILE_CONFIGS]
 
 
-def profile_kernel(G: int, R: int):
-    """sw_profile<G, R> from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
-    names = tuple(f"sw_profile<{g}, {r}>" for g, r in PROFILE_CONFIGS)
-    return modules.kernel("sw_profile", _profile_mangled(G, R), f"sw_profile<{G}, {R}>", names)
+def profile_kernel(G: int, R: int, glocal: bool = False):
+    """sw_profile<G, R, glocal> from the shipped cubin when it fits this GPU and the sources, else compiled
+    by NVRTC."""
+    names = tuple(_profile_name(g, r, False) for g, r in PROFILE_CONFIGS) + \
+        tuple(_profile_name(g, r, True) for g, r in PROFILE_CONFIGS_GLOCAL)
+    return modules.kernel("sw_profile", _profile_mangled(G, R, glocal), _profile_name(G, R, glocal), names)
 
 _PAD_SCORE = -16384  # substitution score of the padding letter (rows and columns outside the sequences)
 # Per architecture (sm_90's DPX instructions, or their emulation, which needs more registers): the
@@ -121,8 +129,12 @@ class Part:
         return f"Part(G={self.G}, R={self.R}, multi={self.multi}, first={self.first}, count={self.count})"
 
 
-def _name(wide: bool, G: int, R: int, multi: bool) -> str:
-    return f"sw_scan<{'true' if wide else 'false'}, {G}, {R}, {'true' if multi else 'false'}>"
+def _flag(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _name(wide: bool, G: int, R: int, multi: bool, glocal: bool = False) -> str:
+    return f"sw_scan<{_flag(wide)}, {G}, {R}, {_flag(multi)}, {_flag(glocal)}>"
 
 
 def _configs(hopper: bool) -> list[tuple[bool, int, int, bool]]:
@@ -133,12 +145,12 @@ def _configs(hopper: bool) -> list[tuple[bool, int, int, bool]]:
 
 
 def _names(hopper: bool) -> tuple[str, ...]:
-    return tuple(_name(*c) for c in _configs(hopper))
+    return tuple(_name(*c, gl) for gl in (False, True) for c in _configs(hopper))
 
 
-def _mangled(wide: bool, G: int, R: int, multi: bool) -> str:
-    """The C++ (Itanium) mangled name of ``sw_scan<wide, G, R, multi>(SwArgs)``, as it stands in a cubin."""
-    return f"_Z7sw_scanILb{int(wide)}ELi{G}ELi{R}ELb{int(multi)}EEv6SwArgs"
+def _mangled(wide: bool, G: int, R: int, multi: bool, glocal: bool = False) -> str:
+    """The C++ (Itanium) mangled name of ``sw_scan<wide, G, R, multi, glocal>(SwArgs)``, as it stands in a cubin."""
+    return f"_Z7sw_scanILb{int(wide)}ELi{G}ELi{R}ELb{int(multi)}ELb{int(glocal)}EEv6SwArgs"
 
 
 def kernel_names(hopper: bool = True) -> list[str]:
@@ -147,9 +159,10 @@ def kernel_names(hopper: bool = True) -> list[str]:
     return [_mangled(*c) for c in _configs(hopper)] + ["sw_gather", "sw_scatter_scores"]
 
 
-def scan_kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool):
+def scan_kernel(hopper: bool, wide: bool, G: int, R: int, multi: bool, glocal: bool = False):
     """The kernel from the shipped cubin when it fits this GPU and the sources, else compiled by NVRTC."""
-    return modules.kernel("sw_search", _mangled(wide, G, R, multi), _name(wide, G, R, multi), _names(hopper))
+    return modules.kernel("sw_search", _mangled(wide, G, R, multi, glocal), _name(wide, G, R, multi, glocal),
+                          _names(hopper))
 
 
 def length_partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, m: int, single_pass: bool = False,
@@ -207,25 +220,32 @@ def length_partitions(sorted_lengths: np.ndarray, packed16: bool, hopper: bool, 
     return parts
 
 
-def table_words(A: int, wide: bool) -> int:
-    return (A + 1) * (A + 1) * (1 if wide else 32)
+def table_words(A: int, wide: bool, glocal: bool = False) -> int:
+    return (A + 1 + int(glocal)) * (A + 1) * (1 if wide else 32)
 
 
-def scores_plus_go(matrix: np.ndarray, go: int) -> np.ndarray:
-    """S + go (int64, (A + 1, A + 1)) with the padding letter A, which scores _PAD_SCORE against everything."""
+def scores_plus_go(matrix: np.ndarray, go: int, ge: int | None = None) -> np.ndarray:
+    """S + go (int64, (A + 1, A + 1)) with the padding letter A, which scores _PAD_SCORE against everything.
+
+    Glocal (``ge`` given; sw_search.cu's header says why): (A + 2, A + 1), the padding letter scoring
+    -(go + ge + 1) and row A + 1, the rows before the query, 0 (S + go = go) against everything."""
     A = matrix.shape[0]
-    s = np.full((A + 1, A + 1), _PAD_SCORE, dtype=np.int64)
+    pad = _PAD_SCORE if ge is None else -(go + ge + 1)
+    s = np.full((A + 1 + int(ge is not None), A + 1), pad, dtype=np.int64)
     s[:A, :A] = matrix
+    if ge is not None:
+        s[A + 1] = 0
     return s + go
 
 
-def score_table(matrix: np.ndarray, go: int, wide: bool) -> np.ndarray:
-    """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A.
+def score_table(matrix: np.ndarray, go: int, wide: bool, ge: int | None = None) -> np.ndarray:
+    """The kernel's shared-memory score table (uint32 words), S + go with a padding letter A (glocal, with
+    ``ge``: and the row before the query, :func:`scores_plus_go`).
 
     wide: word [a][b] = S(a, b) + go. Packed: word [(a * (A + 1) + b) * 32 + l] = (S(a, b) + go) & 0xffff
     for every lane l (32 interleaved copies, so that lane l's loads stay in bank l).
     """
-    s = scores_plus_go(matrix, go).ravel()
+    s = scores_plus_go(matrix, go, ge).ravel()
     if wide:
         return s.astype(np.int32).view(np.uint32)
     return np.repeat((s & 0xFFFF).astype(np.uint32), 32)

@@ -39,6 +39,8 @@ class GswSearcher:
     sequence, length-sorted, query and matrix in constant memory)."""
 
     def __init__(self, db, scoring, device: int = 0):
+        if scoring.mode != "local":
+            raise NwalignError(f"gsw: the kernel is local only (mode {scoring.mode}); use --kernel scan")
         cp = require(device)
         self.cp = cp
         letters = np.asarray(db.ascii(), dtype=np.uint8)
@@ -121,7 +123,8 @@ class ScanSearcher:
     Arguments:
         codes: the database residue codes (uint8, all sequences concatenated).
         offsets: int64 (count + 1,) sequence boundaries in ``codes``.
-        scoring: a local-mode :class:`nwalign.scoring.schemes.Scoring`.
+        scoring: a local- or glocal-mode :class:`nwalign.scoring.schemes.Scoring` (glocal: the query whole,
+            the database sequence's ends free; the kernels' glocal instances, their headers say how).
         device: CUDA device index.
         packed16: run the 16-bit form first (False: every sequence in 32-bit, for tests).
         plan: ``auto`` (the default: ``profile`` on GPUs with DPX instructions, sm_90 and later, when the
@@ -157,16 +160,22 @@ class ScanSearcher:
         db = uploaded if uploaded is not None else DeviceDatabase(codes, offsets, device)
         self.A = A
         self.go, self.ge = int(scoring.gap_open), int(scoring.gap_extend)
+        self.glocal = scoring.mode == "glocal"
+        if scoring.mode not in ("local", "glocal"):
+            raise NwalignError(f"scan: mode {scoring.mode}; the scan kernels are local or glocal")
+        gl_ge = self.ge if self.glocal else None  # the glocal tables' extra row and padding score
         dev = cp.cuda.Device()
         self.hopper = int(dev.compute_capability) >= 90  # "90", "100": compare as numbers
-        need = 4 * table_words(A, False)
+        need = 4 * table_words(A, False, self.glocal)
         smem = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 << 10)
         if need > smem:
             raise NwalignError(f"scan: the score table needs {need} bytes of shared memory; this GPU has {smem}")
         self.limit = 32767 - int(scoring.matrix.max()) - self.go
         self.packed16 = packed16 and self.limit > 0 and self.go + self.ge < 8000 and \
             int(scoring.matrix.min()) > -8000
-        self.tables = {wide: cp.asarray(score_table(scoring.matrix, self.go, wide)) for wide in (False, True)}
+        self.tables = {wide: cp.asarray(score_table(scoring.matrix, self.go, wide, gl_ge)) for wide in (False, True)}
+        # Glocal values reach -(2 go + (m + G) ge) and below: the 16-bit form takes queries up to this length.
+        self.glocal_packed_max = (32000 - 3 * self.go - max(0, -int(scoring.matrix.min())) - 64) // max(self.ge, 1) - 64
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]  # the length ranges' launches
         # Successive queries' sw_profile launches alternate between two lanes (a stream and a region of
         # the boundary rows each): one query's launch fills the GPU while the other's drains (most felt on the
@@ -197,7 +206,7 @@ class ScanSearcher:
                 else "wider"
         self.plan = plan
         self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
-        self._profile_table = scores_plus_go(scoring.matrix, self.go) & 0xFFFF  # [query letter, db letter]
+        self._profile_table = scores_plus_go(scoring.matrix, self.go, gl_ge) & 0xFFFF  # [query letter, db letter]
         self.swap(db)
 
     def swap(self, db: DeviceDatabase) -> None:
@@ -241,10 +250,21 @@ class ScanSearcher:
         next :meth:`swap`."""
         self.db = self.d_order = self.d_off = self.d_res = self._bound = None
 
+    def packed_for(self, m: int) -> bool:
+        """Whether a query of ``m`` residues takes the packed 16-bit kernels (glocal: up to
+        :attr:`glocal_packed_max` residues; longer ones every sequence in 32-bit)."""
+        return self.packed16 and (not self.glocal or m <= self.glocal_packed_max)
+
+    def _profiled(self, m: int) -> bool:
+        """Whether sw_profile.cu scores the short sequences for a query of ``m`` residues."""
+        return self.profile_first < self.count and self.packed_for(m)
+
     def partitions(self, m: int) -> list:
         """The sw_search.cu launches for a query of ``m`` residues (see :func:`length_partitions`; cached by
         length). Plan ``profile``: those of plan ``wider`` over the sequences longer than
         :data:`PROFILE_MAX_LEN` only (the rest take sw_profile.cu)."""
+        if m not in self._plans and not self.packed_for(m):
+            self._plans[m] = length_partitions(self.sorted_lengths, False, self.hopper, m)  # all in 32-bit
         if m not in self._plans:
             wider = self.plan in ("wider", "profile")
             parts = length_partitions(self.sorted_lengths[:self.profile_first], self.packed16, self.hopper, m,
@@ -258,10 +278,14 @@ class ScanSearcher:
         empty (a copy from pageable memory waits for its stream's work: on a lane it would hold the host
         until the last query's launches ended, one query in flight)."""
         m = int(query.size)
-        G, R, passes = profile_config(m)
+        G, R, passes = profile_config(m, self.glocal)
         q = np.full(passes * G * R, self.A, dtype=np.int64)
-        q[:m] = query
-        prof = self._profile_table[q].reshape(passes, G * R, self.A + 1).transpose(0, 2, 1)
+        if self.glocal:  # the padding rows before the query (its last row the last tile's)
+            q[:q.size - m] = self.A + 1
+            q[q.size - m:] = query
+        else:
+            q[:m] = query
+        prof = self._profile_table[q].reshape(passes, G * R, self.A + 1).transpose(0, 2, 1)  # [pass, letter, row]
         return self.cp.asarray(np.ascontiguousarray(prof).astype(np.uint32))
 
     def _launch_profile(self, query: np.ndarray, lane: int, d_scores, counters, d_prof):
@@ -270,15 +294,15 @@ class ScanSearcher:
         lane ``lane`` (its stream and region of the boundary rows); returns the scratch to keep alive.
         ``counters``: zeroed int32, one per launch; ``d_prof``: :meth:`_profile_rows`."""
         cp = self.cp
-        if self.profile_first == self.count:
-            return None
         m = int(query.size)
-        G, R, passes = profile_config(m)
+        if not self._profiled(m):
+            return None
+        G, R, passes = profile_config(m, self.glocal)
         tile = G * R
         A1 = self.A + 1
         stream = self.profile_streams[lane]
         with stream:
-            d_scores[self.profile_first:].fill(0)
+            d_scores[self.profile_first:].fill(np.iinfo(np.int32).min if self.glocal else 0)
         if passes > 1 and self._bound is None:
             try:
                 self._bound = cp.empty(self.bound_words, dtype=cp.uint64)
@@ -287,7 +311,8 @@ class ScanSearcher:
                                    f"residues ({8 * self.bound_words / 2**30:.1f} GiB): split the database, or use "
                                    "--backend cpu") from None
         bound = self._bound[lane * (self._bound.size // PROFILE_LANES):] if passes > 1 else d_prof
-        func = profile_kernel(G, R)
+        func = profile_kernel(G, R, self.glocal)
+        pad_rows = passes * tile - m  # glocal: before the query
         threads = 256
         shared = profile_shared_bytes(G, R, A1, threads)
         if shared > 48 << 10:
@@ -301,7 +326,8 @@ class ScanSearcher:
             for p in range(passes):
                 args = np.array([(res.data.ptr, self.d_off.data.ptr, first, count, d_prof[p].data.ptr, A1, self.A,
                                   self.go, self.ge, int(p > 0), int(p < passes - 1), bound.data.ptr,
-                                  d_scores.data.ptr, counters[launch:].data.ptr)], dtype=_SP_ARGS)[0]
+                                  d_scores.data.ptr, counters[launch:].data.ptr, p * tile - pad_rows)],
+                                dtype=_SP_ARGS)[0]
                 with stream:
                     func((blocks,), (threads,), (args,), shared_mem=shared)
                 launch += 1
@@ -309,7 +335,7 @@ class ScanSearcher:
 
     def profile_launches(self, m: int) -> int:
         """How many sw_profile.cu launches a query of ``m`` residues takes (0 without plan ``profile``)."""
-        return len(self.profile_chunks) * profile_config(m)[2] if self.profile_first < self.count else 0
+        return len(self.profile_chunks) * profile_config(m, self.glocal)[2] if self._profiled(m) else 0
 
     def _qrow(self, query: np.ndarray, wide: bool):
         """Row offsets (bytes into the table) of the padded query, as the kernel reads them: SW_QPAD rows
@@ -317,6 +343,8 @@ class ScanSearcher:
         A1 = self.A + 1
         stride = 4 * A1 * (1 if wide else 32)
         q = np.full(QPAD + query.size + 32 + 3 + 8, self.A, dtype=np.int64)
+        if self.glocal:
+            q[:QPAD] = self.A + 1  # rows before the query: H = 0 (sw_search.cu's header)
         q[QPAD:QPAD + query.size] = query
         return self.cp.asarray((q * stride).astype(np.int32))
 
@@ -332,7 +360,7 @@ class ScanSearcher:
         threads = self.block_threads.get((G, R, multi), 256)
         table = self.tables[wide]
         shared = 4 * int(table.size)
-        func = scan_kernel(self.hopper, wide, G, R, multi)
+        func = scan_kernel(self.hopper, wide, G, R, multi, self.glocal)
         if shared > 48 << 10:
             func.max_dynamic_shared_size_bytes = shared
         blocks = min((groups * G + threads - 1) // threads, modules.resident_blocks(func, threads, shared))
@@ -375,9 +403,9 @@ class ScanSearcher:
             ticket.qrows = {wide: self._qrow(query, wide) for wide in (False, True)}
             # one work counter per launch (the last: recomputation), then sw_profile's, one per pass
             ticket.counters = cp.zeros(len(parts) + 1 + self.profile_launches(int(query.size)), dtype=cp.int32)
-            d_prof = self._profile_rows(query) if self.profile_first < self.count else None
+            d_prof = self._profile_rows(query) if self._profiled(int(query.size)) else None
             start = self.upload.record()
-        if self.profile_first < self.count:  # on streams of their own, beside the longer sequences' ranges
+        if d_prof is not None:  # on streams of their own, beside the longer sequences' ranges
             lane = (self._submitted - 1) % len(self.profile_streams)
             self.profile_streams[lane].wait_event(start)
             ticket.keep.append(self._launch_profile(query, lane, slot.d_scores, ticket.counters[len(parts) + 1:],
@@ -387,7 +415,7 @@ class ScanSearcher:
             stream = self.streams[k % len(self.streams)]
             stream.wait_event(start)
             ticket.keep.append(self._launch(part, query, ticket.qrows, stream, slot.d_scores,
-                                            wide=not self.packed16, counter=ticket.counters[k:]))
+                                            wide=not self.packed_for(int(query.size)), counter=ticket.counters[k:]))
         for stream in self.streams:
             ticket.main.wait_event(stream.record())
         ticket.done = self._copy_back(slot, ticket.main)
@@ -402,7 +430,7 @@ class ScanSearcher:
         slot, query = ticket.slot, ticket.query
         parts = self.partitions(int(query.size))
         got = self._wait(slot, ticket.done)
-        if self.packed16 and got.size and got.max() >= self.limit:  # one pass; indices only where needed
+        if self.packed_for(int(query.size)) and got.size and got.max() >= self.limit:  # one pass; indices where needed
             again = np.flatnonzero(got >= self.limit)
             if again.size:  # may have wrapped: exact 32-bit scores for these
                 self.recomputed += int(again.size)
@@ -413,6 +441,8 @@ class ScanSearcher:
                                                 True, d_list, int(again.size), ticket.counters[len(parts):]))
                 got = self._wait(slot, self._copy_back(slot, ticket.main))
         out = got.copy()  # the slot's pinned buffer takes the next query
+        if self.glocal:  # the last row's H(m, 0): the whole query in a gap (the kernels fold j >= 1)
+            np.maximum(out, -(self.go + (int(query.size) - 1) * self.ge), out=out)
         slot.busy = False
         self.cells += int(query.size) * self.residues
         self.scan_seconds += time.perf_counter() - started
@@ -461,7 +491,7 @@ class ScanSearcher:
         longer = sum(p.count for p in multi)
         said = []
         if self.profile_first < self.count:
-            G, R, passes = profile_config(m)
+            G, R, passes = profile_config(m, self.glocal)
             said.append(f"{self.count - self.profile_first:,} sequences up to {PROFILE_MAX_LEN:,} residues with a "
                         f"query profile (a {m:,}-residue query: groups of {G} threads, {G * R} rows a pass, "
                         f"{passes} pass{'es' if passes > 1 else ''})")

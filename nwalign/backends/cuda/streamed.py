@@ -60,7 +60,7 @@ def long_queries(lengths) -> bool:
     """Whether a query of these lengths takes more than one profile pass (boundary rows in memory)."""
     from nwalign.backends.cuda.scanplan import profile_config
 
-    return any(profile_config(int(m))[2] > 1 for m in lengths)
+    return any(max(profile_config(int(m))[2], profile_config(int(m), True)[2]) > 1 for m in lengths)
 
 
 def chunks(offsets: np.ndarray, budget: int, long: bool = True) -> list[tuple[int, int]]:

@@ -33,7 +33,8 @@ SW_ARGS = np.dtype([("res", _P), ("off", _P), ("list", _P), ("first", np.int32),
                     ("go", np.int32), ("ge", np.int32), ("bound", _P), ("scores", _P), ("next", _P)], align=True)
 SP_ARGS = np.dtype([("res", _P), ("off", _P), ("first", np.int32), ("count", np.int32), ("profile", _P),
                     ("A1", np.int32), ("pad", np.int32), ("go", np.int32), ("ge", np.int32), ("read_bound", np.int32),
-                    ("write_bound", np.int32), ("bound", _P), ("scores", _P), ("next", _P)], align=True)
+                    ("write_bound", np.int32), ("bound", _P), ("scores", _P), ("next", _P), ("row0", np.int32)],
+                   align=True)
 BATCH_JOB = np.dtype([("q", np.int64), ("t", np.int64), ("dirs", np.int64), ("row", np.int64), ("ops", np.int64),
                       ("m", np.int32), ("n", np.int32)], align=True)
 BATCH_ARGS = np.dtype([("jobs", _P), ("njobs", np.int32), ("q", _P), ("t", _P), ("S", _P), ("A", np.int32),

@@ -22,10 +22,11 @@ from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
 from nwalign.scoring.schemes import SCORE_LIMIT, Scoring
-from nwalign.jobs.search.options import SearchOptions
+from nwalign.jobs.search.options import SEARCH_MODES, SearchOptions
 from nwalign.jobs.search.pipeline import search_all
 from nwalign.jobs.search.scaleout import ScaleOut, count_devices, estimated_cells
 from nwalign.io.sequences import unique_ids, unique_records
+from nwalign.results.glocalstats import GlocalStatistics
 from nwalign.results.statistics import statistics_for
 from nwalign.results.strands import merge_strands, searched_strands, stranded_queries
 from nwalign.sizes import gpu_memory_bytes
@@ -174,8 +175,9 @@ class Search:
         if cut is None and self.stats is not None:
             cut = self.DEFAULT_MAX_EVALUE
         rule = options.hsp_rule(cut)
-        if rule.most is None and (self.stats is None or cut is None or cut == float("inf")):
-            rule = dataclasses.replace(rule, most=1)  # no E-value to stop at: the best alignment only
+        if rule.most is None and (self.stats is None or cut is None or cut == float("inf") or
+                                  self.options.mode != "local"):
+            rule = dataclasses.replace(rule, most=1)  # no E-value to stop at, or glocal: the best alignment only
         self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
         log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
@@ -202,12 +204,16 @@ class Search:
         ids, the queries encoded (on each strand searched) and the database."""
         db = self.database
         if scoring is None:
-            scoring = request.make("local", [(query_source, self.queries)],
+            scoring = request.make(self.options.mode, [(query_source, self.queries)],
                                    [(db.source, db.alphabet_counts(), db.find_letter)], search=True)
-        elif scoring.mode != "local":
-            raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman)")
+        elif scoring.mode not in SEARCH_MODES:
+            raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman) or glocal")
+        else:
+            self.options = dataclasses.replace(self.options, mode=scoring.mode)
+            self.min_score = self.options.least_score
         self.scoring = scoring
-        self.stats = statistics_for(scoring, self.max_evalue)
+        # glocal: E-values where the scoring has local statistics (not in the linear phase), fitted below
+        self.stats = statistics_for(dataclasses.replace(scoring, mode="local"), self.max_evalue)
         # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
         self.queries = unique_records(self.queries, query_source)
         if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
@@ -222,6 +228,8 @@ class Search:
             self._encoded = stranded_queries(self._encoded, scoring, self.strands, query_source)
             log.info("search: strands %s", " and ".join(self.strands))
         self._codes = db.encode(scoring)
+        if scoring.mode == "glocal" and self.stats is not None:  # fitted per query to the database's scores
+            self.stats = GlocalStatistics(db, self._codes, scoring, len(self.strands or (None,)), self.threads)
 
     @property
     def streamed(self) -> bool:

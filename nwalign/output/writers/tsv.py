@@ -92,7 +92,7 @@ class TsvWriter(Writer):
         self.columns = self.columns or (TSV_SCORE_COLUMNS if self.score_only else TSV_COLUMNS)
         self.table = Table(self.out, self.columns, self.header, program_line(self.command or f"nwalign {self.program}"))
         self.with_statistics = bool({ALIASES.get(c, c) for c in self.columns} & {"evalue", "bitscore"})
-        if self.with_statistics and self.scoring.mode != "local":
+        if self.with_statistics and self.scoring.mode != "local" and self.program != "search":
             logging.getLogger("nwalign").warning("evalue and bitscore are for local alignments (--mode local): "
                                                  "their columns stay empty in %s mode", self.scoring.mode)
         # stitle: the target's whole FASTA header line, as a search hit's (records; not (id, length) pairs)

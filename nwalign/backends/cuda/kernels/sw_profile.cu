@@ -26,6 +26,13 @@
 // padded), so that no entry is overwritten before thread G - 1 has read it. Each thread folds its best
 // score of a pair into the score array with an atomic max (zeroed before the first pass).
 //
+// Glocal (GL, as in sw_search.cu): no clamp at 0; the host puts the query's padding rows before it, so that
+// its last row is the last tile's last (thread G - 1, register R - 1), the only one folded into the best
+// score, and gives them a profile row of go (S = 0), so that they keep H = 0 (row 0); column 0 of each
+// pair holds G = H(i, 0) - go for the tile's rows (`row0`: the query row before the tile's first, less the
+// padding), and the padding column scores -(go + ge + 1). Only the last pass folds a score (the host
+// fills the scores with INT_MIN and adds H(m, 0)).
+//
 // Range and padding: as in sw_search.cu (the host recomputes a best score >= 32767 - max S - go in
 // 32-bit; padding rows and columns score -16384 and cannot raise the best score).
 #include "common.cuh"
@@ -44,7 +51,14 @@ struct SpArgs {
     uint2 *bound;             // per pair, from (o0 + Lmax - n0) / 2: (G, vertical gap) of the tile's last row
     int *scores;              // best score of sequence s at scores[s] (length order), by atomicMax
     int *next;                // work counter (zero at launch), in pairs
+    int row0;                 // glocal: query rows before the tile's first, less the padding rows (< 0 in them)
 };
+
+// Glocal column 0: G = H(i, 0) - go of query row i (1-based; i <= 0: a padding row, H = 0), both halves.
+__device__ __forceinline__ unsigned sp_border(int i, int go, int ge) {
+    const int g = i >= 1 ? -(2 * go + (i - 1) * ge) : -go;
+    return ((unsigned)g & 0xffffu) * 0x10001u;
+}
 
 __device__ __forceinline__ uint4 sp_lds128(unsigned addr) {
     uint4 v;
@@ -70,7 +84,7 @@ __device__ __forceinline__ SpItem sp_item(const SpArgs &a, int pair, long long b
     return it;
 }
 
-template <int G, int R>
+template <int G, int R, bool GL>
 __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     static_assert(R % 4 == 0 && G >= 4 && 32 % G == 0, "R a multiple of 4, G of 4, 8, 16 or 32");
     // Words per thread in a profile row: an odd number of 16-byte chunks, so that the threads g of a group
@@ -109,7 +123,9 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     V Gr[R], F[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) Gr[r] = F[r] = neg_go;
-    V best = 0, in_g = neg_go, in_e = neg_go, diag_in = neg_go;
+    const V floor = GL ? 0x80008000u : 0u;  // the best score before any cell
+    const bool track = GL && !a.write_bound && g == G - 1;  // glocal: this thread holds the last query row
+    V best = floor, in_g = neg_go, in_e = neg_go, diag_in = neg_go;
     // The thread's place in the group's stream: pair x (x = -1: the lead-in of g columns), column j of L.
     SpItem it;
     it.o0 = 0; it.n0 = 0; it.n1 = 0; it.pair = -1;
@@ -120,12 +136,12 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
 
     // Next pair: fold the best score of the one done, take the next from the ring, reset the columns.
     auto advance = [&]() {
-        if (x >= 0 && it.n0 >= 0) {
+        if (x >= 0 && it.n0 >= 0 && (!GL || track)) {
             const int s0 = a.first + 2 * it.pair;
             atomicMax(a.scores + s0, (int)(short)(best & 0xffffu));
             if (it.n1 > 0) atomicMax(a.scores + s0 + 1, (int)best >> 16);
         }
-        best = 0;
+        best = floor;
         ++x;
         if (g == 0 && x >= 1) {  // thread 0 is the first to get here: the pair after the next into the ring
             ring[(x + 1) & 3] = sp_item(a, pending, base);
@@ -135,9 +151,9 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
         live = it.n0 >= 0;
         L = live ? max(it.n0, G) : 0x7fffffff;
         j = 0;
-        diag_in = neg_go;  // H = 0 left of the first column
+        diag_in = GL ? sp_border(a.row0 + g * R, a.go, a.ge) : neg_go;  // H(i, 0) left of the first column
 #pragma unroll
-        for (int r = 0; r < R; ++r) Gr[r] = F[r] = neg_go;
+        for (int r = 0; r < R; ++r) Gr[r] = F[r] = GL ? sp_border(a.row0 + g * R + r + 1, a.go, a.ge) : neg_go;
     };
     // The letters (and for thread 0 the row above) of the thread's next column.
     auto fetch = [&]() {
@@ -166,13 +182,19 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
             for (int u = 0; u < 4; ++u) {
                 const int r = 4 * c + u;
                 F[r] = __viaddmax_s16x2(F[r], nge, Gr[r]);         // horizontal gap
-                const V t = __viaddmax_s16x2_relu(d, s4[u], F[r]);  // max(diagonal, F, 0); H = max(t, V)
+                const V t = GL ? __viaddmax_s16x2(d, s4[u], F[r])         // max(diagonal, F)
+                               : __viaddmax_s16x2_relu(d, s4[u], F[r]);  // max(diagonal, F, 0); H = max(t, V)
                 const V tg = add16(t, neg_go);
                 d = Gr[r];
                 Gr[r] = __viaddmax_s16x2(e, neg_go, tg);           // G = H - go
                 e = __viaddmax_s16x2(e, nmin, tg);                 // vertical gap of the row below
-                if (r & 1) best = __vimax3_s16x2(best, pair, t);
-                else pair = t;
+                if (GL) {
+                    if (r == R - 1 && track) best = __vmaxs2(best, t);
+                } else if (r & 1) {
+                    best = __vimax3_s16x2(best, pair, t);
+                } else {
+                    pair = t;
+                }
             }
         }
         if (g == G - 1 && a.write_bound && x >= 0 && j < it.n0)
@@ -188,23 +210,25 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
 
 // The host (cuda/search.py PROFILE_CONFIGS) runs them on sm_90 and later; older GPUs compile them with
 // emulated DPX instructions (checked for spills in CI) but take plan "wider".
-#define SP_ONE(G, R) template __global__ void sw_profile<G, R>(const SpArgs);
+#define SP_LOCAL(G, R) template __global__ void sw_profile<G, R, false>(const SpArgs);
+// Glocal up to 28 rows a thread: its column-0 set-up spills at 32 and 36 (cuda/scanplan.py PROFILE_CONFIGS_GLOCAL).
+#define SP_ONE(G, R) SP_LOCAL(G, R) template __global__ void sw_profile<G, R, true>(const SpArgs);
 SP_ONE(4, 16)
 SP_ONE(4, 20)
 SP_ONE(4, 24)
 SP_ONE(4, 28)
-SP_ONE(4, 32)
-SP_ONE(4, 36)
+SP_LOCAL(4, 32)
+SP_LOCAL(4, 36)
 SP_ONE(8, 16)
 SP_ONE(8, 20)
 SP_ONE(8, 24)
 SP_ONE(8, 28)
-SP_ONE(8, 32)
+SP_LOCAL(8, 32)
 SP_ONE(16, 16)
 SP_ONE(16, 20)
 SP_ONE(16, 24)
 SP_ONE(16, 28)
-SP_ONE(16, 32)
+SP_LOCAL(16, 32)
 SP_ONE(32, 16)
 SP_ONE(32, 20)
 SP_ONE(32, 24)

@@ -29,6 +29,15 @@
 // is at most the best t so far, which is folded into the best score). The host therefore takes a best score >= limit = 32767 - max(S) - go as "may have
 // wrapped" and recomputes that sequence with the 32-bit form; below the limit the score is exact.
 //
+// Glocal (GL: the query whole, the subject's ends free; glsearch36's and edlib's infix): no clamp at 0,
+// column 0 holds H(i, 0) = -(go + (i - 1) ge), and the score is the best H of the last query row, which
+// only the steps that compute that row fold (every thread reaches it G - 1 steps after the one before; the
+// host adds H(m, 0)). Its table differs in two rows: rows before the query take a row whose S + go is go
+// everywhere, so that they keep H = 0 (row 0) without the clamp, and the padding column scores
+// -(go + ge + 1), bad enough that a padding column never beats the real ones of the last row (a diagonal
+// into it costs more than the vertical gap it replaces) and small enough that nothing wraps: the host runs
+// the 16-bit form only where every value, down to -(2 go + (m + G) ge) and a score below it, fits.
+//
 // Rows outside the query (before it, while the group's pipeline fills, and after it, while it drains)
 // use the padding letter: before the query they keep H = 0 (as row 0), after it every value comes from a
 // real cell minus a gap penalty, so neither changes the best score. Padding columns (past a sequence's
@@ -105,9 +114,41 @@ struct SwArgs {
     int *next;               // work counter (zero at launch): warps take their next groups from it
 };
 
+// One step of a thread: its R columns of one query row (`row`: the table row's address), d and e the
+// left column's G one row up and E, both carried along the row. TRACK 1 folds every t into `best`
+// (local); TRACK 2 folds the row's t into `best` where `last` (glocal: the last query row); 0 folds none.
+template <bool WIDE, int R, bool GL, int TRACK>
+__device__ __forceinline__ void sw_cells(typename SwOps<WIDE>::V (&Gr)[R], typename SwOps<WIDE>::V (&F)[R],
+                                         const unsigned (&at0)[R], const unsigned (&at1)[WIDE ? 1 : R],
+                                         unsigned row, typename SwOps<WIDE>::V d, typename SwOps<WIDE>::V &e,
+                                         typename SwOps<WIDE>::V &best, bool last, typename SwOps<WIDE>::V nge,
+                                         typename SwOps<WIDE>::V neg_go, typename SwOps<WIDE>::V nmin) {
+    typedef SwOps<WIDE> O;
+    typedef typename O::V V;
+    V pair = O::splat(0), rowbest = best;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        // Packed: the two halfwords come from two conflict-free loads (low 16 bits each), merged
+        // by a multiply-add, which runs beside the DPX instructions' pipe.
+        const V s = WIDE ? (V)sw_lds(row + at0[r]) : (V)(sw_lds(row + at0[r]) + sw_lds(row + at1[r]) * 65536u);
+        F[r] = O::addmax(F[r], nge, Gr[r]);                                    // F(i, j)
+        const V t = GL ? O::addmax(d, s, F[r]) : O::addmax_relu(d, s, F[r]);  // H = max(t, E)
+        const V tg = O::add(t, neg_go);
+        d = Gr[r];
+        Gr[r] = O::addmax(e, neg_go, tg);          // G(i, j) = H - go
+        e = O::addmax(e, nmin, tg);                // E(i, j + 1) = max(E - ge, H - go)
+        if (TRACK != 0) {                          // the best H is a best t (an E-cell is below an
+            if (r & 1) rowbest = O::max3(rowbest, pair, t);  // earlier H of its row)
+            else pair = t;
+        }
+    }
+    if (TRACK != 0 && (R & 1)) rowbest = O::max2(rowbest, pair);
+    if (TRACK == 1 || (TRACK == 2 && last)) best = rowbest;
+}
+
 // One group of G threads: one sequence (WIDE) or two, R columns per thread, passes of G x R columns
 // (MULTI: the boundary column between passes through `bnd`).
-template <bool WIDE, int G, int R, bool MULTI>
+template <bool WIDE, int G, int R, bool MULTI, bool GL>
 __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid, int lane, int A1, uint2 *bnd,
                                          size_t stride, int slot) {
     typedef SwOps<WIDE> O;
@@ -128,7 +169,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
     const V nge = O::splat(-a.ge), neg_go = O::splat(-a.go), nmin = O::splat(-min(a.ge, a.go));
     const unsigned tbase = (unsigned)__cvta_generic_to_shared(sw_table);
     const unsigned own = tbase + 4 * (threadIdx.x & 31);  // this lane's copy of the packed table
-    V best = O::splat(0);
+    V best = O::splat(GL ? (WIDE ? -(1 << 30) : -32768) : 0);  // glocal: below every score
     const int *qp = a.qrow + SW_QPAD - lane;  // qp[k]: this thread's row offset at step k (row k - lane)
 
     for (int c0 = 0, pass = 0; c0 < n; c0 += G * R, ++pass) {
@@ -157,7 +198,9 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
         const int rin = (pass & 1) * span + SW_QPAD, rout = ((pass + 1) & 1) * span + SW_QPAD - (G - 1);
         const bool first_pass = c0 == 0;
         // Inputs of the first column: G and E of the column to the left (row k - lane), and its G one row up.
-        V in_g = neg_go, in_e = neg_go, diag_in = neg_go;
+        // Glocal: column 0's G = H(i, 0) - go of the row computed next, -(2 go + (i - 1) ge) (E as G).
+        V border = O::splat(-2 * a.go);
+        V in_g = GL && lane == 0 ? border : neg_go, in_e = in_g, diag_in = neg_go;
         // Query rows and (multi-pass) boundary entries are loaded one block of 4 steps ahead.
         int q_next[4];
         uint4 b_next[2];  // rows k + 4 .. k + 7 of the boundary: every lane loads them, lane 0 keeps them
@@ -166,6 +209,8 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
         for (int u = 0; u < 4; ++u) q_next[u] = qp[u];
         if (boundary) sw_load_rows(b_next, bnd, rin, stride, slot);
         for (int k = 0; k < a.steps; k += 4) {
+            // Glocal: the blocks of 4 steps in which some thread computes the last query row.
+            const bool track = GL && k + 3 >= a.m - 1 && k <= a.m + G - 2;
             int qcur[4];
             uint2 bcur[4];
 #pragma unroll
@@ -190,24 +235,16 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                     in_g = take ? (V)bcur[u].x : in_g;
                     in_e = take ? (V)bcur[u].y : in_e;
                 }
-                V d = diag_in, e = in_e, pair = O::splat(0);
+                V e = in_e;
                 const unsigned row = qcur[u];
-#pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    // Packed: the two halfwords come from two conflict-free loads (low 16 bits each), merged
-                    // by a multiply-add, which runs beside the DPX instructions' pipe.
-                    const V s = WIDE ? (V)sw_lds(row + at0[r])
-                                     : (V)(sw_lds(row + at0[r]) + sw_lds(row + at1[r]) * 65536u);
-                    F[r] = O::addmax(F[r], nge, Gr[r]);        // F(i, j)
-                    const V t = O::addmax_relu(d, s, F[r]);    // max(diagonal, F, 0); H = max(t, E)
-                    const V tg = O::add(t, neg_go);
-                    d = Gr[r];
-                    Gr[r] = O::addmax(e, neg_go, tg);          // G(i, j) = H - go
-                    e = O::addmax(e, nmin, tg);                // E(i, j + 1) = max(E - ge, H - go)
-                    if (r & 1) best = O::max3(best, pair, t);  // the best H is a best t (an E-cell is
-                    else pair = t;                             // below an earlier H of its row)
+                if (!GL) {
+                    sw_cells<WIDE, R, false, 1>(Gr, F, at0, at1, row, diag_in, e, best, false, nge, neg_go, nmin);
+                } else if (track) {
+                    sw_cells<WIDE, R, true, 2>(Gr, F, at0, at1, row, diag_in, e, best, step - lane == a.m - 1, nge,
+                                               neg_go, nmin);
+                } else {
+                    sw_cells<WIDE, R, true, 0>(Gr, F, at0, at1, row, diag_in, e, best, false, nge, neg_go, nmin);
                 }
-                if (R & 1) best = O::max2(best, pair);
                 if (MULTI) {
                     const int r = rout + step;
                     sw_store_if(lane == G - 1, bnd + (((size_t)(r >> 2) * stride + slot) << 2) + (r & 3),
@@ -216,9 +253,10 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
                 diag_in = in_g;
                 in_g = (V)__shfl_up_sync(mask, (unsigned)Gr[R - 1], 1, G);
                 in_e = (V)__shfl_up_sync(mask, (unsigned)e, 1, G);
+                if (GL) border = O::add(border, nge);
                 if (lane == 0) {  // column 0 (first pass; later passes read the boundary above)
-                    in_g = neg_go;
-                    in_e = neg_go;
+                    in_g = GL ? border : neg_go;
+                    in_e = in_g;
                 }
             }
         }
@@ -233,7 +271,7 @@ __device__ __forceinline__ void sw_group(const SwArgs &a, int group, bool valid,
 }
 
 // The kernel: a persistent grid over the groups of one partition (or of a list of sequences).
-template <bool WIDE, int G, int R, bool MULTI>
+template <bool WIDE, int G, int R, bool MULTI, bool GL>
 __global__ void __launch_bounds__(256, R > 20 ? 1 : 2) sw_scan(const SwArgs a) {
     extern __shared__ unsigned sw_table[];
     for (int k = threadIdx.x; k < a.table_words; k += blockDim.x) sw_table[k] = a.table[k];
@@ -257,11 +295,13 @@ __global__ void __launch_bounds__(256, R > 20 ? 1 : 2) sw_scan(const SwArgs a) {
         base = __shfl_sync(0xffffffffu, base, 0) * gpw;
         if (base >= groups) break;
         const int group = base + (threadIdx.x & 31) / G;
-        sw_group<WIDE, G, R, MULTI>(a, group, group < groups, lane, A1, bnd, stride, slot);
+        sw_group<WIDE, G, R, MULTI, GL>(a, group, group < groups, lane, A1, bnd, stride, slot);
     }
 }
 
-#define SW_ONE(W, G, R, M) template __global__ void sw_scan<W, G, R, M>(const SwArgs);
+#define SW_ONE(W, G, R, M)                                              \
+    template __global__ void sw_scan<W, G, R, M, false>(const SwArgs); \
+    template __global__ void sw_scan<W, G, R, M, true>(const SwArgs);
 // The configurations the host uses (cuda/search.py CONFIGS; as many columns per thread as fit in 128
 // registers without spilling): with Hopper's DPX instructions, where they are emulated, and both.
 SW_ONE(false, 4, 4, false)
