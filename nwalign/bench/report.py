@@ -57,7 +57,8 @@ def table(rows: list[Row], workload: str, mode: str, score_only: bool):
     (allpairs: its configuration, pairs and pairs per second)."""
     from rich.table import Table
 
-    what = "search, local, score only" if workload == "search" else f"allpairs, {mode}, score only" \
+    mode = rows[0].mode if rows else mode or ("local" if workload == "search" else "global")
+    what = f"search, {mode}, score only" if workload == "search" else f"allpairs, {mode}, score only" \
         if workload == "allpairs" else f"{workload}, {mode}, {'score only' if score_only else 'traceback'}"
     out = Table(title=f"nwalign bench: {what}")
     ap = workload == "allpairs"

@@ -248,8 +248,9 @@ def _search_check(name: str, scores, cpu_scores, other_gpu, reference) -> tuple[
 def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", repeats: int = 3, warmup: int = 1,
                backend: str = "auto", inputs: list[str] | None = None, seed: int = 1, matrix: str | None = None,
                gap_open: int | None = None, gap_extend: int | None = None, check: int = 2000,
-               progress=None) -> list[Row]:
-    """Benchmark the search workload: each query against the whole database, scores only.
+               progress=None, mode: str = "local") -> list[Row]:
+    """Benchmark the search workload: each query against the whole database, scores only; ``mode`` local
+    or glocal (the scan kernel and the CPU engine: gsw is local only).
 
     Verification: every kernel's scores against the CPU engine's, on the whole database when the CPU
     kernel is timed too, else on the first ``check`` database sequences.
@@ -257,8 +258,11 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     gpu_ok = gpu_allowed(backend)
     names = workload_kernels(kernels, SEARCH_KERNELS, "a search")
     names = without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
+    if mode != "local" and "gsw" in names:
+        log.warning("gsw skipped: the kernel is local only")
+        names = [n for n in names if n != "gsw"]
     queries, db = _search_inputs(query_lengths, db_size, inputs, seed)
-    scoring = make_scoring("protein", "local", matrix, None, None, gap_open, gap_extend)
+    scoring = make_scoring("protein", mode, matrix, None, None, gap_open, gap_extend)
     codes = encode_database(db, scoring)
     threads = __import__("os").cpu_count() or 1
     sub = database_from_records([db.record(k) for k in range(min(check, db.count))], "check")
@@ -290,7 +294,7 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
             runs, median, fastest, slowest = spread(times)
             if not verified:
                 mismatch(f"{name} query {q.id}: scores differ from the {ref_name}")
-            rows.append(Row("search", name, len(qc), db.total_length, "local", False, runs, median, fastest, slowest,
+            rows.append(Row("search", name, len(qc), db.total_length, mode, False, runs, median, fastest, slowest,
                             len(qc) * db.total_length / median / 1e9, int(scores.max()), verified, ref_name,
                             device if name in GPU_SEARCH_KERNELS else "cpu", db_sequences=db.count, versions=info))
         by_kernel = {r.kernel: r.median_s for r in rows if r.query_length == len(qc)}

@@ -63,7 +63,9 @@ _output_options = option_group(_OUTPUT_OPTIONS, "Where the rows go besides the t
 @_workload_options
 @click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
-@click.option("--mode", type=click.Choice(GPU_MODES), default="global", show_default=True)
+@click.option("--mode", type=click.Choice(GPU_MODES + ("glocal",)), default=None,
+              help="pair and allpairs: global (the default), local or semiglobal; search: local (the default) "
+                   "or glocal.")
 @click.option("--score-only/--traceback", default=True, show_default=True,
               help="Time the score only, or the whole alignment with traceback.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
@@ -151,9 +153,15 @@ def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap
         return run_allpairs(size_list, count, kernels, repeats, warmup, mode, backend, slice_list, block_list,
                             list(inputs), seed, alphabet, check, status)
     if workload == "search":
+        if mode not in (None, "local", "glocal"):
+            raise NwalignError(f"--mode {mode}: the search workload is local or glocal")
         lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part, "--query-lengths")]
         return run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
-                          gap_extend, check, status)
+                          gap_extend, check, status, mode or "local")
+    if mode == "glocal":
+        raise NwalignError(f"--mode glocal: bench times glocal in the search workload (--workload search); "
+                           f"time {workload}'s with 'nwalign {workload} --mode glocal'")
+    mode = mode or "global"
     size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
     block_list = [parse_block(b) for b in blocks.split(",")]
     return run_pair(size_list, kernels, repeats, warmup, mode, not score_only, backend, block_list, shared,
