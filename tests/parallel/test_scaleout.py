@@ -87,6 +87,17 @@ def test_sharded_search_equals_one_process(client, tied_db, count):
     assert any(a[2] == b[2] for a, b in zip(want, want[1:]))  # ties are exercised
 
 
+def test_sharded_glocal_search_equals_one_process(client, tied_db):
+    """A glocal search over two shards: the same rows and E-values as one process (each query's fit comes
+    from the same sample of subjects, scored here instead of by the scan)."""
+    want = search_rows(search(pathlib.Path(OPAL), tied_db, top=8, backend="cpu", threads=2, mode="glocal",
+                              max_evalue=float("inf")))
+    got = search_rows(search(pathlib.Path(OPAL), tied_db, top=8, backend="cpu", threads=2, mode="glocal",
+                             max_evalue=float("inf"),
+                             client=client, shards=2))
+    assert got == want and len(want) == 40
+
+
 def test_rounds_cover_the_queries_in_order_and_shrink_toward_the_end():
     from nwalign.jobs.search.scaleout import rounds
 

@@ -53,10 +53,11 @@ class CudaEngine:
         require(device)
 
     def hit_aligner(self, scoring, device: int = 0):
-        """The batch kernel on ``device`` (:class:`nwalign.backends.cuda.batch.BatchAligner`)."""
+        """The batch kernel on ``device`` (:class:`nwalign.backends.cuda.batch.BatchAligner`); None for a
+        glocal search (its hits align on the CPU)."""
         from nwalign.backends.cuda.batch import BatchAligner
 
-        return BatchAligner(scoring, device)
+        return BatchAligner(scoring, device) if scoring.mode == "local" else None
 
     def preload_database(self, codes, offsets):
         """The whole database on the worker's GPU in the scan's order.

@@ -73,6 +73,7 @@ class GpuSearch:
         from nwalign.backends.cuda.device import require
 
         self._codes, self._scoring, self._long = codes, scoring, query_lengths
+        align = align and scoring.mode == "local"  # the batch kernels' modes; glocal hits align on the CPU
         t0 = time.perf_counter()
         if len(devices) == 1:
             lead = (self._scanner(devices[0]), BatchAligner(scoring, devices[0]) if align else None)
@@ -99,7 +100,8 @@ class GpuSearch:
     def _log_one(self, scanner, seconds: float, align: bool, query_lengths: list[int]) -> None:
         log.info("search: kernel %s on the GPU (database %s in %.2f s); hits aligned %s", self.kernel,
                  "planned" if self.streamed else "uploaded", seconds,
-                 "on the GPU" if align else "(none: score columns only)")
+                 "on the GPU" if align else "on the CPU" if self._scoring.mode != "local" else
+                 "(none: score columns only)")
         if query_lengths:  # as for the longest query
             log.info("search: %s", scanner.describe(max(query_lengths)))
 

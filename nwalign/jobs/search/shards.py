@@ -202,7 +202,7 @@ def submit_shards(client, database: str, queries: list[np.ndarray], scoring, top
     (at most 4), so each worker loads a shard at most once."""
     codes = tuple(np.asarray(q, dtype=np.uint8).tobytes() for q in queries)
     engine = backends.named(engine or "cpu")
-    align = align and engine.on_gpu and count == 1
+    align = align and engine.on_gpu and count == 1 and scoring.mode == "local"  # the batch kernels' modes
     return [client.submit(best_of_shard, ShardTask(database, s, count, codes, scoring, top, threads, engine.name,
                                                    align), pure=False) for s in range(count)]
 

@@ -184,16 +184,16 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
                 F[r] = __viaddmax_s16x2(F[r], nge, Gr[r]);         // horizontal gap
                 const V t = GL ? __viaddmax_s16x2(d, s4[u], F[r])         // max(diagonal, F)
                                : __viaddmax_s16x2_relu(d, s4[u], F[r]);  // max(diagonal, F, 0); H = max(t, V)
+                // Glocal: the last row's H = max(t, V), V the vertical gap into it (here, unlike along a
+                // row, a V-cell can beat every t of its row: the query's tail in a gap past the subject).
+                if (GL && r == R - 1 && track) best = __vimax3_s16x2(best, t, e);
                 const V tg = add16(t, neg_go);
                 d = Gr[r];
                 Gr[r] = __viaddmax_s16x2(e, neg_go, tg);           // G = H - go
                 e = __viaddmax_s16x2(e, nmin, tg);                 // vertical gap of the row below
-                if (GL) {
-                    if (r == R - 1 && track) best = __vmaxs2(best, t);
-                } else if (r & 1) {
-                    best = __vimax3_s16x2(best, pair, t);
-                } else {
-                    pair = t;
+                if (!GL) {
+                    if (r & 1) best = __vimax3_s16x2(best, pair, t);
+                    else pair = t;
                 }
             }
         }
