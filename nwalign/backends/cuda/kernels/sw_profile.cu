@@ -133,6 +133,9 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
     bool live = true;
     unsigned b0 = a.pad, b1 = a.pad;
     uint2 bnd = make_uint2(neg_go, neg_go);
+    // Above a later pass, the padding columns past a pair's end (no row was kept for them): H = 0 locally;
+    // glocal, no better than column 0 there (a padding column must never beat the real ones).
+    const V pad_top = GL ? sp_border(a.row0, a.go, a.ge) : neg_go;
 
     // Next pair: fold the best score of the one done, take the next from the ring, reset the columns.
     auto advance = [&]() {
@@ -160,7 +163,7 @@ __global__ void __launch_bounds__(256, 2) sw_profile(const SpArgs a) {
         b0 = j < it.n0 ? __ldg(a.res + it.o0 + j) : a.pad;
         b1 = j < it.n1 ? __ldg(a.res + it.o0 + it.n0 + j) : a.pad;
         if (g == 0 && a.read_bound)
-            bnd = j < it.n0 ? a.bound[((it.o0 + lmax - it.n0) >> 1) + j] : make_uint2(neg_go, neg_go);
+            bnd = j < it.n0 ? a.bound[((it.o0 + lmax - it.n0) >> 1) + j] : make_uint2(pad_top, pad_top);
     };
     if (L == 0) advance();
     fetch();
