@@ -19,7 +19,7 @@ import numpy as np
 
 from nwalign.bench import synthetic_database
 from nwalign.backends.cuda import device_info
-from nwalign.backends.cuda.search import GswSearcher
+from nwalign.backends.cuda.gsw import GswSearcher
 from nwalign.backends.engine import encode_all
 from nwalign.io.database import database_from_records, encode_database
 from nwalign.scoring.schemes import make_scoring

@@ -60,7 +60,8 @@ def cpu_scan(qc: np.ndarray, codes: np.ndarray, offsets: np.ndarray, scoring, th
 def gpu_scanner(name: str, db, codes: np.ndarray, scoring):
     """A GPU search kernel's scanner over ``db`` (``scan``: its codes; ``gsw``: its letters) on GPU 0:
     ``score_query(encoded)`` -> int64 scores."""
-    from nwalign.backends.cuda.search import GswSearcher, ScanSearcher
+    from nwalign.backends.cuda.gsw import GswSearcher
+    from nwalign.backends.cuda.search import ScanSearcher
 
     return GswSearcher(db, scoring) if name == "gsw" else ScanSearcher(codes, db.offsets, scoring)
 

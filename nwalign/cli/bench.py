@@ -142,7 +142,11 @@ def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap
     from nwalign.bench import run_allpairs, run_pair, run_search
     from nwalign.io.simulate import parse_lengths
 
+    if mode == "glocal" and workload != "search":
+        raise NwalignError(f"--mode glocal: bench times glocal in the search workload (--workload search); "
+                           f"time {workload}'s with 'nwalign {workload} --mode glocal'")
     if workload == "allpairs":
+        mode = mode or "global"
         size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
         try:
             slice_list = [int(k) for k in slices.split(",")]
@@ -158,9 +162,6 @@ def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap
         lengths = [n for part in query_lengths.split(",") for n in parse_lengths(part, "--query-lengths")]
         return run_search(lengths, db_size, kernels, repeats, warmup, backend, list(inputs), seed, matrix, gap_open,
                           gap_extend, check, status, mode or "local")
-    if mode == "glocal":
-        raise NwalignError(f"--mode glocal: bench times glocal in the search workload (--workload search); "
-                           f"time {workload}'s with 'nwalign {workload} --mode glocal'")
     mode = mode or "global"
     size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]
     block_list = [parse_block(b) for b in blocks.split(",")]

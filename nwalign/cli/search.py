@@ -76,7 +76,7 @@ log = logging.getLogger("nwalign")
 def search(query, database, mode, top, max_hsps, max_evalue, min_score, min_identity, query_cover, subject_cover, columns, header, fmt, strand, matrix, match, mismatch, gap_open,
            gap_extend, alphabet, backend, search_kernel, threads, gpu_memory, workers, scheduler, devices, shared_dir,
            device, output, verbose, quiet):
-    """Smith-Waterman search of every QUERY record against every DATABASE sequence.
+    """Smith-Waterman search (or glocal, --mode glocal) of every QUERY record against every DATABASE sequence.
 
     DATABASE is FASTA (plain/gzip, '-' not allowed when QUERY is '-') or a .nwdb from 'nwalign makedb'.
     Subjects: best score descending, ties in database order; each subject's alignments (HSPs) in score

@@ -14,11 +14,12 @@ Phi the standard normal's distribution, m_K and s_K the mean and spread of the b
 a and b by least squares over a sample of the database (up to :data:`FIT_SAMPLE` subjects at least as long
 as the query, evenly spaced in database order), refitted without the scores more than 5 sigma above the
 line (the query's relatives) until none is left; sigma the residuals' spread; K (1 to 10^6) so that the
-model's 99.5th percentile is the sample's. A database with fewer than :data:`FIT_MIN` such subjects adds
+model's 99.8th percentile is the sample's. A database with fewer than :data:`FIT_MIN` such subjects adds
 shuffled copies of them (each subject's own letters, seeded), so that every fit rests on at least FIT_MIN
 scores. The sample's scores are the scan's where the scan gives every score (one process), else computed
 by the CPU engine: the same numbers either way. A hit's E-value is ``strands x N x P`` (N: the database's
-sequences), its bit score ``-log2 P``, so that E = strands x N x 2^-bits. A query longer than every
+sequences at least as long as the query, the only ones with room for a chance hit), its bit score
+``-log2 P``, so that E = strands x N x 2^-bits. A query longer than every
 subject has no fit: its hits get no E-value.
 """
 
@@ -39,7 +40,7 @@ log = logging.getLogger("nwalign")
 
 FIT_SAMPLE = 4000  # subjects a fit uses at most
 FIT_MIN = 200      # scores a fit needs at least: fewer subjects long enough add shuffled copies
-TAIL_QUANTILE = 0.995  # the model's and the sample's percentile agree here
+TAIL_QUANTILE = 0.998  # the model's and the sample's percentile agree here
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
 
 
@@ -69,7 +70,7 @@ _LOG_CDF: list = []  # ln Phi on _GRID, made at first use
 
 @functools.lru_cache(maxsize=4096)
 def best_of_normals(K: float) -> tuple[float, float, float]:
-    """(mean, spread, 99.5th percentile) of the best of ``K`` independent standard normals (numerically,
+    """(mean, spread, 99.8th percentile (TAIL_QUANTILE)) of the best of ``K`` independent standard normals (numerically,
     on a grid; K may be fractional)."""
     if not _LOG_CDF:
         _LOG_CDF.append(np.log(np.maximum(_normal_cdf(_GRID), 1e-300)))
@@ -78,14 +79,15 @@ def best_of_normals(K: float) -> tuple[float, float, float]:
     mid = (_GRID[1:] + _GRID[:-1]) / 2
     mean = float(np.sum(mid * dens))
     spread = float(math.sqrt(max(np.sum(mid * mid * dens) - mean * mean, 1e-12)))
-    quantile = float(np.interp(math.log(TAIL_QUANTILE) / K, log_cdf, _GRID))  # ln Phi(z) = ln(0.995) / K
+    quantile = float(np.interp(math.log(TAIL_QUANTILE) / K, log_cdf, _GRID))  # ln Phi(z) = ln(TAIL_QUANTILE) / K
     return mean, spread, quantile
 
 
 @dataclass(frozen=True)
 class GlocalFit:
     """One query's fitted parameters: the mean ``a + b ln n``, the residuals' spread ``sd``, the placements
-    ``K``, ``count`` (the database's sequences times the strands searched) and ``method`` (said under ``-v``)."""
+    ``K``, ``count`` (the database's sequences at least as long as the query, times the strands searched)
+    and ``method`` (said under ``-v``)."""
 
     a: float
     b: float
@@ -169,7 +171,7 @@ class GlocalStatistics:
 
     def __init__(self, db, codes: np.ndarray, scoring, strands: int = 1, threads: int = 1):
         self.db, self.codes, self.scoring, self.threads = db, codes, scoring, threads
-        self.count = int(db.count) * max(1, strands)
+        self.strands = max(1, strands)
         self.lengths = np.diff(np.asarray(db.offsets, dtype=np.int64))
         self._fits: dict = {}
         self._lock = threading.Lock()
@@ -210,7 +212,8 @@ class GlocalStatistics:
             lengths = self.lengths[picked]
             got = self._score(q, picked, shuffled=True)
             method = f"fitted to {picked.size} shuffled copies of {sample.size} database subjects"
-        return self._model(got, lengths, method)
+        # E counts the subjects a chance hit can come from: those with room for the whole query
+        return GlocalFit(*fit_placements(got, lengths), int(eligible.size) * self.strands, method)
 
     def _score(self, q: np.ndarray, picked: np.ndarray, shuffled: bool) -> np.ndarray:
         """Glocal scores of ``q`` against database subjects ``picked`` (shuffled: each copy's letters in a
@@ -225,6 +228,3 @@ class GlocalStatistics:
         sub_codes = np.concatenate(parts).astype(np.uint8, copy=False)
         scanner = backends.named("cpu").shard_scanner(sub_codes, sub_offsets, self.scoring, self.threads)
         return np.asarray(scanner.result(scanner.submit(q)), dtype=np.int64)
-
-    def _model(self, scores: np.ndarray, lengths: np.ndarray, method: str) -> GlocalFit:
-        return GlocalFit(*fit_placements(scores, lengths), self.count, method)

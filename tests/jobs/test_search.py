@@ -260,7 +260,7 @@ def test_cli_backend_cuda_without_gpu_is_clear(capsys, tmp_path):
 @pytest.mark.gpu
 def test_search_gpu_equals_cpu():
     """gsw scores equal the CPU engine's for every database sequence; the reported hits are identical."""
-    from nwalign.backends.cuda.search import GswSearcher
+    from nwalign.backends.cuda.gsw import GswSearcher
     from nwalign.backends.cpu.search import cpu_scan
 
     scoring = make_scoring("protein", "local")

@@ -136,7 +136,8 @@ class GpuSearch:
         import cupy
 
         from nwalign.backends.cuda.devicedb import DoesNotFit
-        from nwalign.backends.cuda.search import GswSearcher, ScanSearcher
+        from nwalign.backends.cuda.gsw import GswSearcher
+        from nwalign.backends.cuda.search import ScanSearcher
 
         db, scoring, upload = self.database, self._scoring, self._upload
         if self.kernel == "gsw":

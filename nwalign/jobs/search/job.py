@@ -70,6 +70,9 @@ class Search:
             E-value cut; the best only without one), with identity >= ``min_identity`` (a fraction)
             and query and subject coverage >= ``query_cover`` and ``subject_cover`` (percent).
         align: False reports score-only hits (no columns, coordinates or identity; faster).
+        mode: ``local`` (Smith-Waterman, the default) or ``glocal`` (the whole query placed in each subject,
+            its ends free: glsearch36's; one alignment a subject, E-values fitted per query to the
+            database's own scores, :mod:`nwalign.results.glocalstats`).
         backend: ``auto`` (the GPU when CuPy sees one), ``cuda`` or ``cpu``.
         kernel: GPU scan kernel, ``scan`` or ``gsw``.
         device: GPU number.
@@ -104,8 +107,8 @@ class Search:
 
     Raises:
         NwalignError: bad sequences or letters, queries and database of different alphabets (unless
-            ``alphabet`` is given), unknown matrix, a mode other than local, max_evalue without published
-            statistics, or an unusable GPU.
+            ``alphabet`` is given), unknown matrix, a mode other than local or glocal, max_evalue without published
+            statistics, or an unusable GPU; a glocal search with max_hsps above 1 or the gsw kernel.
     """
 
     def __init__(self, queries, database, scoring: Scoring | None = None, *, request: ScoringRequest | None = None,
