@@ -18,7 +18,7 @@ from nwalign import names
 from nwalign.errors import NwalignError, option_error
 from nwalign.scoring.schemes import SCORE_LIMIT
 from nwalign.backends.cuda import modules
-from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require
+from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require, uploads_done
 
 log = logging.getLogger("nwalign")
 
@@ -119,6 +119,7 @@ class AllPairsScorer:
         free, _ = cp.cuda.runtime.memGetInfo()
         self.budget = int(max_memory if max_memory else free // 2)
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        uploads_done(cp)  # the sequences and matrix, before the kernels' streams read them
         self.cells = 0
         self.gpu_seconds = 0.0  # kernel time (CUDA events), summed over batches
 
@@ -134,6 +135,7 @@ class AllPairsScorer:
         """A separate query set (pairs then index it on the left, the constructor's set on the right)."""
         self.q_lengths, self.q_seqs, self.q_offsets = self._upload(codes)
         self.max_length = max(int(self.t_lengths.max()), int(self.q_lengths.max()))
+        uploads_done(self.cp)
 
     def _sets(self):
         return np.array([(self.q_seqs.data.ptr, self.q_offsets.data.ptr, self.t_seqs.data.ptr,

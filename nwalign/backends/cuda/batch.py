@@ -18,7 +18,7 @@ import numpy as np
 
 from nwalign.errors import NwalignError
 from nwalign.backends.cuda import modules
-from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require
+from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require, uploads_done
 
 log = logging.getLogger("nwalign")
 BAND = 256  # query rows per band of the kernel (32 lanes x 8 rows)
@@ -50,7 +50,9 @@ def device_matrix(cp, scoring, max_memory: int) -> tuple[int, object, int]:
     if A > 32:
         raise NwalignError(f"matrix {scoring.matrix_name}: {A} letters; the GPU kernels take at most 32")
     free, _ = cp.cuda.runtime.memGetInfo()
-    return A, cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32)), int(min(max_memory, free // 2))
+    matrix = cp.asarray(np.ascontiguousarray(scoring.matrix, dtype=np.int32))
+    uploads_done(cp)  # before the kernels' (non-blocking) streams read it
+    return A, matrix, int(min(max_memory, free // 2))
 
 
 class BatchAligner:

@@ -80,6 +80,14 @@ def require(device: int = 0):
     return cupy
 
 
+def uploads_done(cp) -> None:
+    """Wait for the copies and fills queued on the current stream (CuPy's default: the legacy null stream)
+    before kernels on this package's streams read them: those streams are non-blocking, which do not wait
+    for the null stream, and a copy from pageable memory can still be in flight when ``cupy.asarray``
+    returns (all-pairs scores came out wrong while other processes shared the GPU)."""
+    cp.cuda.get_current_stream().synchronize()
+
+
 def pinned_empty(shape, dtype):
     """A C-ordered NumPy array in page-locked host memory (for asynchronous copies from the GPU), made
     as ``cupyx.empty_pinned`` makes it, without importing cupyx and the modules it loads."""

@@ -17,7 +17,7 @@ from nwalign.ops import GLOBAL, LOCAL, finish_path, format_bytes  # Numba (the C
 from nwalign.errors import NwalignError, option_error
 from nwalign.backends.cuda import modules
 from nwalign.backends.cuda import BLOCK_SHAPES, KERNELS
-from nwalign.backends.cuda.device import device_ptr, pinned_empty, require
+from nwalign.backends.cuda.device import device_ptr, pinned_empty, require, uploads_done
 
 log = logging.getLogger("nwalign")
 
@@ -172,6 +172,7 @@ def _run_adm(run: _Run, opts: Options):
     func, blocks = _coop_grid(256)
     blocks = min(blocks, max(1, (min(m, n) + 1 + 255) // 256))
     compute, copy = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    uploads_done(cp)  # the sequences, borders and buffers, before the compute stream reads them
     copied = [None, None]
     d0, k = 0, 0
     with compute:

@@ -11,7 +11,7 @@ import numpy as np
 
 from nwalign.errors import NwalignError
 from nwalign.backends.cuda import modules
-from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require
+from nwalign.backends.cuda.device import copy_to_host_async, pinned_empty, require, uploads_done
 from nwalign.backends.cuda.devicedb import DeviceDatabase
 from nwalign.backends.cuda.structs import SP_ARGS as _SP_ARGS
 from nwalign.backends.cuda.structs import SW_ARGS as _ARGS
@@ -133,6 +133,7 @@ class ScanSearcher:
         self._bound = None  # sw_profile's boundary rows (multi-pass queries), made on first use
         self._profile_table = scores_plus_go(scoring.matrix, self.go, gl_ge) & 0xFFFF  # [query letter, db letter]
         self.swap(db)
+        uploads_done(cp)  # the score tables, before the scan's streams read them
 
     def swap(self, db: DeviceDatabase) -> None:
         """Scan ``db`` (on this searcher's GPU) from now on, keeping the searcher's streams, tables and
