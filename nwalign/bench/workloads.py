@@ -16,6 +16,7 @@ import numpy as np
 from nwalign import backends
 from nwalign.backends import kernels as catalog
 from nwalign.backends.kernels import GPU_ALLPAIRS_KERNELS as GPU_KERNELS, GPU_PAIR_KERNELS, cpu_scan
+from nwalign.names import GPU_MODES
 from nwalign.io.database import Database, database_from_records, encode_database, load_database
 from nwalign.backends.engine import Encoded
 from nwalign.errors import NwalignError
@@ -78,7 +79,7 @@ def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
             matrix = getattr(parasail, scoring.matrix_name.lower())
         else:
             return f"parasail has no matrix {scoring.matrix_name}"
-        prefix = {"global": "nw", "local": "sw", "semiglobal": "sg"}[scoring.mode]
+        prefix = {"global": "nw", "local": "sw", "semiglobal": "sg", "glocal": "sg_dx"}[scoring.mode]
         fn = getattr(parasail, f"{prefix}_trace_scan_32" if traceback else f"{prefix}_scan_32")
         return lambda: int(fn(q.seq, t.seq, go, ge, matrix).score)
     from Bio import Align
@@ -94,6 +95,8 @@ def _peer(name: str, q: Record, t: Record, scoring: Scoring, traceback: bool):
         aligner.substitution_matrix = substitution_matrices.load(scoring.matrix_name)
     if scoring.mode == "semiglobal":
         aligner.end_gap_score = 0
+    elif scoring.mode == "glocal":  # Biopython's query is the second sequence: ours is whole, the target's ends free
+        aligner.end_insertion_score = 0
     if traceback:
         return lambda: int(aligner.align(q.seq, t.seq)[0].score)
     return lambda: int(aligner.score(q.seq, t.seq))
@@ -124,6 +127,11 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
         NwalignError: bad kernel names, ``--backend cuda`` without a GPU, bad inputs.
     """
     names = _kernel_list(kernels, backend, peers)
+    if mode not in GPU_MODES:  # glocal: the wavefront kernel's instances; the other pair kernels refuse it
+        skipped = [n for n in names if n in GPU_PAIR_KERNELS and n != "wavefront"]
+        if skipped:
+            log.warning("%s skipped: no %s instance (the wavefront kernel has one)", ", ".join(skipped), mode)
+        names = [n for n in names if n not in skipped]
     pairs = pair_inputs(sizes, inputs or [], seed, alphabet)
     kind = alphabet or detect_alphabet([r for p in pairs for r in p])
     scoring = make_scoring(kind, mode)

@@ -64,8 +64,8 @@ _output_options = option_group(_OUTPUT_OPTIONS, "Where the rows go besides the t
 @click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
 @click.option("--mode", type=click.Choice(GPU_MODES + ("glocal",)), default=None,
-              help="pair and allpairs: global (the default), local or semiglobal; search: local (the default) "
-                   "or glocal.")
+              help="pair and allpairs: global (the default), local, semiglobal or glocal (pair: the kernels "
+                   "with a glocal instance); search: local (the default) or glocal.")
 @click.option("--score-only/--traceback", default=True, show_default=True,
               help="Time the score only, or the whole alignment with traceback.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
@@ -142,9 +142,6 @@ def _measure(workload, count, slices, query_lengths, db_size, check, matrix, gap
     from nwalign.bench import run_allpairs, run_pair, run_search
     from nwalign.io.simulate import parse_lengths
 
-    if mode == "glocal" and workload != "search":
-        raise NwalignError(f"--mode glocal: bench times glocal in the search workload (--workload search); "
-                           f"time {workload}'s with 'nwalign {workload} --mode glocal'")
     if workload == "allpairs":
         mode = mode or "global"
         size_list = [] if inputs else [n for part in sizes.split(",") for n in parse_lengths(part, "--sizes")]

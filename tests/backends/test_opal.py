@@ -57,7 +57,7 @@ def test_scores_beyond_16_bits_stay_exact(mode):
     assert found is None if mode == "semiglobal" else found == want[1]
 
 
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 @pytest.mark.parametrize("two_sets", [False, True])
 def test_opal_allpairs_scores_equal_the_engine(mode, two_sets):
     rng = np.random.default_rng(seed_of("allpairs", mode, two_sets))
@@ -70,7 +70,7 @@ def test_opal_allpairs_scores_equal_the_engine(mode, two_sets):
 
 
 @pytest.mark.parametrize("alphabet", ["dna", "protein"])
-@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal", "glocal"])
 @pytest.mark.parametrize("gaps", GAPS)
 def test_striped_pair_scores_equal_the_engine_or_step_aside(alphabet, mode, gaps):
     pytest.importorskip("parasail")
