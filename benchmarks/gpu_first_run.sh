@@ -20,6 +20,8 @@ EXAMPLES=(
     "pair --random 100k,100k --seed 7 --score-only"
     "pair --random 100k --mutate 0.05 --seed 3 --format json"
     "pair /tmp/nwalign-1M.fa /tmp/nwalign-1M-mut.fa --format tsv"
+    "pair --random 1M --mutate 0.01 --format tsv"
+    "search data/queries_5_opal.fasta data/swissprot_ecoli_k12_4306.fasta.gz --mode glocal --top 2"
     "search data/queries_5_opal.fasta data/swissprot_first196.fasta --top 3"
     "allpairs data/16S_100_dada2.fasta.gz --min-identity 0.9"
     "allpairs data/sars-cov-2_418_nextstrain.fasta.gz --min-identity 0.99 --columns qseqid,sseqid,score"
