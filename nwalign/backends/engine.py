@@ -89,7 +89,7 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
         path, _ = run_kernel(q, t, scoring, not score_only, cuda_options or Options())
         if score_only:
             return Alignment(score=path[0], **base)
-        return alignment_from_path(query, target, scoring, path, on_gpu=len(path[5]) >= GPU_STATS_FROM)
+        return alignment_from_path(query, target, scoring, path)
     if score_only:
         score = _interruptible(len(q) * len(t), _cpu_score, q, t, scoring)
         return Alignment(score=score, **base)
@@ -110,24 +110,15 @@ def align_pair(query: Encoded, target: Encoded, scoring: Scoring, score_only: bo
     return alignment_from_path(query, target, scoring, path)
 
 
-GPU_STATS_FROM = 1 << 20  # columns from which a GPU alignment's statistics are computed on the GPU
-
-
-def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path, on_gpu: bool = False,
+def alignment_from_path(query: Encoded, target: Encoded, scoring: Scoring, path,
                         stats: dict | None = None) -> Alignment:
     """The complete :class:`~nwalign.records.alignment.Alignment` of an engine's path: ``path`` is the tuple
     (score, query_start, query_end, target_start, target_end, ops) that :func:`nwalign.backends.cpu.align_codes`,
     the CUDA pair kernels and :class:`nwalign.backends.cuda.batch.BatchAligner` return (0-based half-open
-    coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse). ``on_gpu``:
-    the column statistics computed by CuPy on the current GPU (a genome-length alignment: a second of NumPy
-    on the host); ``stats``: those statistics computed already (:func:`nwalign.records.alignment.column_stats_many`)."""
+    coordinates; ops uint8, 0 a residue pair, 1 a query residue against a gap, 2 the reverse); ``stats``:
+    the column statistics computed already (:func:`nwalign.records.alignment.column_stats_many`)."""
     score, qs, qe, ts, te, ops = path
-    if stats is None and on_gpu:
-        import cupy
-
-        stats = column_stats(cupy.asarray(ops), cupy.asarray(query.codes), cupy.asarray(target.codes), qs, ts,
-                             scoring, xp=cupy)
-    elif stats is None:
+    if stats is None:
         stats = column_stats(ops, query.codes, target.codes, qs, ts, scoring)
     return Alignment(query_id=query.record.id, target_id=target.record.id, mode=scoring.mode, score=score,
                      query_length=len(query.codes), target_length=len(target.codes), query_start=qs,

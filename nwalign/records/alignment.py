@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import os
 import sys
 
 import numpy as np
@@ -165,14 +166,20 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
     return replace(aln, **column_stats(aln.ops, q_codes, t_codes, aln.query_start, aln.target_start, scoring))
 
 
+_THREADED_FROM = 1 << 20  # columns from which column_stats cuts the alignment into pieces for threads
+_PIECE = 1 << 18          # columns a piece at least
+
+
 def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, query_start: int, target_start: int,
-                 scoring, xp=np) -> dict:
+                 scoring) -> dict:
     """What :func:`finish` adds to an alignment of columns ``ops`` starting at (query_start, target_start):
     ``columns``, ``length``, ``nident``, ``positive``, ``npositive``, ``gaps``, ``gap_opens`` (NumPy
-    arrays). ``xp``: the module of ``ops`` and the codes (NumPy, or CuPy: a genome-length alignment whose
-    columns are on the GPU)."""
+    arrays). Genome-length alignments are cut into pieces computed by NumPy on threads (no compilation on a first
+    run, unlike CuPy's generic kernels or Numba)."""
     n = ops.size
-    if xp is np and n >= _COMPILED_FROM and "numba" in sys.modules:
+    if n >= _THREADED_FROM and (os.cpu_count() or 1) > 1:
+        return _threaded_stats(ops, q_codes, t_codes, query_start, target_start, scoring)
+    if n >= _COMPILED_FROM and "numba" in sys.modules:
         # Genome-length alignments, where Numba is loaded already (never imported for this alone: a GPU
         # search would pay its import): one compiled pass that releases the GIL instead of ~10 NumPy ones.
         from nwalign.records.columns import alignment_columns
@@ -182,28 +189,57 @@ def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, quer
             np.ascontiguousarray(scoring.matrix), np.ascontiguousarray(scoring.identical))
         return dict(columns=cols, length=n, nident=int(nident), positive=positive, npositive=int(npositive),
                     gaps=int(gaps), gap_opens=int(opens))
-    host = getattr(xp, "asnumpy", np.asarray)
-    qi = query_start + xp.cumsum(ops != OP_DEL) - 1
-    ti = target_start + xp.cumsum(ops != OP_INS) - 1
-    cols, same, positive, gap = _columns(ops, q_codes, qi, t_codes, ti, scoring, xp)
+    return _numpy_stats(ops, q_codes, t_codes, query_start, target_start, scoring)
+
+
+def _numpy_stats(ops, q_codes, t_codes, query_start: int, target_start: int, scoring) -> dict:
+    """:func:`column_stats` in NumPy's array operations."""
+    n = ops.size
+    qi = query_start + np.cumsum(ops != OP_DEL) - 1
+    ti = target_start + np.cumsum(ops != OP_INS) - 1
+    cols, same, positive, gap = _columns(ops, q_codes, qi, t_codes, ti, scoring)
     # A gap run starts where the column type changes to I or D.
-    starts = gap & xp.concatenate((xp.ones(1, dtype=bool), ops[1:] != ops[:-1]))
-    return dict(columns=host(cols), length=n, nident=int(same.sum()), positive=host(positive),
+    starts = gap & np.concatenate((np.ones(1, dtype=bool), ops[1:] != ops[:-1]))
+    return dict(columns=cols, length=n, nident=int(same.sum()), positive=positive,
                 npositive=int(positive.sum()), gaps=int(gap.sum()), gap_opens=int(starts.sum()))
 
 
-def _columns(ops, q_codes, qi, t_codes, ti, scoring, xp=np) -> tuple:
+def _threaded_stats(ops: np.ndarray, q_codes, t_codes, query_start: int, target_start: int, scoring) -> dict:
+    """:func:`column_stats` of a long alignment: its pieces on threads (NumPy releases the interpreter's
+    lock), each starting at the residues the columns before it used; a gap run that crosses into a piece
+    is counted once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ops = np.ascontiguousarray(ops)
+    pieces = max(1, min(os.cpu_count() or 1, ops.size // _PIECE))
+    bounds = np.linspace(0, ops.size, pieces + 1).astype(np.int64)
+    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    with ThreadPoolExecutor(max_workers=pieces) as pool:
+        used = list(pool.map(lambda ab: (int(np.count_nonzero(ops[ab[0]:ab[1]] != OP_DEL)),
+                                         int(np.count_nonzero(ops[ab[0]:ab[1]] != OP_INS))), spans))
+        q_at = query_start + np.concatenate(([0], np.cumsum([u[0] for u in used])))
+        t_at = target_start + np.concatenate(([0], np.cumsum([u[1] for u in used])))
+        parts = list(pool.map(lambda k: _numpy_stats(ops[spans[k][0]:spans[k][1]], q_codes, t_codes, int(q_at[k]),
+                                                     int(t_at[k]), scoring), range(pieces)))
+    continued = sum(1 for a, _ in spans[1:] if ops[a] != OP_MATCH and ops[a] == ops[a - 1])
+    return dict(columns=np.concatenate([p["columns"] for p in parts]), length=int(ops.size),
+                nident=sum(p["nident"] for p in parts), positive=np.concatenate([p["positive"] for p in parts]),
+                npositive=sum(p["npositive"] for p in parts), gaps=sum(p["gaps"] for p in parts),
+                gap_opens=sum(p["gap_opens"] for p in parts) - continued)
+
+
+def _columns(ops, q_codes, qi, t_codes, ti, scoring) -> tuple:
     """Per column of ``ops`` (``qi``, ``ti``: the indices of its query and target residue in ``q_codes``,
     ``t_codes``, read where the column pairs two residues): the column codes (uint8: 0 identity, 1 other
     pair, 2 I, 3 D), whether it is an identity, whether it scores > 0, whether it is a gap."""
     pair = ops == OP_MATCH
     qa, ta = q_codes[qi[pair]], t_codes[ti[pair]]
-    same = xp.zeros(ops.size, dtype=bool)
-    same[pair] = (qa == ta) & xp.asarray(scoring.identical)[qa]
-    cols = xp.where(ops == OP_INS, 2, 3).astype(xp.uint8)
-    cols[pair] = xp.where(same[pair], 0, 1).astype(xp.uint8)
-    positive = xp.zeros(ops.size, dtype=bool)
-    positive[pair] = xp.asarray(scoring.matrix)[qa, ta] > 0
+    same = np.zeros(ops.size, dtype=bool)
+    same[pair] = (qa == ta) & np.asarray(scoring.identical)[qa]
+    cols = np.where(ops == OP_INS, 2, 3).astype(np.uint8)
+    cols[pair] = np.where(same[pair], 0, 1).astype(np.uint8)
+    positive = np.zeros(ops.size, dtype=bool)
+    positive[pair] = np.asarray(scoring.matrix)[qa, ta] > 0
     return cols, same, positive, ~pair
 
 

@@ -373,3 +373,29 @@ def test_column_stats_of_many_alignments_equal_one_at_a_time(alphabet, mode):
         assert set(got) == set(want)
         for key in want:
             assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_column_stats_of_a_long_alignment_in_pieces_equal_one_pass(alphabet, monkeypatch):
+    """A genome-length alignment's statistics, cut into pieces computed on threads, equal one NumPy pass
+    over all its columns: gap runs that cross a cut (and one at the very cut) are counted once, the pieces
+    start at the residues the columns before them used, ambiguity codes are never identities."""
+    from nwalign.records import alignment as records
+
+    monkeypatch.setattr(records, "_THREADED_FROM", 4000)
+    monkeypatch.setattr(records, "_PIECE", 1000)
+    monkeypatch.setattr(records.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(seed_of("pieces", alphabet))
+    scoring = make_scoring(alphabet, "global")
+    n = 10_001
+    ops = rng.choice(np.array([0, 1, 2], dtype=np.uint8), n, p=[0.8, 0.1, 0.1])
+    ops[2400:2600] = 1  # across the cut at 2,500
+    ops[4999:5001] = 2  # one column either side of the cut at 5,000
+    q = scoring.encode_str(random_seq(rng, (DNA + "N") if alphabet == "dna" else (PROTEIN + "X"),
+                                      int(np.count_nonzero(ops != 2)) + 5))
+    t = scoring.encode_str(random_seq(rng, DNA if alphabet == "dna" else PROTEIN, int(np.count_nonzero(ops != 1)) + 3))
+    got = records.column_stats(ops, q, t, 5, 3, scoring)
+    want = records._numpy_stats(ops, q, t, 5, 3, scoring)
+    assert set(got) == set(want) and want["gap_opens"] > 100
+    for key in want:
+        assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key

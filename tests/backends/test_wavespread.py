@@ -145,30 +145,6 @@ def test_pair_over_every_gpu_byte_identical(tmp_path, extra):
     assert outs[0] == outs[1] and len(outs[0]) > 0
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("alphabet", ["dna", "protein"])
-def test_column_statistics_on_the_gpu_equal_numpys(alphabet):
-    """results.column_stats with CuPy arrays (a genome-length alignment's statistics, engine.GPU_STATS_FROM)
-    gives what NumPy gives: columns, identities (ambiguity codes are never identical), positives, gaps."""
-    import cupy
-    from nwalign.backends.cpu import align_codes
-    from nwalign.records.alignment import column_stats
-
-    rng = np.random.default_rng(12)
-    scoring = make_scoring(alphabet, "local")
-    letters = (DNA + "NRY") if alphabet == "dna" else (PROTEIN + "XB")
-    a, b = _pair(rng, 900, 950, letters, rate=0.2)
-    q, t = scoring.encode_str(a), scoring.encode_str(b)
-    _, qs, _, ts, _, ops = align_codes(q, t, scoring.matrix, scoring.gap_open, scoring.gap_extend,
-                                        scoring.mode_code, 1 << 30)
-    want = column_stats(ops, q, t, qs, ts, scoring)
-    got = column_stats(cupy.asarray(ops), cupy.asarray(q), cupy.asarray(t), qs, ts, scoring, xp=cupy)
-    assert set(got) == set(want) and want["nident"] > 0 and want["gaps"] > 0
-    for key in want:
-        assert np.array_equal(got[key], want[key]), key
-        assert not isinstance(got[key], cupy.ndarray)
-
-
 class _Stream:
     """A stand-in for a CUDA stream: done after ``polls`` queries (never where None), then its error."""
 
