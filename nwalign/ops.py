@@ -1,6 +1,9 @@
 """Alignment column codes, mode codes and the end of a traceback, shared by the engines and the result
 records (NumPy only: no Numba, no CuPy)."""
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 OP_MATCH, OP_INS, OP_DEL = 0, 1, 2  # alignment columns: residue pair, query residue only, target only
@@ -53,23 +56,44 @@ def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, o
     return score, i, end_i, j, end_j, ops[:nops][::-1].copy()
 
 
-def columns_score(ops, q, t, matrix, gap_open: int, gap_extend: int, xp=np) -> int:
+_PIECE = 1 << 18  # columns a piece of columns_score's threads at least
+
+
+def columns_score(ops, q, t, matrix, gap_open: int, gap_extend: int) -> int:
     """Score of the columns ``ops`` (uint8, alignment order) of an alignment starting at the first residue
     of the codes ``q`` and ``t`` (uint8): pairs scored by ``matrix``, a gap run of L columns costing
-    ``gap_open + (L - 1) * gap_extend``. Vectorised (the check of the GPU's windowed tracebacks); ``xp``:
-    the arrays' module (NumPy, or CuPy with every array on the GPU).
+    ``gap_open + (L - 1) * gap_extend``. Vectorised; a genome-length alignment in pieces on threads (the
+    check of the GPU's windowed tracebacks: NumPy, nothing to compile on a first run).
 
     Raises:
         ValueError: the columns consume more residues than ``q`` or ``t`` holds.
     """
-    ops = xp.asarray(ops, dtype=xp.uint8)
-    pair = ops == OP_MATCH
-    qi = xp.cumsum(ops != OP_DEL) - 1
-    ti = xp.cumsum(ops != OP_INS) - 1
-    if ops.size and (int(qi[-1]) >= len(q) or int(ti[-1]) >= len(t)):
-        raise ValueError("alignment columns run past the end of a sequence")
-    total = int(matrix[q[qi[pair]], t[ti[pair]]].astype(xp.int64).sum())
-    gap = ~pair
-    starts = gap & xp.concatenate((xp.ones(1, dtype=bool), ops[1:] != ops[:-1]))
-    opens, gaps = int(starts.sum()), int(gap.sum())
+    ops = np.ascontiguousarray(ops, dtype=np.uint8)
+    pieces = max(1, min(os.cpu_count() or 1, ops.size // _PIECE))
+    bounds = np.linspace(0, ops.size, pieces + 1).astype(np.int64)
+    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+    def used(span):
+        part = ops[span[0]:span[1]]
+        return int(np.count_nonzero(part != OP_DEL)), int(np.count_nonzero(part != OP_INS))
+
+    def piece(k: int) -> tuple[int, int, int]:
+        part = ops[spans[k][0]:spans[k][1]]
+        pair = part == OP_MATCH
+        qi = int(q_at[k]) + np.cumsum(part != OP_DEL) - 1
+        ti = int(t_at[k]) + np.cumsum(part != OP_INS) - 1
+        total = int(matrix[q[qi[pair]], t[ti[pair]]].astype(np.int64).sum())
+        gap = ~pair
+        starts = gap & np.concatenate((np.ones(1, dtype=bool), part[1:] != part[:-1]))
+        return total, int(gap.sum()), int(starts.sum())
+
+    with ThreadPoolExecutor(max_workers=pieces) as pool:
+        counts = list(pool.map(used, spans))
+        q_at = np.concatenate(([0], np.cumsum([c[0] for c in counts])))
+        t_at = np.concatenate(([0], np.cumsum([c[1] for c in counts])))
+        if q_at[-1] > len(q) or t_at[-1] > len(t):
+            raise ValueError("alignment columns run past the end of a sequence")
+        parts = list(pool.map(piece, range(pieces)))
+    total, gaps, opens = (sum(p[k] for p in parts) for k in range(3))
+    opens -= sum(1 for a, _ in spans[1:] if ops[a] != OP_MATCH and ops[a] == ops[a - 1])  # a run across a cut
     return total - opens * gap_open - (gaps - opens) * gap_extend

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import nwalign.backends.engine
 from nwalign.backends.cpu.pair import align_codes, score_codes, score_rows
 from nwalign.backends.engine import Encoded, align_pair
-from nwalign.records.alignment import rescore
+from nwalign.records.alignment import Alignment, rescore
 from nwalign.scoring.schemes import make_scoring
 from nwalign.io.sequences import Record
 
@@ -399,3 +399,24 @@ def test_column_stats_of_a_long_alignment_in_pieces_equal_one_pass(alphabet, mon
     assert set(got) == set(want) and want["gap_opens"] > 100
     for key in want:
         assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key
+
+
+def test_columns_score_in_pieces_equals_one_pass(monkeypatch):
+    """ops.columns_score cut into pieces on threads (a genome-length traceback's check) equals the
+    column-by-column rescoring, with gap runs across the cuts, and still refuses columns past an end."""
+    from nwalign import ops as ops_module
+    from nwalign.ops import columns_score
+
+    monkeypatch.setattr(ops_module, "_PIECE", 500)
+    monkeypatch.setattr(ops_module.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(seed_of("score pieces"))
+    scoring = make_scoring("protein", "global")
+    ops = rng.choice(np.array([0, 1, 2], dtype=np.uint8), 4003, p=[0.8, 0.1, 0.1])
+    ops[950:1100] = 2  # across the cut at 1,000
+    q = scoring.encode_str(random_seq(rng, PROTEIN, int(np.count_nonzero(ops != 2))))
+    t = scoring.encode_str(random_seq(rng, PROTEIN, int(np.count_nonzero(ops != 1))))
+    aln = Alignment(query_id="q", target_id="t", mode="global", score=0, query_length=len(q), target_length=len(t),
+                    query_start=0, target_start=0, ops=ops)
+    assert columns_score(ops, q, t, scoring.matrix, 11, 1) == rescore(aln, q, t, scoring.matrix, 11, 1)
+    with pytest.raises(ValueError, match="past the end"):
+        columns_score(ops, q[:-1], t, scoring.matrix, 11, 1)

@@ -101,6 +101,8 @@ class Wavefront:
         log.info("wavefront: score passes in %s arithmetic, %d query rows per lane",
                  "packed 16-bit" if packed else "32-bit", self.rows_per_lane)
         self.max_blocks = None  # tests: a smaller grid, so warps take several bands each
+        self.q_host, self.t_host = q, t  # the windowed traceback's check reads them on the host
+        self.matrix_host = np.ascontiguousarray(scoring.matrix, dtype=np.int32)
         self.q = cp.asarray(q)
         self.t = cp.asarray(np.concatenate([t, np.zeros(32, dtype=np.uint8)]))  # wave_score reads past n
         self.A = scoring.matrix.shape[0]
@@ -318,13 +320,11 @@ class Wavefront:
 
     def _scores(self, ops: np.ndarray, score: int) -> bool:
         """Whether the columns ``ops`` consume both sequences and score ``score`` (a windowed traceback's
-        check, on the GPU; a path that misses is traced again, never reported)."""
-        cp = self.cp
-        d = cp.asarray(ops)
+        check, on the host's threads; a path that misses is traced again, never reported)."""
+        ops = np.asarray(ops)
         try:
-            return bool(int((d != 2).sum()) == self.m and int((d != 1).sum()) == self.n and
-                        columns_score(d, self.q, self.t[:self.n], self.S.reshape(self.A, self.A), self.go, self.ge,
-                                      xp=cp) == score)
+            return bool(int(np.count_nonzero(ops != 2)) == self.m and int(np.count_nonzero(ops != 1)) == self.n and
+                        columns_score(ops, self.q_host, self.t_host, self.matrix_host, self.go, self.ge) == score)
         except ValueError:  # columns past the end of a sequence
             return False
 
