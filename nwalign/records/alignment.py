@@ -166,8 +166,8 @@ def finish(aln: Alignment, q_codes: np.ndarray, t_codes: np.ndarray, scoring) ->
     return replace(aln, **column_stats(aln.ops, q_codes, t_codes, aln.query_start, aln.target_start, scoring))
 
 
-_THREADED_FROM = 1 << 20  # columns from which column_stats cuts the alignment into pieces for threads
-_PIECE = 1 << 18          # columns a piece at least
+_THREADED_FROM = 1 << 18  # columns from which column_stats cuts the alignment into pieces for threads
+_PIECE = 1 << 16          # columns a piece at least
 
 
 def column_stats(ops: np.ndarray, q_codes: np.ndarray, t_codes: np.ndarray, query_start: int, target_start: int,
