@@ -14,7 +14,8 @@ Phi the standard normal's distribution, m_K and s_K the mean and spread of the b
 a and b by least squares over a sample of the database (up to :data:`FIT_SAMPLE` subjects at least as long
 as the query, evenly spaced in database order), refitted without the scores more than 5 sigma above the
 line (the query's relatives) until none is left; sigma the residuals' spread; K (1 to 10^6) so that the
-model's 99.8th percentile is the sample's. A database with fewer than :data:`FIT_MIN` such subjects adds
+model's 99.8th percentile is the sample's. Beyond the sample's largest residual ln P falls on at the
+model's rate there (an exponential, Gumbel-like tail, where no data says how fast it falls). A database with fewer than :data:`FIT_MIN` such subjects adds
 shuffled copies of them (each subject's own letters, seeded), so that every fit rests on at least FIT_MIN
 scores. The sample's scores are the scan's where the scan gives every score (one process), else computed
 by the CPU engine: the same numbers either way. A hit's E-value is ``strands x N x P`` (N: the database's
@@ -95,13 +96,27 @@ class GlocalFit:
     K: float
     count: int
     method: str = ""
+    #: the largest standardised residual the fit saw: beyond it the tail goes on exponentially
+    z_tail: float = math.inf
 
     def log_pvalues(self, scores, subject_lengths) -> np.ndarray:
-        """ln P(S >= s) of an unrelated subject of each length (float64, the shape of ``scores``)."""
-        mean, spread, _ = best_of_normals(self.K)
+        """ln P(S >= s) of an unrelated subject of each length (float64, the shape of ``scores``): the
+        model up to :attr:`z_tail`, then falling at its rate there (a Gumbel's exponential tail: no data
+        says the tail falls faster, and a normal's would call a 33 %-identical protein E = 1e-171)."""
         s = np.asarray(scores, dtype=np.float64)
         n = np.maximum(np.asarray(subject_lengths, dtype=np.float64), 1.0)
-        z = mean + spread * (s - self.a - self.b * np.log(n)) / self.sd
+        z = (s - self.a - self.b * np.log(n)) / self.sd
+        if not math.isfinite(self.z_tail):
+            return self._log_model(z)
+        at, step = self._log_model(np.array([self.z_tail, self.z_tail + 1e-3]))
+        rate = (at - step) / 1e-3
+        return np.where(z <= self.z_tail, self._log_model(np.minimum(z, self.z_tail)),
+                        at - rate * (z - self.z_tail))
+
+    def _log_model(self, resid: np.ndarray) -> np.ndarray:
+        """ln P of the best of K normal placements at standardised residuals ``resid``."""
+        mean, spread, _ = best_of_normals(self.K)
+        z = mean + spread * resid
         log_q = log_normal_tail(z)
         q = np.exp(log_q)
         with np.errstate(divide="ignore"):
@@ -126,14 +141,15 @@ class GlocalFit:
         return -self.log_pvalues(scores, subject_lengths) / LN2
 
 
-def fit_placements(scores: np.ndarray, lengths: np.ndarray) -> tuple[float, float, float, float]:
-    """(a, b, sd, K): the module's model fitted to ``scores`` of subjects of ``lengths``.
+def fit_placements(scores: np.ndarray, lengths: np.ndarray) -> tuple[float, float, float, float, float]:
+    """(a, b, sd, K, z_tail): the module's model fitted to ``scores`` of subjects of ``lengths`` (z_tail: the
+    largest standardised residual of the scores kept).
 
     >>> rng = np.random.default_rng(3)
     >>> n = rng.integers(100, 3000, 20000)
-    >>> a, b, sd, K = fit_placements(rng.normal(-50 + 4 * np.log(n), 10), n)
-    >>> round(a), round(b, 1), round(sd), K < 3
-    (-49, 3.9, 10, True)
+    >>> a, b, sd, K, z_tail = fit_placements(rng.normal(-50 + 4 * np.log(n), 10), n)
+    >>> round(a), round(b, 1), round(sd), K < 3, 3 < z_tail < 5
+    (-49, 3.9, 10, True, True)
     """
     y = np.asarray(scores, dtype=np.float64)
     x = np.log(np.maximum(np.asarray(lengths, dtype=np.float64), 1.0))
@@ -155,7 +171,7 @@ def fit_placements(scores: np.ndarray, lengths: np.ndarray) -> tuple[float, floa
         mid = (lo + hi) / 2
         mean, spread, q = best_of_normals(math.exp(mid))
         lo, hi = (mid, hi) if (q - mean) / spread < target else (lo, mid)
-    return float(a), float(b), sd, math.exp((lo + hi) / 2)
+    return float(a), float(b), sd, math.exp((lo + hi) / 2), float((resid[kept] / sd).max())
 
 
 class GlocalStatistics:
@@ -213,7 +229,8 @@ class GlocalStatistics:
             got = self._score(q, picked, shuffled=True)
             method = f"fitted to {picked.size} shuffled copies of {sample.size} database subjects"
         # E counts the subjects a chance hit can come from: those with room for the whole query
-        return GlocalFit(*fit_placements(got, lengths), int(eligible.size) * self.strands, method)
+        a, b, sd, K, z_tail = fit_placements(got, lengths)
+        return GlocalFit(a, b, sd, K, int(eligible.size) * self.strands, method, z_tail)
 
     def _score(self, q: np.ndarray, picked: np.ndarray, shuffled: bool) -> np.ndarray:
         """Glocal scores of ``q`` against database subjects ``picked`` (shuffled: each copy's letters in a

@@ -160,7 +160,7 @@ def test_fit_recovers_a_known_model():
     n = rng.integers(200, 3000, 20000)
     best = rng.normal(size=(n.size, 30)).max(axis=1)
     y = -80 + 6 * np.log(n) + 7 * (best - best.mean()) / best.std()
-    a, b, sd, K = fit_placements(y, n)
+    a, b, sd, K, _ = fit_placements(y, n)
     assert abs(b - 6) < 0.5 and abs(sd - 7) < 0.3 and 10 < K < 100
 
 
