@@ -22,20 +22,14 @@ from nwalign.backends.cpu.dp import ends_of
 from nwalign.ops import NEG, QUERY_END, QUERY_START, TARGET_END
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
 def profile(S, q, t):
     """The pair scores along the target of each letter ``q`` holds: int32 (len(S), len(t) + 1), row a
-    column j = S[a, t[j - 1]] (rows of letters absent from q unset)."""
-    n = t.shape[0]
-    P = np.empty((S.shape[0], n + 1), dtype=np.int32)
-    seen = np.zeros(S.shape[0], dtype=np.bool_)
-    for i in range(q.shape[0]):
-        a = q[i]
-        if not seen[a]:
-            seen[a] = True
-            P[a, 0] = 0
-            for j in range(1, n + 1):
-                P[a, j] = S[a, t[j - 1]]
+    column j = S[a, t[j - 1]] (rows of letters absent from q unset). NumPy: it runs once a pair, where
+    Numba would compile it on a first run."""
+    letters = np.unique(np.asarray(q))
+    P = np.empty((S.shape[0], len(t) + 1), dtype=np.int32)
+    P[letters, 0] = 0
+    P[letters, 1:] = np.asarray(S, dtype=np.int32)[letters][:, np.asarray(t, dtype=np.intp)]
     return P
 
 
