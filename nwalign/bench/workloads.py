@@ -132,6 +132,9 @@ def run_pair(sizes: list[int], kernels: str = "all", repeats: int = 3, warmup: i
         if skipped:
             log.warning("%s skipped: no %s instance (the wavefront kernel has one)", ", ".join(skipped), mode)
         names = [n for n in names if n not in skipped]
+        if not names:
+            raise NwalignError(f"--kernels {kernels}: none has a {mode} instance (the wavefront kernel and the "
+                               "CPU engine have)")
     pairs = pair_inputs(sizes, inputs or [], seed, alphabet)
     kind = alphabet or detect_alphabet([r for p in pairs for r in p])
     scoring = make_scoring(kind, mode)
@@ -267,8 +270,10 @@ def run_search(query_lengths: list[int], db_size: int, kernels: str = "all", rep
     names = workload_kernels(kernels, SEARCH_KERNELS, "a search")
     names = without_gpu(names, GPU_SEARCH_KERNELS, gpu_ok, backend, kernels)
     if mode != "local" and "gsw" in names:
-        log.warning("gsw skipped: the kernel is local only")
         names = [n for n in names if n != "gsw"]
+        if not names:
+            raise NwalignError(f"--kernels {kernels}: gsw is local only (glocal: scan or cpu)")
+        log.warning("gsw skipped: the kernel is local only")
     queries, db = _search_inputs(query_lengths, db_size, inputs, seed)
     scoring = make_scoring("protein", mode, matrix, None, None, gap_open, gap_extend)
     codes = encode_database(db, scoring)

@@ -268,6 +268,7 @@ def test_bench_planted_wrong_result_fails(capsys, monkeypatch):
     (["--workload", "search", "--kernels", "wavefront"], "not a search kernel"),
     (["--kernels", "nope"], "unknown kernel"),
     (["--sizes", "1,2,x"], "--sizes: "),
+    (["--workload", "search", "--mode", "global"], "the search workload is local or glocal"),
 ])
 def test_bench_bad_options(capsys, args, message):
     code = main(["bench", "--backend", "cpu", *args])
@@ -283,6 +284,19 @@ def test_bench_search_workload_cpu(capsys, tmp_path):
     rows = json.loads(js.read_text())
     assert [r["query_length"] for r in rows] == [16, 40] and all(r["verified"] for r in rows)
     assert all(r["workload"] == "search" and r["db_sequences"] == 60 and r["gcups"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("workload, extra", [("search", ["--query-lengths", "16,40", "--db-size", "60", "--check", "60"]),
+                                             ("pair", ["--sizes", "300", "--kernels", "cpu,parasail,biopython"]),
+                                             ("allpairs", ["--sizes", "120", "--count", "6", "--check", "10"])])
+def test_bench_glocal_rows_are_verified(workload, extra, capsys, tmp_path):
+    """bench --mode glocal in every workload: the CPU engine's (and the peers') glocal scores, verified."""
+    js = tmp_path / "g.json"
+    code = main(["bench", "--workload", workload, "--mode", "glocal", "--repeats", "1", "--warmup", "0",
+                 "--backend", "cpu", "--json", str(js), *extra])
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads(js.read_text())
+    assert rows and all(r["mode"] == "glocal" and r["verified"] for r in rows)
 
 
 def test_bench_allpairs_on_cpu_writes_verified_rows(tmp_path, capsys):
