@@ -191,7 +191,7 @@ class GlocalStatistics:
         self.lengths = np.diff(np.asarray(db.offsets, dtype=np.int64))
         self._fits: dict = {}
         self._lock = threading.Lock()
-        self._said = False
+        self._said = self._said_shuffled = False
         log.info("statistics: glocal E-values fitted per query to the scores of up to %d database subjects "
                  "(the best of K normal placements, mean a + b ln n)", FIT_SAMPLE)
 
@@ -228,6 +228,10 @@ class GlocalStatistics:
             lengths = self.lengths[picked]
             got = self._score(q, picked, shuffled=True)
             method = f"fitted to {picked.size} shuffled copies of {sample.size} database subjects"
+            if not self._said_shuffled:
+                self._said_shuffled = True
+                log.info("statistics: fewer than %d subjects as long as a query of %d residues: its fit %s",
+                         FIT_MIN, m, method)
         # E counts the subjects a chance hit can come from: those with room for the whole query
         a, b, sd, K, z_tail = fit_placements(got, lengths)
         return GlocalFit(a, b, sd, K, int(eligible.size) * self.strands, method, z_tail)

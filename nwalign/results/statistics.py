@@ -281,9 +281,10 @@ def parameters(scoring, estimate: bool = True) -> KarlinAltschul | None:
     return found
 
 
-def statistics_for(scoring, max_evalue: float | None = None) -> KarlinAltschul | None:
-    """:func:`parameters` for a search or local pair, said under ``-v``; None (empty E-value and bit score
-    columns) only for a scoring without local statistics, which an E-value filter then refuses.
+def statistics_for(scoring, max_evalue: float | None = None, say: bool = True) -> KarlinAltschul | None:
+    """:func:`parameters` for a search or local pair, said under ``-v`` (unless ``say`` is False); None (empty
+    E-value and bit score columns) only for a scoring without local statistics, which an E-value filter
+    then refuses.
 
     Raises:
         NwalignError: ``max_evalue`` given for such a scoring.
@@ -301,8 +302,9 @@ def statistics_for(scoring, max_evalue: float | None = None) -> KarlinAltschul |
                                "score instead") from None
         logging.getLogger("nwalign").warning("no E-values: %s has no local statistics (%s)", scoring.matrix_name, exc)
         return None
-    logging.getLogger("nwalign").info("statistics: %s: lambda %.4g, K %.4g, H %.3g", found.method, found.lam,
-                                      found.K, found.H)
+    if say:  # (a glocal search asks only whether local statistics exist, and says its own)
+        logging.getLogger("nwalign").info("statistics: %s: lambda %.4g, K %.4g, H %.3g", found.method, found.lam,
+                                          found.K, found.H)
     return found
 
 

@@ -216,7 +216,8 @@ class Search:
             self.min_score = self.options.least_score
         self.scoring = scoring
         # glocal: E-values where the scoring has local statistics (not in the linear phase), fitted below
-        self.stats = statistics_for(dataclasses.replace(scoring, mode="local"), self.max_evalue)
+        self.stats = statistics_for(dataclasses.replace(scoring, mode="local"), self.max_evalue,
+                                    say=scoring.mode == "local")
         # Distinct names for every output (SAM needs one reference per sequence); warns, after the errors.
         self.queries = unique_records(self.queries, query_source)
         if not db.ids_unique:  # a .nwdb says so in its header: no pass over 570,000 ids
