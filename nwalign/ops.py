@@ -59,41 +59,50 @@ def finish_path(mode: int, score: int, i: int, end_i: int, j: int, end_j: int, o
 _PIECE = 1 << 18  # columns a piece of columns_score's threads at least
 
 
-def columns_score(ops, q, t, matrix, gap_open: int, gap_extend: int) -> int:
-    """Score of the columns ``ops`` (uint8, alignment order) of an alignment starting at the first residue
-    of the codes ``q`` and ``t`` (uint8): pairs scored by ``matrix``, a gap run of L columns costing
-    ``gap_open + (L - 1) * gap_extend``. Vectorised; a genome-length alignment in pieces on threads (the
-    check of the GPU's windowed tracebacks: NumPy, nothing to compile on a first run).
-
-    Raises:
-        ValueError: the columns consume more residues than ``q`` or ``t`` holds.
-    """
-    ops = np.ascontiguousarray(ops, dtype=np.uint8)
-    pieces = max(1, min(os.cpu_count() or 1, ops.size // _PIECE))
-    bounds = np.linspace(0, ops.size, pieces + 1).astype(np.int64)
-    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+def in_pieces(ops: np.ndarray, piece: int, work) -> tuple[list, int]:
+    """``work(part, q_before, t_before)`` on consecutive pieces of the columns ``ops`` (uint8) of at least
+    ``piece`` columns, a piece a core, on threads (NumPy releases the interpreter's lock); ``q_before`` and
+    ``t_before``: the residues of each sequence the columns before the piece consumed. Returns (the
+    results in order, the gap runs that cross a cut: counted once in each piece they touch)."""
+    pieces = max(1, min(os.cpu_count() or 1, ops.size // piece))
+    if pieces == 1:
+        return [work(ops, 0, 0)], 0
+    bounds = np.linspace(0, ops.size, pieces + 1).astype(np.int64).tolist()
+    spans = list(zip(bounds[:-1], bounds[1:]))
 
     def used(span):
         part = ops[span[0]:span[1]]
         return int(np.count_nonzero(part != OP_DEL)), int(np.count_nonzero(part != OP_INS))
 
-    def piece(k: int) -> tuple[int, int, int]:
-        part = ops[spans[k][0]:spans[k][1]]
+    with ThreadPoolExecutor(max_workers=pieces) as pool:
+        counts = list(pool.map(used, spans))
+        q_at = np.concatenate(([0], np.cumsum([c[0] for c in counts]))).tolist()
+        t_at = np.concatenate(([0], np.cumsum([c[1] for c in counts]))).tolist()
+        results = list(pool.map(lambda k: work(ops[spans[k][0]:spans[k][1]], q_at[k], t_at[k]), range(pieces)))
+    return results, sum(1 for a, _ in spans[1:] if ops[a] != OP_MATCH and ops[a] == ops[a - 1])
+
+
+def columns_score(ops, q, t, matrix, gap_open: int, gap_extend: int) -> int:
+    """Score of the columns ``ops`` (uint8, alignment order) of an alignment starting at the first residue
+    of the codes ``q`` and ``t`` (uint8): pairs scored by ``matrix``, a gap run of L columns costing
+    ``gap_open + (L - 1) * gap_extend``. Vectorised; a genome-length alignment in pieces on threads
+    (:func:`in_pieces`; the check of the GPU's windowed tracebacks: NumPy, nothing to compile on a first run).
+
+    Raises:
+        ValueError: the columns consume more residues than ``q`` or ``t`` holds.
+    """
+    def piece(part, q_before: int, t_before: int) -> tuple[int, int, int]:
         pair = part == OP_MATCH
-        qi = int(q_at[k]) + np.cumsum(part != OP_DEL) - 1
-        ti = int(t_at[k]) + np.cumsum(part != OP_INS) - 1
+        qi = q_before + np.cumsum(part != OP_DEL) - 1
+        ti = t_before + np.cumsum(part != OP_INS) - 1
+        if part.size and (int(qi[-1]) >= len(q) or int(ti[-1]) >= len(t)):
+            raise ValueError("alignment columns run past the end of a sequence")
         total = int(matrix[q[qi[pair]], t[ti[pair]]].astype(np.int64).sum())
         gap = ~pair
         starts = gap & np.concatenate((np.ones(1, dtype=bool), part[1:] != part[:-1]))
         return total, int(gap.sum()), int(starts.sum())
 
-    with ThreadPoolExecutor(max_workers=pieces) as pool:
-        counts = list(pool.map(used, spans))
-        q_at = np.concatenate(([0], np.cumsum([c[0] for c in counts])))
-        t_at = np.concatenate(([0], np.cumsum([c[1] for c in counts])))
-        if q_at[-1] > len(q) or t_at[-1] > len(t):
-            raise ValueError("alignment columns run past the end of a sequence")
-        parts = list(pool.map(piece, range(pieces)))
+    parts, continued = in_pieces(np.ascontiguousarray(ops, dtype=np.uint8), _PIECE, piece)
     total, gaps, opens = (sum(p[k] for p in parts) for k in range(3))
-    opens -= sum(1 for a, _ in spans[1:] if ops[a] != OP_MATCH and ops[a] == ops[a - 1])  # a run across a cut
+    opens -= continued  # a run across a cut
     return total - opens * gap_open - (gaps - opens) * gap_extend

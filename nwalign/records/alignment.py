@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from nwalign.ops import OP_DEL, OP_INS, OP_MATCH
+from nwalign.ops import OP_DEL, OP_INS, OP_MATCH, in_pieces
 from nwalign.io.sequences import reverse_complement
 
 _CIGAR_SYMBOL = {0: "=", 1: "X", 2: "I", 3: "D"}
@@ -205,23 +205,11 @@ def _numpy_stats(ops, q_codes, t_codes, query_start: int, target_start: int, sco
 
 
 def _threaded_stats(ops: np.ndarray, q_codes, t_codes, query_start: int, target_start: int, scoring) -> dict:
-    """:func:`column_stats` of a long alignment: its pieces on threads (NumPy releases the interpreter's
-    lock), each starting at the residues the columns before it used; a gap run that crosses into a piece
-    is counted once."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    ops = np.ascontiguousarray(ops)
-    pieces = max(1, min(os.cpu_count() or 1, ops.size // _PIECE))
-    bounds = np.linspace(0, ops.size, pieces + 1).astype(np.int64)
-    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-    with ThreadPoolExecutor(max_workers=pieces) as pool:
-        used = list(pool.map(lambda ab: (int(np.count_nonzero(ops[ab[0]:ab[1]] != OP_DEL)),
-                                         int(np.count_nonzero(ops[ab[0]:ab[1]] != OP_INS))), spans))
-        q_at = query_start + np.concatenate(([0], np.cumsum([u[0] for u in used])))
-        t_at = target_start + np.concatenate(([0], np.cumsum([u[1] for u in used])))
-        parts = list(pool.map(lambda k: _numpy_stats(ops[spans[k][0]:spans[k][1]], q_codes, t_codes, int(q_at[k]),
-                                                     int(t_at[k]), scoring), range(pieces)))
-    continued = sum(1 for a, _ in spans[1:] if ops[a] != OP_MATCH and ops[a] == ops[a - 1])
+    """:func:`column_stats` of a long alignment: its pieces on threads (:func:`nwalign.ops.in_pieces`), each
+    starting at the residues the columns before it used; a gap run that crosses into a piece is counted
+    once."""
+    parts, continued = in_pieces(np.ascontiguousarray(ops), _PIECE, lambda part, qb, tb: _numpy_stats(
+        part, q_codes, t_codes, query_start + qb, target_start + tb, scoring))
     return dict(columns=np.concatenate([p["columns"] for p in parts]), length=int(ops.size),
                 nident=sum(p["nident"] for p in parts), positive=np.concatenate([p["positive"] for p in parts]),
                 npositive=sum(p["npositive"] for p in parts), gaps=sum(p["gaps"] for p in parts),
