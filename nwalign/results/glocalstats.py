@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,8 +174,7 @@ def fit_placements(scores: np.ndarray, lengths: np.ndarray) -> tuple[float, floa
 
 
 class GlocalStatistics:
-    """A glocal search's statistics: :meth:`fitted` gives each query's :class:`GlocalFit` (made once per
-    query and strand).
+    """A glocal search's statistics: :meth:`fitted` gives each query's (and strand's) :class:`GlocalFit`.
 
     Arguments:
         db: the :class:`nwalign.io.database.Database`; ``codes`` its residue codes for the scoring.
@@ -189,25 +187,15 @@ class GlocalStatistics:
         self.db, self.codes, self.scoring, self.threads = db, codes, scoring, threads
         self.strands = max(1, strands)
         self.lengths = np.diff(np.asarray(db.offsets, dtype=np.int64))
-        self._fits: dict = {}
-        self._lock = threading.Lock()
         self._said = self._said_shuffled = False
         log.info("statistics: glocal E-values fitted per query to the scores of up to %d database subjects "
                  "(the best of K normal placements, mean a + b ln n)", FIT_SAMPLE)
 
     def fitted(self, query, scores=None) -> GlocalFit | None:
-        """``query``'s fit (an encoded query: ``.codes``, ``.record``); ``scores``: the scan's score of every
-        database sequence (int, (count,)) where there is one, else None (the sample is scored here)."""
-        key = (query.record.id, bytes(np.asarray(query.codes[:64])), int(query.codes.size))
-        with self._lock:
-            if key in self._fits:
-                return self._fits[key]
-        fit = self._fit(np.asarray(query.codes), scores)
-        with self._lock:
-            self._fits[key] = fit
-        return fit
-
-    def _fit(self, q: np.ndarray, scores) -> GlocalFit | None:
+        """``query``'s fit (an encoded query: ``.codes``; each query's hits are reported once, so nothing is
+        kept); ``scores``: the scan's score of every database sequence (int, (count,)) where there is one,
+        else None (the sample is scored here)."""
+        q = np.asarray(query.codes)
         m = int(q.size)
         eligible = np.flatnonzero(self.lengths >= m)
         if eligible.size == 0:

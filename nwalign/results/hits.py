@@ -76,7 +76,7 @@ def reported_hits(query: Encoded, scores, db: Database, stats: KarlinAltschul | 
         ranked = top_hits(scores, top, min_score).tolist()
     else:
         ranked = [k for k in ranked[:top] if min_score is None or scores[k] >= min_score]
-    if stats is not None and hasattr(stats, "fitted"):  # glocal: the query's own fit (None: no E-values)
+    if stats is not None:  # glocal: the query's own fit (None: no E-values)
         stats = stats.fitted(query, scores if isinstance(scores, np.ndarray) else None)
     if not stats:
         return [(k, None, None) for k in ranked]

@@ -61,6 +61,11 @@ class KarlinAltschul:
         """(lambda S - ln K) / ln 2 (of the score as it is: blastn rounds odd scores for the E-value only)."""
         return (self.lam * score - math.log(self.K)) / LN2
 
+    def fitted(self, query=None, scores=None) -> "KarlinAltschul":
+        """The statistics of ``query``'s hits: these (the scoring's, the same for every query; a glocal
+        search's :class:`nwalign.results.glocalstats.GlocalStatistics` fits each query)."""
+        return self
+
     def bit_scores(self, scores, subject_lengths=None) -> np.ndarray:
         """:meth:`bit_score` of many scores (float64), equal to it to the last bit (the same operations)."""
         return (self.lam * np.asarray(scores, dtype=np.int64).astype(np.float64) - math.log(self.K)) / LN2
