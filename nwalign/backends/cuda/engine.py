@@ -55,9 +55,9 @@ class CudaEngine:
     def hit_aligner(self, scoring, device: int = 0):
         """The batch kernel on ``device`` (:class:`nwalign.backends.cuda.batch.BatchAligner`); None for a
         glocal search (its hits align on the CPU)."""
-        from nwalign.backends.cuda.batch import BatchAligner
+        from nwalign.backends.cuda.batch import MODES, BatchAligner
 
-        return BatchAligner(scoring, device) if scoring.mode == "local" else None
+        return BatchAligner(scoring, device) if scoring.mode in MODES else None
 
     def preload_database(self, codes, offsets):
         """The whole database on the worker's GPU in the scan's order.

@@ -69,11 +69,11 @@ class GpuSearch:
         first, copied to the others), or streamed through each in chunks where it does not fit."""
         import time
 
-        from nwalign.backends.cuda.batch import BatchAligner
+        from nwalign.backends.cuda.batch import MODES, BatchAligner
         from nwalign.backends.cuda.device import require
 
         self._codes, self._scoring, self._long = codes, scoring, query_lengths
-        align = align and scoring.mode == "local"  # the batch kernels' modes; glocal hits align on the CPU
+        align = align and scoring.mode in MODES  # the batch kernel's modes; glocal hits align on the CPU
         t0 = time.perf_counter()
         if len(devices) == 1:
             lead = (self._scanner(devices[0]), BatchAligner(scoring, devices[0]) if align else None)
