@@ -5,6 +5,7 @@ modules that implement these names import them from here."""
 MODES = ("global", "local", "semiglobal", "glocal")
 GPU_MODES = ("global", "local", "semiglobal")  # the modes every CUDA kernel has
 PAIR_GPU_MODES = GPU_MODES + ("glocal",)  # the wavefront (pair) and all-pairs score kernels have glocal too
+SEARCH_MODES = ("local", "glocal")  # search: Smith-Waterman, or the query whole in each subject
 #: The ends whose residues an end-to-end alignment may leave out for free (``--free-ends``), bit by bit
 #: (nwalign.ops.QUERY_START ..); a set's mode is named when it has a name (none: global, all: semiglobal,
 #: the subject's two: glocal), else ``free-ends:`` and the ends, in this order.

@@ -8,8 +8,7 @@ import time
 
 import click
 
-from nwalign.jobs.search.options import SEARCH_MODES
-from nwalign.names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
+from nwalign.names import BACKENDS, SEARCH_BLAST_COLUMNS, SEARCH_MODES, SEARCH_COLUMNS, SEARCH_JSON_COLUMNS, SEARCH_SCORE_COLUMNS
 from nwalign.errors import NwalignError
 from nwalign.output.files import check_output, output_stream
 from nwalign.cli.group import cli

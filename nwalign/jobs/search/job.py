@@ -22,7 +22,7 @@ from nwalign.plan.options import Placement, sort_keywords
 from nwalign.plan.prepare import ScoringRequest, read_side
 from nwalign.parallel.cluster import usable
 from nwalign.scoring.schemes import SCORE_LIMIT, Scoring
-from nwalign.jobs.search.options import SEARCH_MODES, SearchOptions
+from nwalign.jobs.search.options import SearchOptions
 from nwalign.jobs.search.pipeline import search_all
 from nwalign.jobs.search.scaleout import ScaleOut, count_devices, estimated_cells
 from nwalign.io.sequences import unique_ids, unique_records
@@ -209,7 +209,7 @@ class Search:
         if scoring is None:
             scoring = request.make(self.options.mode, [(query_source, self.queries)],
                                    [(db.source, db.alphabet_counts(), db.find_letter)], search=True)
-        elif scoring.mode not in SEARCH_MODES:
+        elif scoring.mode not in names.SEARCH_MODES:
             raise NwalignError(f"search: scoring mode {scoring.mode}; a search is local (Smith-Waterman) or glocal")
         else:
             self.options = dataclasses.replace(self.options, mode=scoring.mode)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nwalign.errors import NwalignError
-
-SEARCH_MODES = ("local", "glocal")
+from nwalign.names import SEARCH_MODES
 
 
 @dataclass(frozen=True)
