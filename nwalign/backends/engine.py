@@ -145,6 +145,32 @@ def alternative_alignments(query: Encoded, target: Encoded, scoring: Scoring, fi
     return [alignment_from_path(query, target, scoring, path) for path in found]
 
 
+def next_alternative_scores(query: Encoded, targets: list[np.ndarray], scoring: Scoring,
+                            firsts: list[Alignment | None]) -> np.ndarray:
+    """The score of each pair's next local alignment after ``firsts[k]`` (Waterman and Eggert's: the best
+    that aligns no residue pair of it; None: the pair's Smith-Waterman score), for ``query`` against
+    each of ``targets`` (uint8 codes): int64 (len(targets),), 0 where none scores above 0. The pass
+    :func:`alternative_alignments` makes first, for many pairs in one call without the GIL (a query's
+    reported subjects: most have no second alignment that passes an E-value cut, and this tells which)."""
+    from nwalign.backends.cpu.alternatives import barred_bests
+
+    lengths = [len(t) for t in targets]
+    t_off = np.zeros(len(targets) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=t_off[1:])
+    paths = [np.zeros(0, np.uint8) if a is None else np.asarray(a.ops, dtype=np.uint8) for a in firsts]
+    o_off = np.zeros(len(paths) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in paths], out=o_off[1:])
+    q_start = np.array([0 if a is None else a.query_start for a in firsts], dtype=np.int64)
+    t_start = np.array([0 if a is None else a.target_start for a in firsts], dtype=np.int64)
+    out = np.zeros(len(targets), dtype=np.int64)
+    if targets:
+        barred_bests(np.ascontiguousarray(query.codes, dtype=np.uint8), np.ascontiguousarray(scoring.matrix, np.int32),
+                     int(scoring.gap_open), int(scoring.gap_extend),
+                     np.concatenate(targets).astype(np.uint8, copy=False), t_off,
+                     np.concatenate(paths) if paths else np.zeros(0, np.uint8), o_off, q_start, t_start, out)
+    return out
+
+
 def _cpu_score(q: np.ndarray, t: np.ndarray, scoring: Scoring) -> int:
     """One pair's optimal score on the CPU: parasail's striped SIMD kernels where they give nwalign's
     score (:mod:`nwalign.backends.cpu.striped`), else the Numba engine."""

@@ -91,8 +91,13 @@ def rows(codes: np.ndarray, pairs: np.ndarray, scores: np.ndarray, packed: tuple
     """The TSV rows of ``pairs`` (int (k, 2)) and their ``scores`` (int64 (k,)): the columns ``codes``
     (:data:`CODES`' values, int64 array) from ``packed`` (:func:`tables`), one row per pair, each ending
     in a newline."""
+    return rows_utf8(codes, pairs, scores, packed).tobytes().decode("utf-8")
+
+
+def rows_utf8(codes: np.ndarray, pairs: np.ndarray, scores: np.ndarray, packed: tuple) -> np.ndarray:
+    """:func:`rows` as their UTF-8 bytes (uint8 array), never decoded: what a binary stream writes without
+    holding the GIL."""
     text, offsets, starts = packed
-    out = _rows(codes, np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
-                np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.asarray(scores, dtype=np.int64), text, offsets,
-                starts)
-    return out.tobytes().decode("utf-8")
+    return _rows(codes, np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
+                 np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.asarray(scores, dtype=np.int64), text,
+                 offsets, starts)

@@ -300,6 +300,12 @@ class Block:
 
     start: int
     stop: int
-    text: str                          # TSV rows of the pairs that pass (columns as asked), in pair order
+    text: str | bytes                  # TSV rows of the pairs that pass (columns as asked), in pair order: UTF-8
+    # bytes where a compiled loop wrote them (score-only blocks over several GPUs), else str; see ``rows``
     distances: np.ndarray | None       # float32 (stop - start,): 1 - identity of each pair, or None
     reported: int                      # rows in ``text``
+
+    @property
+    def rows(self) -> str:
+        """``text`` as a str."""
+        return self.text if isinstance(self.text, str) else bytes(self.text).decode("utf-8")

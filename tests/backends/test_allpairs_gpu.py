@@ -114,8 +114,8 @@ def test_score_blocks_on_the_gpu_equal_cpu(tmp_path):
     enc = encode_all(read_fasta(SIXTEEN_S)[:30], scoring, "16S")
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
     for span in (None, (17, 400)):
-        cpu = "".join(b.text for b in score_blocks(enc, None, scoring, cols, {}, "cpu", threads=4, span=span))
-        gpu = "".join(b.text for b in score_blocks(enc, None, scoring, cols, {}, "cuda", span=span))
+        cpu = "".join(b.rows for b in score_blocks(enc, None, scoring, cols, {}, "cpu", threads=4, span=span))
+        gpu = "".join(b.rows for b in score_blocks(enc, None, scoring, cols, {}, "cuda", span=span))
         assert gpu == cpu and cpu.count("\n") == (435 if span is None else 383)
     fasta = tmp_path / "s.fa"
     fasta.write_text("".join(f">g{k}\n{e.record.seq}\n" for k, e in enumerate(enc)))

@@ -392,7 +392,9 @@ def test_scored_blocks_on_one_gpu_format_as_the_blocks_themselves(against, monke
     rows = ScoreRows(a, b, columns)
     for task, (scored, stats), (done, done_stats) in zip(tasks, out, alone, strict=True):
         assert isinstance(scored, Scored) and (scored.start, scored.stop) == task.span
-        assert scored.block(rows) == done and done.text.count("\n") == task.span[1] - task.span[0]
+        block = scored.block(rows)
+        assert isinstance(block.text, bytes)  # written to the stream's buffer as they are
+        assert dataclasses.replace(block, text=block.rows) == done and done.text.count("\n") == task.span[1] - task.span[0]
         assert stats["pairs"] == done_stats["pairs"] == task.span[1] - task.span[0]
         assert stats["ran"][2:] == (os.getpid(), 1)
 

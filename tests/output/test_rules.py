@@ -124,3 +124,27 @@ def test_tied_hits_come_in_database_order(capsys, tmp_path):
     assert main(["search", query, str(db), "--backend", "cpu", "--max-hsps", "1", "--columns", "sseqid", "--top",
                  "1"]) == 0
     assert capsys.readouterr().out == "zeta\n"
+
+
+@pytest.mark.parametrize("header", [False, True])
+def test_table_rows_as_bytes_come_out_as_rows_as_str(header):
+    """writers.tsv.Table: a block's rows as UTF-8 bytes (what the compiled loop writes) go to the stream's
+    binary buffer, in order with the text around them; with comment lines, or on a stream without a
+    buffer, they are decoded: the output is the same as for str rows."""
+    import io
+
+    from nwalign.output.writers.tsv import Table
+
+    blocks = ["q1\ts1\t7\n", "q1\ts2\t5\n", "q2\ts\u00e91\t3\n"]
+    outputs = []
+    for kind in ("str", "bytes", "bytes-no-buffer"):
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding="utf-8", newline="\n") if kind != "bytes-no-buffer" else io.StringIO()
+        table = Table(out, ("qseqid", "sseqid", "score"), header, "nwalign test")
+        for k, text in enumerate(blocks):
+            table.write(text if kind == "str" or k == 1 else text.encode("utf-8"))
+        table.end()
+        out.flush()
+        outputs.append(out.getvalue() if kind == "bytes-no-buffer" else raw.getvalue().decode("utf-8"))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0].count("\n") == (3 if not header else 3 + 2 * 4 + 1)

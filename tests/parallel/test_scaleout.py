@@ -512,11 +512,11 @@ def test_allpairs_api_blocks_on_a_client(pair_sets, client):
 
     genes = pathlib.Path(pair_sets / "16s.fa")
     one = allpairs(genes, backend="cpu", min_identity=0.9)
-    want = "".join(b.text for b in one.blocks())
+    want = "".join(b.rows for b in one.blocks())
     spread = allpairs(genes, backend="cpu", min_identity=0.9, client=client)
     with pytest.raises(NwalignError, match="blocks"):
         spread.run()
-    got = "".join(b.text for b in spread.blocks())
+    got = "".join(b.rows for b in spread.blocks())
     assert got == want and got.count("\n") == one.stats["pairs"] - one.stats["filtered"] - one.stats["below"]
     assert spread.stats["pairs"] == one.stats["pairs"] == 276 and spread.stats["below"] == one.stats["below"]
     assert spread.stats["tasks"] >= 4 and "tasks" not in one.stats  # -v gives no GCUPS from overlapping tasks
@@ -526,12 +526,12 @@ def test_allpairs_api_blocks_on_a_client(pair_sets, client):
 def test_allpairs_worker_killed_loses_nothing(tmp_path, pair_sets):
     """A worker dies as a block's task starts: Dask runs it again elsewhere; the same bytes."""
     genes = pathlib.Path(pair_sets / "16s.fa")
-    want = "".join(b.text for b in __import__("nwalign").allpairs(genes, backend="cpu", min_identity=0.9).blocks())
+    want = "".join(b.rows for b in __import__("nwalign").allpairs(genes, backend="cpu", min_identity=0.9).blocks())
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             distributed.Client(cl) as c:
         c.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="pair_block"))
         job = __import__("nwalign").allpairs(genes, backend="cpu", min_identity=0.9, client=c)
-        got = "".join(b.text for b in job.blocks())
+        got = "".join(b.rows for b in job.blocks())
         _settle(cl, c, 2)
     assert (tmp_path / "killed").exists() and got == want
 
@@ -662,7 +662,7 @@ def test_a_joined_cluster_keeps_running_and_only_the_jobs_own_connection_is_clos
     shared.mkdir()
     joined = allpairs(genes, backend="cpu", scheduler=client.scheduler.address, shared_dir=str(shared))
     given = allpairs(genes, backend="cpu", client=client)
-    texts = ["".join(b.text for b in job.blocks()) for job in (joined, given)]
+    texts = ["".join(b.rows for b in job.blocks()) for job in (joined, given)]
     joined.close()
     given.close()
     assert texts[0] == texts[1] and texts[0].count("\n") == 276

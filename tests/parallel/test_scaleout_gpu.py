@@ -95,11 +95,11 @@ def test_allpairs_gpu_worker_killed_loses_nothing(tmp_path, genes):
     from test_scaleout import _KillOnTask
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
-    want = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
+    want = "".join(b.rows for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
                                             devices="0").blocks())
     with gpu_cluster([0, 1]) as cluster, distributed.Client(cluster) as client:
         client.register_plugin(_KillOnTask(str(tmp_path / "killed"), always=False, task="pair_block"))
-        got = "".join(b.text for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
+        got = "".join(b.rows for b in allpairs(pathlib.Path(genes / "60.fa"), columns=cols, backend="cuda",
                                                client=client).blocks())
     assert (tmp_path / "killed").exists() and got == want and want.count("\n") == 1770
 

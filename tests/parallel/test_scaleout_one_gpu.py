@@ -214,7 +214,7 @@ def test_a_block_in_several_batches_equals_one_process(genes, monkeypatch):
 
     cols = ("qseqid", "sseqid", "score", "qlen", "slen")
     job = allpairs(genes / "60.fa", columns=cols, backend="cuda", devices="0")
-    whole = "".join(b.text for b in job.blocks()).splitlines(keepends=True)
+    whole = "".join(b.rows for b in job.blocks()).splitlines(keepends=True)
     assert len(whole) == 60 * 59 // 2
     sizes = []
     stream = AllPairsScorer.stream

@@ -281,3 +281,66 @@ def test_pair_max_hsps_outside_local_alignments_is_one_line(capsys, argv, words)
     code = main(["pair", REPEAT_Q, REPEAT_S] + argv)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("alphabet", ["dna", "protein"])
+def test_the_batched_first_pass_gives_each_pairs_score_pass(alphabet):
+    """engine.next_alternative_scores: many pairs of different lengths in one call, each with its first
+    alignment's pairs barred (or none), give the best score of anchored.end_cell's pass over that pair
+    (affine, linear and free gaps; pairs with copies of the query, so that second alignments exist)."""
+    from nwalign.backends.cpu import alternatives
+    from nwalign.backends.cpu.anchored import Barred, end_cell
+    from nwalign.backends.engine import Encoded, next_alternative_scores
+    from nwalign.io.sequences import Record
+    from nwalign.records.alignment import Alignment
+    from nwalign.scoring.schemes import make_scoring
+
+    letters = 4 if alphabet == "dna" else 20
+    rng = np.random.default_rng(7)
+    for go, ge in [(None, None), (3, 1), (2, 2), (4, 0)]:
+        scoring = make_scoring(alphabet, "local", gap_open=go, gap_extend=ge)
+        S, go, ge = scoring.matrix, scoring.gap_open, scoring.gap_extend
+        q = rng.integers(0, letters, int(rng.integers(3, 60))).astype(np.uint8)
+        targets, firsts, want = [], [], []
+        for k in range(12):
+            t = rng.integers(0, letters, int(rng.integers(1, 200))).astype(np.uint8)
+            for _ in range(int(rng.integers(0, 3))):
+                if len(t) > len(q):
+                    at = int(rng.integers(0, len(t) - len(q) + 1))
+                    t[at:at + len(q)] = q
+            paths = alternatives.alternative_paths(q, t, S, go, ge, [], lambda score: True, 1) if k % 4 else []
+            firsts.append(Alignment(query_id="q", target_id="t", mode="local", score=paths[0][0], query_length=len(q),
+                                    target_length=len(t),
+                                    query_start=paths[0][1], query_end=paths[0][2], target_start=paths[0][3],
+                                    target_end=paths[0][4], ops=paths[0][5]) if paths else None)
+            want.append(end_cell(q, t, S, go, ge, Barred(len(q), len(t), paths).by_row()).score)
+            targets.append(t)
+        got = next_alternative_scores(Encoded(Record("q", "", ""), q), targets, scoring, firsts)
+        assert got.tolist() == want
+        assert any(f is not None and w > 0 for f, w in zip(firsts, want))
+
+
+PROTEIN_SEARCH = ["search", REPEAT_Q, REPEAT_S, "--max-evalue", "1e-3", "--columns",
+                  "qseqid,sseqid,score,qstart,qend,sstart,send,evalue,qcovs"]
+SWISSPROT_SEARCH = ["search", os.path.join(ROOT, "data", "queries_5_opal.fasta"),
+                    os.path.join(ROOT, "data", "swissprot_first196.fasta"), "--top", "40", "--max-evalue", "100"]
+DNA_SEARCH = ["search", FRAGMENT, PLANTED, "--columns", "qseqid,sseqid,score,qstart,qend,sstart,send,sstrand,evalue,qcovs"]
+
+
+@pytest.mark.parametrize("argv", [PROTEIN_SEARCH, PROTEIN_SEARCH + ["--max-hsps", "2"], DNA_SEARCH,
+                                  DNA_SEARCH + ["--strand", "minus"], SWISSPROT_SEARCH])
+def test_subjects_settled_by_the_batched_pass_report_what_each_subjects_own_passes_report(capsys, monkeypatch, argv):
+    """results.hsps: a query's subjects whose next alignment the batched pass shows cannot be kept get
+    their best row at once; the rows are those of every subject taking its own passes (the batched pass
+    made to settle none), on one strand and both."""
+    import nwalign.results.hsps as hsps
+
+    settled = []
+    best_only = hsps._best_only
+    monkeypatch.setattr(hsps, "_best_only", lambda *args: settled.append(1) or best_only(*args))
+    batched = _rows(capsys, argv + ["--backend", "cpu"])
+    assert settled or argv is not SWISSPROT_SEARCH  # most subjects there have one alignment
+    monkeypatch.setattr(hsps, "next_alternative_scores",
+                        lambda query, targets, scoring, firsts: np.full(len(targets), 1 << 20, dtype=np.int64))
+    each = _rows(capsys, argv + ["--backend", "cpu"])
+    assert batched == each and len(batched) >= 2

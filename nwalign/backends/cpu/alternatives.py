@@ -189,6 +189,59 @@ def path_rows_cols(path) -> tuple[np.ndarray, np.ndarray]:
     return (qs + np.cumsum(ops != OP_DEL))[pair].astype(np.int64), (ts + np.cumsum(ops != OP_INS))[pair].astype(np.int64)
 
 
+@njit(cache=True, nogil=True, boundscheck=False)
+def barred_bests(q, S, go, ge, targets, t_off, ops, o_off, q_start, t_start, out):
+    """The best score of :func:`nwalign.backends.cpu.anchored.end_cell`'s pass for each of many pairs, in
+    one call without the GIL: ``q`` (uint8 codes) against target k, ``targets[t_off[k]:t_off[k + 1]]``,
+    with the residue pairs that path k aligns barred from the diagonal step: its columns
+    ``ops[o_off[k]:o_off[k + 1]]`` (OP_MATCH, OP_INS, OP_DEL) from query and target positions
+    ``q_start[k]``, ``t_start[k]`` (0-based; an empty path bars nothing). ``out[k]`` (int64): the best,
+    0 where nothing scores above 0. A path aligns each query row once at most, so one barred column a row."""
+    m = q.shape[0]
+    go32, ge32, zero, neg = np.int32(go), np.int32(ge), np.int32(0), np.int32(NEG)
+    longest = 0
+    for k in range(out.shape[0]):
+        longest = max(longest, t_off[k + 1] - t_off[k])
+    Ha, Hb = np.zeros(longest + 1, np.int32), np.zeros(longest + 1, np.int32)
+    F = np.empty(longest + 1, np.int32)
+    bar = np.empty(m + 1, np.int64)
+    for k in range(out.shape[0]):
+        t = targets[t_off[k]:t_off[k + 1]]
+        n = t.shape[0]
+        bar[:] = -1
+        i, j = q_start[k], t_start[k]
+        for x in range(o_off[k], o_off[k + 1]):
+            op = ops[x]
+            if op != OP_DEL:
+                i += 1
+            if op != OP_INS:
+                j += 1
+            if op == OP_MATCH:
+                bar[i] = j
+        Ha[:n + 1] = 0
+        F[:n + 1] = neg
+        best = zero
+        for i in range(1, m + 1):
+            row = S[q[i - 1]]
+            Hp, Hn = (Ha, Hb) if i % 2 else (Hb, Ha)
+            Hn[0] = 0
+            for j in range(1, n + 1):
+                f = max(Hp[j] - go32, F[j] - ge32)
+                F[j] = f
+                Hn[j] = max(max(Hp[j - 1] + np.int32(row[t[j - 1]]), f), zero)
+            if bar[i] >= 1:
+                Hn[bar[i]] = max(F[bar[i]], zero)
+            e, h_left = neg, zero
+            for j in range(1, n + 1):
+                hp = Hn[j]
+                e = max(h_left - go32, e - ge32)
+                h = max(hp, e)
+                Hn[j] = h
+                best = max(best, h)
+                h_left = hp
+        out[k] = best
+
+
 def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: int, max_memory: int = 1 << 30) -> list:
     """The alignments after ``first`` (path tuples already reported, best first) in Waterman and Eggert's
     order: each the best that aligns no residue pair of those before it, while ``keep(score)`` holds and

@@ -44,8 +44,16 @@ class Table:
         self.key = self.columns.index("qseqid") if "qseqid" in self.columns else None
         self.query, self.rows, self.queries = None, [], 0
 
-    def write(self, text: str) -> None:
-        """Rows (whole lines) as one string."""
+    def write(self, text: str | bytes) -> None:
+        """Rows (whole lines) as one string, or as UTF-8 bytes: those go to the stream's binary buffer
+        where it has one and no comment lines are asked for (the copy and the system call release the
+        GIL; decoding and encoding a gigabyte of rows held it for seconds)."""
+        if not isinstance(text, str):
+            if not self.header and hasattr(self.out, "buffer"):
+                self.out.flush()  # the text written before these bytes
+                self.out.buffer.write(text)
+                return
+            text = bytes(text).decode("utf-8")
         if not self.header:
             self.out.write(text)
             return
