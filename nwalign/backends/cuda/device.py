@@ -76,10 +76,11 @@ def require(device: int = 0):
     count = cupy.cuda.runtime.getDeviceCount()
     if not 0 <= device < count:
         raise option_error("device", "--device", f"{device}: only {count} GPU(s) (numbered 0..{count - 1})")
-    for thread in _RETAINING:
-        # Contexts still being made by the driver: the runtime's first call on a GPU waits for them while
-        # holding the GIL (up to ~1 s with four GPUs, the command's input reading stopped meanwhile).
-        thread.join()
+    retaining = _RETAINING.get(device)
+    if retaining is not None:
+        # A context still being made by the driver: the runtime's first call on that GPU waits for it
+        # while holding the GIL (up to ~1 s with four GPUs, the command's input reading stopped meanwhile).
+        retaining.join()
     cupy.cuda.Device(device).use()
     return cupy
 
@@ -126,43 +127,39 @@ def _driver():
     return None
 
 
-_RETAINING: list[threading.Thread] = []  # the threads of retain_contexts: require waits for them
+_RETAINING: dict[int, threading.Thread] = {}  # a GPU's context being made (retain_contexts): require waits for it
 
 
 def retain_contexts(devices: list[int]) -> threading.Thread:
     """Initialise the CUDA driver and make the primary contexts of ``devices`` (numbers as this process
-    sees them) in background threads, one a GPU after the driver's initialisation, through the driver API
-    itself (ctypes): the driver's initialisation and each context (~0.1-0.2 s) then overlap CuPy's import
-    instead of holding the interpreter's lock, as CuPy's own calls do. CuPy's runtime later finds the
-    context made (the runtime uses the primary context); :func:`require` waits for these threads first.
-    An allpairs run over two H100s launched its first blocks at 0.54-0.57 s after start-up instead of
-    0.94-1.0 s (the second GPU's context made by the job's thread for it held the first GPU's thread up).
-    Errors are left for CuPy's own calls to raise; the contexts live as long as the process. Returns the
-    thread that starts them (it ends when every context is made)."""
+    sees them) in background threads, one a GPU, through the driver API itself (ctypes): the driver's
+    initialisation and each context (~0.1-0.2 s) then overlap CuPy's import instead of holding the
+    interpreter's lock, as CuPy's own calls do. CuPy's runtime later finds the context made (the runtime
+    uses the primary context); :func:`require` waits for the GPU's thread first. An allpairs run over two
+    H100s launched its first blocks at 0.54-0.57 s after start-up instead of 0.94-1.0 s (the second GPU's
+    context made by the job's thread for it held the first GPU's thread up). Errors are left for CuPy's
+    own calls to raise; the contexts live as long as the process. Returns a thread that ends when every
+    context is made."""
 
-    def retain(driver, device: int) -> None:
+    def retain(device: int) -> None:
         import ctypes
 
+        driver = _driver()
+        if driver is None or driver.cuInit(0) != 0:  # the first call initialises; the others wait for it
+            return
         handle, context = ctypes.c_int(), ctypes.c_void_p()
         if driver.cuDeviceGet(ctypes.byref(handle), int(device)) == 0:
             driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), handle)
 
-    def run():
-        driver = _driver()
-        if driver is None or driver.cuInit(0) != 0:
-            return
-        others = [threading.Thread(target=retain, args=(driver, d), daemon=True) for d in devices[1:]]
-        for thread in others:
-            thread.start()
-        if devices:
-            retain(driver, devices[0])
-        for thread in others:
-            thread.join()
-
-    thread = threading.Thread(target=run, daemon=True)
-    _RETAINING.append(thread)
-    thread.start()
-    return thread
+    threads = []
+    for device in devices:
+        thread = threading.Thread(target=retain, args=(device,), daemon=True)
+        _RETAINING[int(device)] = thread
+        thread.start()
+        threads.append(thread)
+    waiter = threading.Thread(target=lambda: [t.join() for t in threads], daemon=True)
+    waiter.start()
+    return waiter
 
 
 def device_info() -> list[dict]:
