@@ -183,8 +183,8 @@ class Search:
             rule = dataclasses.replace(rule, most=1)  # no E-value to stop at, or glocal: the best alignment only
         self.options = dataclasses.replace(options, max_evalue=cut, align=options.align or rule.filters)
         self.max_evalue, self.align, self.hsps = cut, self.options.align, rule
-        log.info("search: E-value cut %s; %s alignments a subject", "none" if cut is None else f"{cut:g}",
-                 "every" if rule.most is None else f"at most {rule.most}")
+        log.info("search: E-value cut %s; %s of each subject", "none" if cut is None else f"{cut:g}",
+                 "every alignment" if rule.most is None else f"at most {rule.most} alignment(s)")
 
     @property
     def _every_hsp(self) -> bool:
