@@ -125,7 +125,8 @@ class _LoseSecond:
 @pytest.mark.parametrize("form", ["nwdb", "fasta"])
 def test_devices_threads_scan_like_one_gpu(plain_nwdb, monkeypatch, form):
     """--devices over two GPUs (GPU 0 twice): a thread each in this process, no worker process; both
-    scan queries, and the hits and their order are those of one GPU, for a .nwdb and a FASTA database."""
+    scan queries (each with SLOTS_SHARED queries in flight), and the hits and their order are those of
+    one GPU, for a .nwdb and a FASTA database."""
     import nwalign.jobs.search.job
     from nwalign.io.sequences import read_fasta
 
@@ -138,6 +139,9 @@ def test_devices_threads_scan_like_one_gpu(plain_nwdb, monkeypatch, form):
     cells: list = []
     job = search(queries, database, top=5, backend="cuda")
     assert job._scaleout is None and len(job.leads) == 2
+    from nwalign.backends.cuda.search import SLOTS_SHARED
+
+    assert [s.slots for s, _ in job.leads] == [SLOTS_SHARED, SLOTS_SHARED] and SLOTS_SHARED > 2
     assert search_rows(job.run(cells.append)) == want and len(cells) == len(queries)
     assert len(lose.seen) == 2 and sum(lose.seen.values()) == len(queries)
 

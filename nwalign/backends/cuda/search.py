@@ -20,6 +20,9 @@ from nwalign.backends.cuda.scanplan import (BLOCK_THREADS, CONFIGS, PLANS, PROFI
 
 log = logging.getLogger("nwalign")
 SLOTS = 2  # queries in flight on the GPU at once by default (sets of score buffers)
+# ... where the GPU's thread shares the interpreter with other GPUs' threads: each query's host work waits
+# for the interpreter's lock behind theirs, and a deeper queue keeps the GPU scanning meanwhile.
+SLOTS_SHARED = 4
 PROFILE_LANES = 2  # streams, each with its region of boundary rows, taken in turn by successive queries
 
 

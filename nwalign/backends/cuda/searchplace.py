@@ -89,7 +89,7 @@ class GpuSearch:
             self._upload = self._uploads(devices, None, codes)
 
         def lead_on(g):
-            return self._scanner(g), BatchAligner(scoring, g) if align else None
+            return self._scanner(g, shared=True), BatchAligner(scoring, g) if align else None
         made = [in_background(lambda g=g: lead_on(g)) for g in devices]
         for m in made:
             if m.exception() is not None:
@@ -105,11 +105,12 @@ class GpuSearch:
         if query_lengths:  # as for the longest query
             log.info("search: %s", scanner.describe(max(query_lengths)))
 
-    def _scanner(self, device: int):
+    def _scanner(self, device: int, shared: bool = False):
         """The scan on ``device``: streamed where the memory is capped and the database does not fit, else
-        resident (streamed after all where its upload runs out of memory)."""
+        resident (streamed after all where its upload runs out of memory); ``shared``: one of several GPUs
+        driven by this process's threads (more queries in flight: :data:`nwalign.backends.cuda.search.SLOTS_SHARED`)."""
         found = self._streamed(device, None) if self.kernel == "scan" and self.capped else None
-        return found if found is not None else self._resident(device)
+        return found if found is not None else self._resident(device, shared)
 
     def _streamed(self, device: int, failed):
         """A :class:`nwalign.backends.cuda.streamed.StreamedScan` where the resident database would exceed the
@@ -130,14 +131,14 @@ class GpuSearch:
         self.streamed = True
         return StreamedScan(self._codes, db.offsets, self._scoring, device, budget, long)
 
-    def _resident(self, device: int):
+    def _resident(self, device: int, shared: bool = False):
         """The GPU searcher over the whole database on ``device`` (the uploaded .nwdb where its codes are
         the scoring's); streamed after all where the upload runs out of memory."""
         import cupy
 
         from nwalign.backends.cuda.devicedb import DoesNotFit
         from nwalign.backends.cuda.gsw import GswSearcher
-        from nwalign.backends.cuda.search import ScanSearcher
+        from nwalign.backends.cuda.search import SLOTS_SHARED, ScanSearcher
 
         db, scoring, upload = self.database, self._scoring, self._upload
         if self.kernel == "gsw":
@@ -149,6 +150,7 @@ class GpuSearch:
             elif upload:  # other codes: wait for that copy, so that two are never on the GPU
                 upload[device].exception()
                 upload.clear()
-            return ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded)
+            return ScanSearcher(self._codes, db.offsets, scoring, device, uploaded=uploaded,
+                                slots=SLOTS_SHARED if shared else None)
         except (DoesNotFit, cupy.cuda.memory.OutOfMemoryError) as exc:
             return self._streamed(device, exc)
