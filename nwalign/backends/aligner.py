@@ -170,9 +170,9 @@ class Aligner:
         ``scores(pairs, widths)``, ``align(pairs, scores, widths)``), ``threads`` host threads; ``urgent``:
         its launches ahead of other streams' (the identity filter's scores wait on them). Where the bands
         are not on a GPU (:attr:`bands_on_gpu`): the CPU engine's banded scores
-        (:class:`nwalign.backends.cpu.banded.BandedScorer`, ``scores`` only), ``threads`` pairs at once."""
+        (:class:`nwalign.backends.cpu.bandscore.BandedScorer`, ``scores`` only), ``threads`` pairs at once."""
         if not self.bands_on_gpu:
-            from nwalign.backends.cpu.banded import BandedScorer  # Numba: only where the CPU engine runs
+            from nwalign.backends.cpu.bandscore import BandedScorer  # Numba: only where the CPU engine runs
 
             return BandedScorer(self.scoring, self.threads)
         from nwalign.backends.cuda.banded import BandedAligner

@@ -110,13 +110,18 @@ def proof_band(bound: OutsideBound, i, j, m, n, reached, w_from) -> np.ndarray:
     return hi
 
 
-def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int = 128) -> tuple[np.ndarray, np.ndarray]:
+def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int = 128,
+                   floor=None) -> tuple[np.ndarray, np.ndarray]:
     """Optimal global scores of pairs from banded fills alone, in at most two passes: every pair in the
     band of half-width ``w_first``; a pair whose banded optimum S there reaches its outside bound is done
     (S is the optimum); any other is filled once more, in the narrowest band whose bound is at most S
     (:func:`proof_band`), whose banded optimum is then proved optimal. Near-identical genomes need a small
     fraction of their matrices (SARS-CoV-2 genomes: ~1/40 of the cells; the second band is up to ~10 x
-    the identity filter's widest band for genomes with long runs of N).
+    the identity filter's widest band for genomes with long runs of N). With ``floor`` (per pair: a score
+    below which the caller drops the pair, such as the identity filter's), a pair whose optimum is
+    proved below its floor is not filled again: its optimum is at most max(S, the outside bound), and it
+    is given S, which is below the floor too (a quarter of SARS-CoV-2 pairs at 99 % had needed the
+    second band, most of them to be dropped).
 
     Arguments:
         bound: an :class:`OutsideBound` over the sets that ``i`` and ``j`` index.
@@ -128,8 +133,11 @@ def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int 
             +31 %, the identity filter's widest band: +16 %; narrower first bands leave genomes whose ends
             differ by more than the band to a second band near the whole matrix).
 
+        floor: None, or a float array of the pairs' shape (see above).
+
     Returns:
-        (scores, w): int64 arrays: each pair's optimal global score and the half-width that proved it.
+        (scores, w): int64 arrays: each pair's optimal global score and the half-width that proved it (a
+        pair proved below its floor: its first band's optimum, which is below the floor, and ``w_first``).
 
     Raises:
         AssertionError: a wider band scored less than a narrower one (a broken banded fill).
@@ -138,7 +146,11 @@ def optimal_scores(bound: OutsideBound, i, j, m, n, banded_scores, w_first: int 
     w = np.minimum(np.int64(w_first), np.minimum(m, n))
     everyone = np.arange(i.size, dtype=np.int64)
     scores = np.asarray(banded_scores(everyone, w), dtype=np.int64).copy()
-    todo = np.flatnonzero(scores < bound(i, j, m, n, w))
+    outside = bound(i, j, m, n, w)
+    unproved = scores < outside
+    if floor is not None:  # the optimum, at most max(S, outside), is proved below the floor
+        unproved &= np.maximum(scores, outside) >= np.asarray(floor, dtype=np.float64)
+    todo = np.flatnonzero(unproved)
     if todo.size:
         wider = proof_band(bound, i[todo], j[todo], m[todo], n[todo], scores[todo], w[todo] + 1)
         again = np.asarray(banded_scores(todo, wider), dtype=np.int64)

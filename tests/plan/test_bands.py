@@ -251,6 +251,15 @@ def test_optimal_scores_from_bands_equal_the_full_optimum(kind):
     assert np.array_equal(proof_band(bound, i[wider], j[wider], m[wider], n[wider], first, 17), w[wider])
     below = w[wider] - 1
     assert np.all(bound(i[wider], j[wider], m[wider], n[wider], below) > first)
+    # With a floor (the identity filter's score), a pair is exact wherever its optimum reaches the floor and
+    # below the floor wherever the optimum is; pairs proved below it are not filled again.
+    want = np.array(want)
+    floor = want + rng.choice([-40, 0, 1, 300, 10**6], size=want.size)
+    calls.clear()
+    low, w_low = optimal_scores(bound, i, j, m, n, banded_scores, w_first=16, floor=floor)
+    reaches = want >= floor
+    assert np.array_equal(low[reaches], want[reaches]) and np.all(low[~reaches] < floor[~reaches])
+    assert np.sum(w_low > 16) < np.sum(w > 16) and np.all(w_low[reaches] == w[reaches])
 
 
 def test_proof_band_limits():

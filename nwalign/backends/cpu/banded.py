@@ -281,39 +281,3 @@ def kernel_paths_scores(seq, q_at, t_at, m, n, ops, op_start, nops, i0, j0, S, g
         score[k] = total
         ok[k] = good and i == m[k] and j == n[k]
 
-
-class BandedScorer:
-    """The CPU engine's counterpart of the GPU's banded aligner's scores
-    (:meth:`nwalign.backends.cuda.banded.BandedAligner.scores`): each pair's optimal global score inside a
-    band, by :func:`fill_banded_antidiagonal` (float32 lanes where exact) or :func:`fill_banded`,
-    ``threads`` pairs at once (the fills release the GIL). ``cells``: the band cells filled so far;
-    ``kernel_seconds``: the time spent in fills, summed over threads."""
-
-    def __init__(self, scoring, threads: int = 1):
-        self.scoring, self.threads = scoring, max(1, threads)
-        self.cells, self.kernel_seconds = 0, 0.0
-        self._max_abs = int(max(np.abs(scoring.matrix).max(), scoring.gap_open, scoring.gap_extend))
-
-    def score(self, q: np.ndarray, t: np.ndarray, w: int) -> int:
-        """One pair's optimal score in the band of half-width ``w``."""
-        import time
-
-        s = self.scoring
-        lo, hi = band_limits(len(q), len(t), w)
-        clock = time.perf_counter()
-        if fits_float32(len(q), len(t), self._max_abs):
-            found = int(fill_banded_antidiagonal(q, t, s.matrix, s.gap_open, s.gap_extend, lo, hi)[0])
-        else:
-            found = banded_score(q, t, s.matrix, s.gap_open, s.gap_extend, lo, hi)
-        self.kernel_seconds += time.perf_counter() - clock
-        self.cells += len(q) * (hi - lo + 1)
-        return found
-
-    def scores(self, pairs: list[tuple[np.ndarray, np.ndarray]], w: list[int]) -> np.ndarray:
-        """The optimal global score of each pair inside its band of half-width ``w[k]`` (int64 (len(pairs),))."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        if self.threads == 1 or len(pairs) < 2:
-            return np.array([self.score(q, t, wk) for (q, t), wk in zip(pairs, w)], dtype=np.int64)
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            return np.array(list(pool.map(lambda k: self.score(*pairs[k], w[k]), range(len(pairs)))), dtype=np.int64)

@@ -281,7 +281,10 @@ class _BlockRun:
 
             if fill.size:
                 clock = time.perf_counter()
-                scores[fill], w = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST)
+                floor = None if not self.use_bound else \
+                    [identity_bound(int(x), int(y), self.min_identity, self.scoring) for x, y in zip(m[fill], n[fill])]
+                scores[fill], w = optimal_scores(bound, i[fill], j[fill], m[fill], n[fill], banded_scores, W_FIRST,
+                                                 floor)
                 log.debug("allpairs: banded scores of %d pairs in %.2f s (%d needed a second band)", fill.size,
                           time.perf_counter() - clock, int((w > W_FIRST).sum()))
             self.stats["cells"] = scorer.cells
