@@ -39,7 +39,8 @@ if [ "$WHAT" = genomes ] || [ "$WHAT" = all ]; then
     # 418 SARS-CoV-2 genomes (87,153 pairs of ~30 kb), identity >= 99 %, end to end (the survivors of the
     # score bound aligned in their bands on the GPU: nwalign/backends/cuda/banded.py), compared byte for byte with
     # the recorded result (benchmarks/reference/allpairs_sars2_418_099.tsv.gz, 2026-11-24: its 68,362 banded paths
-    # equal the CPU engine's, benchmarks/gpu_banded.py --count 418 --cpu -1).
+    # equal the CPU engine's, benchmarks/gpu_banded.py --count 418 --cpu -1; recorded again 2026-11-28 on an H200
+    # with BLAST's three decimals of pident, every other column unchanged).
     COLS=qseqid,sseqid,score,pident,length,nident,mismatch,gaps,qlen,slen
     # CPU_CHECK=1: then again with the survivors aligned on the CPU engine (nwalign.backends.cuda.banded.ENABLED off),
     # and the two outputs compared byte for byte.
