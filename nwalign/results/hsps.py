@@ -87,43 +87,70 @@ def with_hsps(results, encoded: dict[str, list[Encoded]], strands, db: Database,
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         pending: deque = deque()
         for record, hits in results:
-            pending.append((record, pool.submit(_query_rows, hits, encoded[record.id], strands, db, codes, scoring,
-                                                stats, rule)))
-            while pending and (len(pending) > ahead or pending[0][1].done()):
-                yield _in_order(*pending.popleft())
+            pending.append(_QueryRows(pool, record, hits, encoded[record.id], strands, db, codes, scoring, stats,
+                                      rule))
+            for query in pending:
+                query.spread()
+            while pending and (len(pending) > ahead or pending[0].done()):
+                yield pending.popleft().rows()
         while pending:
-            yield _in_order(*pending.popleft())
+            yield pending.popleft().rows()
 
 
-def _in_order(record, future):
-    """A query's rows: its subjects in the order of their best row's score, then database order."""
-    kept = [rows for rows in future.result() if rows]
-    kept.sort(key=lambda rows: (-rows[0].aln.score, rows[0].db_index))
-    return record, [hit for rows in kept for hit in rows]
+class _QueryRows:
+    """A query's rows as they are computed on ``pool``: first the batched pass that settles the subjects
+    with no alignment after their best (:func:`_settled`), then a task per other subject (:func:`_subject`),
+    so that a query with many such subjects (repeats) spreads over the threads."""
+
+    def __init__(self, pool, record, hits: list[Hit], queries: list[Encoded], strands, db: Database, codes,
+                 scoring: Scoring, stats, rule):
+        self.pool, self.record, self.hits = pool, record, hits
+        self.args = (queries, strands, db, codes, scoring, stats, rule)
+        self.settling = pool.submit(_settled, hits, *self.args)
+        self.subjects: list | None = None
+
+    def spread(self) -> None:
+        """Once the batched pass is done (without waiting for it): a task for each subject it left."""
+        if self.subjects is None and self.settling.done():
+            alone = self.settling.result()
+            self.subjects = [None if n in alone else self.pool.submit(_subject, hit, *self.args)
+                             for n, hit in enumerate(self.hits)]
+
+    def done(self) -> bool:
+        self.spread()
+        return self.subjects is not None and all(f is None or f.done() for f in self.subjects)
+
+    def rows(self):
+        """(query, its rows): its subjects in the order of their best row's score, then database order."""
+        self.settling.result()
+        self.spread()
+        strands, rule = self.args[1], self.args[6]
+        each = [_best_only(hit, strands, rule) if f is None else f.result() for hit, f in zip(self.hits, self.subjects)]
+        kept = [rows for rows in each if rows]
+        kept.sort(key=lambda rows: (-rows[0].aln.score, rows[0].db_index))
+        return self.record, [hit for rows in kept for hit in rows]
 
 
-def _query_rows(hits: list[Hit], queries: list[Encoded], strands, db: Database, codes, scoring: Scoring, stats,
-                rule) -> list[list[Hit]]:
-    """Each subject's rows (:func:`_subject`). The first pass of every subject's alternatives runs for all of
-    the query's subjects in one call without the GIL (:func:`nwalign.backends.engine.next_alternative_scores`);
-    a subject whose next alignment cannot be kept on any strand gets its best alignment's row at once,
-    the others their alternatives. Four GPUs' threads and the alternatives' threads contended for the GIL
-    when each subject's pass was set up in Python: a 1,500-query search took 21.7 s against 8.6 s with
-    one alignment a subject."""
+def _settled(hits: list[Hit], queries: list[Encoded], strands, db: Database, codes, scoring: Scoring, stats,
+             rule) -> set:
+    """The positions of ``hits`` whose subject has no alignment after its best that ``rule`` keeps, on any
+    strand: the first pass of every subject's alternatives, for all of the query's subjects in one call
+    without the GIL (:func:`nwalign.backends.engine.next_alternative_scores`). Four GPUs' threads and the
+    alternatives' threads contended for the GIL when each subject's pass was set up in Python: a
+    1,500-query search took 21.7 s against 8.6 s with one alignment a subject."""
+    if scoring.mode != "local" or not hits:  # a glocal subject has its one placement: _subject says so
+        return set()
     most = rule.most or 1 << 30
-    alone: set = set()
-    if scoring.mode == "local" and hits:
-        targets = [db.codes_of(hit.db_index, codes) for hit in hits]
-        qlen = len(queries[0].codes)
-        alone = set(range(len(hits)))
-        for query, strand in zip(queries, strands or (None,)):
-            firsts = [hit.aln if hit.aln.strand == strand and not hit.aln.score_only else None for hit in hits]
-            scores = next_alternative_scores(query, targets, scoring, firsts)
-            for n, (first, score) in enumerate(zip(firsts, scores.tolist())):
-                if (first is not None) < most and score > 0 and _keep(score, qlen, len(targets[n]), db, stats, rule):
-                    alone.discard(n)
-    return [_best_only(hit, strands, rule) if n in alone else
-            _subject(hit, queries, strands, db, codes, scoring, stats, rule) for n, hit in enumerate(hits)]
+    targets = [db.codes_of(hit.db_index, codes) for hit in hits]
+    qlen = len(queries[0].codes)
+    alone = set(range(len(hits)))
+    for query, strand in zip(queries, strands or (None,)):
+        firsts = [hit.aln if hit.aln.strand == strand and not hit.aln.score_only else None for hit in hits]
+        scores = next_alternative_scores(query, targets, scoring, firsts)
+        for n, (first, score) in enumerate(zip(firsts, scores.tolist())):
+            if (first is not None) < most and score > 0 and _keep(score, qlen, len(targets[n]), db, stats, rule):
+                alone.discard(n)
+    return alone
 
 
 def _best_only(hit: Hit, strands, rule) -> list[Hit]:
