@@ -626,3 +626,18 @@ def test_aligned_rows_start_at_once_and_a_reader_that_leaves_gives_141():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141 and first.startswith(b"16S_001\t16S_002\t") and err == b""
+
+
+def test_blocks_hold_a_bounded_number_of_alignment_columns(monkeypatch):
+    """AllPairs.blocks in one process: a block is cut once its alignments hold BLOCK_COLUMNS columns (long
+    genomes' alignments waited 16,384 pairs at a time), and the rows are the same whatever the cuts."""
+    import nwalign.jobs.allpairs.job as job_module
+    from nwalign import allpairs
+
+    records = read_fasta(os.path.join(DATA, "16S_100_dada2.fasta.gz"))[:20]
+    columns = ("qseqid", "sseqid", "pident", "length")
+    whole = list(allpairs(records, backend="cpu", columns=columns).blocks())
+    monkeypatch.setattr(job_module, "BLOCK_COLUMNS", 3000)  # two or three 16S alignments
+    cut = list(allpairs(records, backend="cpu", columns=columns).blocks())
+    assert "".join(b.rows for b in cut) == "".join(b.rows for b in whole) and len(cut) > len(whole)
+    assert all(b.stop - b.start <= 3 for b in cut) and sum(b.stop - b.start for b in cut) == 190
