@@ -43,8 +43,9 @@ def gotoh_scores(h_diag, s, h_left, e_left, h_up, f_up, go, ge):
 
 
 @njit(nogil=True, fastmath=True, boundscheck=False, inline="always")
-def _diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho, Eo, Fo, go, ge, local):
-    """One anti-diagonal, given as equal-length views; returns the largest H (used in local mode)."""
+def diagonal_cells(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho, Eo, Fo, go, ge, local):
+    """One anti-diagonal's cells, given as equal-length views (the loops vectorise); returns the largest H
+    (used in local mode)."""
     cnt = Ho.shape[0]
     if uniform:
         for k in range(cnt):
@@ -130,7 +131,7 @@ def score_antidiagonal(q, t, S, go, ge, mode):
         hi = min(m, d - 1)
         if hi >= lo:
             off = n - d + 1  # cell (i, d-i) needs t[d-i-1] = tr[off + i]
-            top = _diagonal(uniform, matchf, mismatchf, Sf, qc[lo:hi + 1], tr[off + lo:off + hi + 1],
+            top = diagonal_cells(uniform, matchf, mismatchf, Sf, qc[lo:hi + 1], tr[off + lo:off + hi + 1],
                             sub[lo:hi + 1], H0[lo - 1:hi], H1[lo:hi + 1], H1[lo - 1:hi], E1[lo:hi + 1],
                             F1[lo - 1:hi], H2[lo:hi + 1], E2[lo:hi + 1], F2[lo:hi + 1], gof, gef, local)
             if local and top > best:

@@ -120,6 +120,26 @@ def _band_diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu
         out[k] = np.uint8((2 if c2 else (1 if c1 else 0)) + (4 if ex else 0) + (8 if fx else 0))
 
 
+@njit(nogil=True, boundscheck=False, inline="always")
+def band_borders(H2, E2, F2, a, b, d, m, n, lo, hi, go, ge):
+    """Anti-diagonal d's values around its band cells (rows a..b): minus infinity just outside them, and
+    row 0's and column 0's border values where the band holds them, which is all the next two diagonals
+    read."""
+    for x in (a - 1, b + 1):
+        if x <= m:
+            H2[x] = _NEG32
+            E2[x] = _NEG32
+            F2[x] = _NEG32
+    if d <= n:  # row 0, in the band up to column hi
+        H2[0] = np.float32(-(go + (d - 1) * ge)) if d <= hi else _NEG32
+        E2[0] = _NEG32
+        F2[0] = _NEG32
+    if d <= m:  # column 0, in the band down to row -lo
+        H2[d] = np.float32(-(go + (d - 1) * ge)) if d <= -lo else _NEG32
+        E2[d] = _NEG32
+        F2[d] = _NEG32
+
+
 @njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
 def fill_banded_antidiagonal(q, t, S, go, ge, lo, hi):
     """:func:`fill_banded` along anti-diagonals in float32 (the caller checks fits_float32).
@@ -159,22 +179,7 @@ def fill_banded_antidiagonal(q, t, S, go, ge, lo, hi):
             _band_diagonal(uniform, matchf, mismatchf, Sf, qc[a:b + 1], tr[off + a:off + b + 1], sub[a:b + 1],
                            H0[a - 1:b], H1[a:b + 1], H1[a - 1:b], E1[a:b + 1], F1[a - 1:b],
                            H2[a:b + 1], E2[a:b + 1], F2[a:b + 1], dirs[o:o + b - a + 1], gof, gef)
-        if a - 1 <= m:
-            H2[a - 1] = _NEG32
-            E2[a - 1] = _NEG32
-            F2[a - 1] = _NEG32
-        if b + 1 <= m:
-            H2[b + 1] = _NEG32
-            E2[b + 1] = _NEG32
-            F2[b + 1] = _NEG32
-        if d <= n:  # row 0, in the band up to column hi
-            H2[0] = np.float32(-(go + (d - 1) * ge)) if d <= hi else _NEG32
-            E2[0] = _NEG32
-            F2[0] = _NEG32
-        if d <= m:  # column 0, in the band down to row -lo
-            H2[d] = np.float32(-(go + (d - 1) * ge)) if d <= -lo else _NEG32
-            E2[d] = _NEG32
-            F2[d] = _NEG32
+        band_borders(H2, E2, F2, a, b, d, m, n, lo, hi, go, ge)
         H0, H1, H2 = H1, H2, H0
         E1, E2 = E2, E1
         F1, F2 = F2, F1

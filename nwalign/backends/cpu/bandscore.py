@@ -22,13 +22,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nwalign.backends.cpu.antidiagonal import diagonal_buffers, fits_float32, gotoh_scores, lane_codes
-from nwalign.backends.cpu.banded import banded_score
+from nwalign.backends.cpu.antidiagonal import diagonal_buffers, diagonal_cells, fits_float32, lane_codes
+from nwalign.backends.cpu.banded import band_borders, banded_score
 from nwalign.plan.bands import band_limits
 from nwalign.backends.cpu.rows import profile
 from nwalign.ops import NEG
 
-_NEG32 = np.float32(NEG)
 
 
 @njit(nogil=True, boundscheck=False, inline="always")
@@ -73,23 +72,6 @@ def score_band_rows(P, q, go, ge, lo, hi, n):
     return np.int64(Hb[n]) if m % 2 else np.int64(Ha[n])
 
 
-@njit(nogil=True, fastmath=True, boundscheck=False, inline="always")
-def _diagonal(uniform, match, mismatch, Sf, qc, tc, sub, Hd, Hl, Hu, El, Fu, Ho, Eo, Fo, go, ge):
-    """One anti-diagonal's band cells, as equal-length views (the loop vectorises)."""
-    cnt = Ho.shape[0]
-    if uniform:
-        for k in range(cnt):
-            sub[k] = match if qc[k] == tc[k] else mismatch
-    else:
-        for k in range(cnt):
-            sub[k] = Sf[qc[k] + tc[k]]
-    for k in range(cnt):
-        h, e, f = gotoh_scores(Hd[k], sub[k], Hl[k], El[k], Hu[k], Fu[k], go, ge)
-        Ho[k] = h
-        Eo[k] = e
-        Fo[k] = f
-
-
 @njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
 def score_band_diagonals(q, t, S, go, ge, lo, hi):
     """H(m, n) of the band ``lo <= j - i <= hi`` along anti-diagonals in float32 (the caller checks
@@ -108,22 +90,10 @@ def score_band_diagonals(q, t, S, go, ge, lo, hi):
             b = min(m, d - 1, (d - lo) // 2)
         if b >= a:
             off = n - d + 1  # cell (i, d - i) needs t[d - i - 1] = tr[off + i]
-            _diagonal(uniform, matchf, mismatchf, Sf, qc[a:b + 1], tr[off + a:off + b + 1], sub[a:b + 1],
-                      H0[a - 1:b], H1[a:b + 1], H1[a - 1:b], E1[a:b + 1], F1[a - 1:b],
-                      H2[a:b + 1], E2[a:b + 1], F2[a:b + 1], gof, gef)
-        for x in (a - 1, b + 1):
-            if x <= m:
-                H2[x] = _NEG32
-                E2[x] = _NEG32
-                F2[x] = _NEG32
-        if d <= n:  # row 0, in the band up to column hi
-            H2[0] = np.float32(-(go + (d - 1) * ge)) if d <= hi else _NEG32
-            E2[0] = _NEG32
-            F2[0] = _NEG32
-        if d <= m:  # column 0, in the band down to row -lo
-            H2[d] = np.float32(-(go + (d - 1) * ge)) if d <= -lo else _NEG32
-            E2[d] = _NEG32
-            F2[d] = _NEG32
+            diagonal_cells(uniform, matchf, mismatchf, Sf, qc[a:b + 1], tr[off + a:off + b + 1], sub[a:b + 1],
+                           H0[a - 1:b], H1[a:b + 1], H1[a - 1:b], E1[a:b + 1], F1[a - 1:b],
+                           H2[a:b + 1], E2[a:b + 1], F2[a:b + 1], gof, gef, False)
+        band_borders(H2, E2, F2, a, b, d, m, n, lo, hi, go, ge)
         H0, H1, H2 = H1, H2, H0
         E1, E2 = E2, E1
         F1, F2 = F2, F1
