@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nwalign.backends.cpu.anchored import Barred, end_cell, trace_from_end
+from nwalign.backends.cpu.anchored import Barred, end_cell, end_rows, trace_from_end
 from nwalign.backends.cpu.rows import profile
 from nwalign.ops import NEG, OP_DEL, OP_INS, OP_MATCH
 
@@ -196,50 +196,43 @@ def barred_bests(q, S, go, ge, targets, t_off, ops, o_off, q_start, t_start, out
     with the residue pairs that path k aligns barred from the diagonal step: its columns
     ``ops[o_off[k]:o_off[k + 1]]`` (OP_MATCH, OP_INS, OP_DEL) from query and target positions
     ``q_start[k]``, ``t_start[k]`` (0-based; an empty path bars nothing). ``out[k]`` (int64): the best,
-    0 where nothing scores above 0. A path aligns each query row once at most, so one barred column a row."""
+    0 where nothing scores above 0. Each pair runs :func:`nwalign.backends.cpu.anchored.end_rows` itself, on a
+    target profile and forbid list built here (a path aligns each query row once at most)."""
     m = q.shape[0]
-    go32, ge32, zero, neg = np.int32(go), np.int32(ge), np.int32(0), np.int32(NEG)
-    longest = 0
-    for k in range(out.shape[0]):
-        longest = max(longest, t_off[k + 1] - t_off[k])
-    Ha, Hb = np.zeros(longest + 1, np.int32), np.zeros(longest + 1, np.int32)
-    F = np.empty(longest + 1, np.int32)
-    bar = np.empty(m + 1, np.int64)
     for k in range(out.shape[0]):
         t = targets[t_off[k]:t_off[k + 1]]
         n = t.shape[0]
-        bar[:] = -1
+        P = np.empty((S.shape[0], n + 1), np.int32)  # the target profile of rows.profile, q's letters only
+        for a in np.unique(q):
+            P[a, 0] = 0
+            for j in range(n):
+                P[a, j + 1] = S[a, t[j]]
+        # end_rows' forbid (Barred.by_row's layout): row i's list starts at forbid[i], ends with n + 2
+        forbid = np.full(2 * (m + 1) + m, n + 2, np.int64)
+        at = m + 1
         i, j = q_start[k], t_start[k]
+        row = 0
         for x in range(o_off[k], o_off[k + 1]):
             op = ops[x]
-            if op != OP_DEL:
-                i += 1
-            if op != OP_INS:
-                j += 1
+            i += op != OP_DEL
+            j += op != OP_INS
             if op == OP_MATCH:
-                bar[i] = j
-        Ha[:n + 1] = 0
-        F[:n + 1] = neg
-        best = zero
-        for i in range(1, m + 1):
-            row = S[q[i - 1]]
-            Hp, Hn = (Ha, Hb) if i % 2 else (Hb, Ha)
-            Hn[0] = 0
-            for j in range(1, n + 1):
-                f = max(Hp[j] - go32, F[j] - ge32)
-                F[j] = f
-                Hn[j] = max(max(Hp[j - 1] + np.int32(row[t[j - 1]]), f), zero)
-            if bar[i] >= 1:
-                Hn[bar[i]] = max(F[bar[i]], zero)
-            e, h_left = neg, zero
-            for j in range(1, n + 1):
-                hp = Hn[j]
-                e = max(h_left - go32, e - ge32)
-                h = max(hp, e)
-                Hn[j] = h
-                best = max(best, h)
-                h_left = hp
-        out[k] = best
+                while row < i:  # rows before i: empty lists
+                    forbid[row] = at
+                    at += 1
+                    row += 1
+                forbid[i] = at
+                forbid[at] = j
+                at += 2
+                row = i + 1
+        while row <= m:
+            forbid[row] = at
+            at += 1
+            row += 1
+        best = np.zeros(3, np.int64)
+        end_rows(P, q, go, ge, forbid, 0, m, np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32),
+                 np.full(n + 1, NEG, np.int32), best, np.zeros(m + 1, np.int32), np.zeros(n + 1, np.int32))
+        out[k] = best[0]
 
 
 def alternative_paths(q, t, matrix, go: int, ge: int, first: list, keep, most: int, max_memory: int = 1 << 30) -> list:
